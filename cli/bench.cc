@@ -1,0 +1,106 @@
+// onnxserve bench: latency of one model in this process, with its last stdout line a JSON summary.
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <numeric>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "cli/tensor_files.h"
+#include "runtime/core/status_macros.h"
+#include "runtime/exec/session.h"
+
+namespace onnxserve::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Random values of the input's type and shape; a dynamic first dim takes `batch`, other dynamic dims 1.
+absl::StatusOr<Tensor> RandomInput(const ValueInfo& info, int64_t batch, std::mt19937& rng) {
+  if (!info.is_tensor || info.dtype == DataType::kUndefined || info.dtype == DataType::kString) {
+    return absl::InvalidArgumentError(absl::StrCat("input \"", info.name, "\" (", info.DebugString(),
+                                                   ") needs --inputs-dir: no random values for its type"));
+  }
+  Shape shape = info.dims;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] < 0) shape[d] = d == 0 ? batch : 1;
+  }
+  Tensor t(info.dtype, shape);
+  std::uniform_real_distribution<float> uniform(0.f, 1.f);
+  DispatchNumeric(info.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    for (T& v : t.mutable_values<T>()) v = static_cast<T>(uniform(rng) * (std::is_floating_point_v<T> ? 1 : 2));
+  });
+  return t;
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, Tensor>>> MakeFeeds(const Session& session, const Args& args,
+                                                                      int64_t batch) {
+  std::vector<std::pair<std::string, Tensor>> feeds;
+  std::mt19937 rng(42);
+  const std::string dir = args.Get("inputs-dir");
+  for (size_t i = 0; i < session.inputs().size(); ++i) {
+    const ValueInfo& info = session.inputs()[i];
+    if (!dir.empty()) {
+      ASSIGN_OR_RETURN(Tensor t, ReadTensorFile((fs::path(dir) / absl::StrCat("input_", i, ".pb")).string()));
+      feeds.push_back({info.name, std::move(t)});
+    } else {
+      ASSIGN_OR_RETURN(Tensor t, RandomInput(info, batch, rng));
+      feeds.push_back({info.name, std::move(t)});
+    }
+  }
+  return feeds;
+}
+
+double Percentile(const std::vector<double>& sorted, double p) {
+  const size_t i = static_cast<size_t>(std::min<double>(sorted.size() - 1, p / 100.0 * sorted.size()));
+  return sorted[i];
+}
+
+absl::Status Bench(const Args& args) {
+  if (args.positional.size() != 1) return absl::InvalidArgumentError("expected exactly one MODEL.onnx");
+  ASSIGN_OR_RETURN(int64_t batch, args.GetInt("batch", 1, 1, 1 << 20));
+  ASSIGN_OR_RETURN(int64_t iterations, args.GetInt("iterations", 100, 1, 10000000));
+  ASSIGN_OR_RETURN(int64_t warmup, args.GetInt("warmup", 10, 0, 1000000));
+  ASSIGN_OR_RETURN(int64_t threads, args.GetInt("threads", 1, 1, 256));
+  ASSIGN_OR_RETURN(auto session, Session::LoadFile(args.positional[0],
+                                                   {.intra_op_threads = static_cast<int>(threads)}));
+  ASSIGN_OR_RETURN(auto feeds, MakeFeeds(*session, args, batch));
+  for (int64_t i = 0; i < warmup; ++i) RETURN_IF_ERROR(session->Run(feeds).status());
+  std::vector<double> ms;
+  ms.reserve(iterations);
+  for (int64_t i = 0; i < iterations; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    RETURN_IF_ERROR(session->Run(feeds).status());
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  const double mean = std::accumulate(ms.begin(), ms.end(), 0.0) / ms.size();
+  std::sort(ms.begin(), ms.end());
+  const int64_t items = feeds.empty() || feeds[0].second.rank() == 0 ? 1 : feeds[0].second.dim(0);
+  std::cout << absl::StrFormat(
+      "{\"model\": \"%s\", \"threads\": %d, \"batch\": %d, \"iterations\": %d, \"warmup\": %d, "
+      "\"p50_ms\": %.4f, \"p90_ms\": %.4f, \"p99_ms\": %.4f, \"mean_ms\": %.4f, \"min_ms\": %.4f, "
+      "\"max_ms\": %.4f, \"items_per_second\": %.2f}\n",
+      fs::path(args.positional[0]).filename().string(), threads, items, iterations, warmup,
+      Percentile(ms, 50), Percentile(ms, 90), Percentile(ms, 99), mean, ms.front(), ms.back(),
+      items * 1000.0 / mean);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int BenchCommand(int argc, char** argv) {
+  auto args = ParseArgs(argc, argv, 2, {"inputs-dir", "batch", "iterations", "warmup", "threads"});
+  absl::Status status = args.ok() ? Bench(*args) : args.status();
+  if (!status.ok()) {
+    std::cerr << "onnxserve bench: " << status << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace onnxserve::cli

@@ -1,0 +1,56 @@
+// onnxserve run: runs a model once on inputs read from input_K.pb files and writes output_K.pb files.
+#include <filesystem>
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "cli/tensor_files.h"
+#include "runtime/core/status_macros.h"
+#include "runtime/exec/session.h"
+
+namespace onnxserve::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+absl::Status Run(const Args& args) {
+  if (args.positional.size() != 1) return absl::InvalidArgumentError("expected exactly one MODEL.onnx");
+  const std::string inputs_dir = args.Get("inputs-dir");
+  const std::string outputs_dir = args.Get("outputs-dir");
+  if (inputs_dir.empty() || outputs_dir.empty()) {
+    return absl::InvalidArgumentError("--inputs-dir and --outputs-dir are required");
+  }
+  ASSIGN_OR_RETURN(int64_t threads, args.GetInt("threads", 1, 1, 256));
+  ASSIGN_OR_RETURN(auto session, Session::LoadFile(args.positional[0],
+                                                   {.intra_op_threads = static_cast<int>(threads)}));
+  std::vector<std::pair<std::string, Tensor>> feeds;
+  for (size_t i = 0; i < session->inputs().size(); ++i) {
+    const std::string path = (fs::path(inputs_dir) / absl::StrCat("input_", i, ".pb")).string();
+    ASSIGN_OR_RETURN(Tensor tensor, ReadTensorFile(path));
+    feeds.push_back({session->inputs()[i].name, std::move(tensor)});
+  }
+  ASSIGN_OR_RETURN(std::vector<Tensor> outputs, session->Run(feeds));
+  std::error_code ec;
+  fs::create_directories(outputs_dir, ec);
+  if (ec) return absl::InternalError(absl::StrCat("cannot create ", outputs_dir, ": ", ec.message()));
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const std::string path = (fs::path(outputs_dir) / absl::StrCat("output_", i, ".pb")).string();
+    RETURN_IF_ERROR(WriteTensorFile(path, outputs[i], session->outputs()[i].name));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int RunCommand(int argc, char** argv) {
+  auto args = ParseArgs(argc, argv, 2, {"inputs-dir", "outputs-dir", "threads"});
+  absl::Status status = args.ok() ? Run(*args) : args.status();
+  if (!status.ok()) {
+    std::cerr << "onnxserve run: " << status << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace onnxserve::cli

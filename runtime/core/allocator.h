@@ -1,0 +1,20 @@
+// Aligned buffers for tensor storage, recycled by exact size so that steady-state inference with known
+// shapes allocates nothing from the system: a buffer released after its last use is handed to the next
+// request of the same size (within a run, or in the next run).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+namespace onnxserve {
+
+inline constexpr size_t kTensorAlignment = 64;
+
+// Returns uninitialized storage of at least `bytes`, aligned to kTensorAlignment, owned by the shared_ptr.
+// Thread-safe. The cache holds at most CachedBytesLimit() of free buffers; past that they go back to the
+// system.
+std::shared_ptr<void> AllocateBuffer(size_t bytes);
+
+size_t CachedBytesLimit();
+
+}  // namespace onnxserve

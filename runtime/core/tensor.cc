@@ -1,0 +1,85 @@
+#include "runtime/core/tensor.h"
+
+#include <cstring>
+#include <new>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "runtime/core/allocator.h"
+
+namespace onnxserve {
+
+int64_t NumElements(absl::Span<const int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string ShapeToString(absl::Span<const int64_t> shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ","), "]");
+}
+
+Tensor::Tensor(DataType type, Shape shape)
+    : type_(type), shape_(std::move(shape)), num_elements_(onnxserve::NumElements(shape_)) {
+  if (type_ == DataType::kString) {
+    auto* strings = new std::string[static_cast<size_t>(num_elements_)];
+    owner_ = std::shared_ptr<void>(strings, [](void* p) { delete[] static_cast<std::string*>(p); });
+    data_ = strings;
+    return;
+  }
+  owner_ = AllocateBuffer(ByteSize());
+  data_ = owner_.get();
+}
+
+Tensor Tensor::Wrap(DataType type, Shape shape, std::shared_ptr<void> owner, void* data) {
+  Tensor t;
+  t.type_ = type;
+  t.shape_ = std::move(shape);
+  t.num_elements_ = onnxserve::NumElements(t.shape_);
+  t.owner_ = std::move(owner);
+  t.data_ = data;
+  return t;
+}
+
+Tensor Tensor::Reshaped(Shape shape) const {
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  t.num_elements_ = onnxserve::NumElements(t.shape_);
+  return t;
+}
+
+Tensor Tensor::Clone() const {
+  if (!defined()) return Tensor();
+  Tensor t(type_, shape_);
+  if (type_ == DataType::kString) {
+    for (int64_t i = 0; i < num_elements_; ++i) t.data<std::string>()[i] = data<std::string>()[i];
+  } else if (ByteSize() > 0) {
+    std::memcpy(t.data_, data_, ByteSize());
+  }
+  return t;
+}
+
+double Tensor::GetAsDouble(int64_t i) const {
+  double result = 0;
+  DispatchNumeric(type_, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
+      result = static_cast<float>(data<T>()[i]);
+    } else {
+      result = static_cast<double>(data<T>()[i]);
+    }
+  });
+  return result;
+}
+
+int64_t Tensor::GetAsInt64(int64_t i) const {
+  if (type_ == DataType::kInt64) return data<int64_t>()[i];
+  if (type_ == DataType::kInt32) return data<int32_t>()[i];
+  return static_cast<int64_t>(GetAsDouble(i));
+}
+
+std::string Tensor::DebugString() const {
+  return absl::StrCat(DataTypeName(type_), ShapeToString(shape_));
+}
+
+}  // namespace onnxserve

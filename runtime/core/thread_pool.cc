@@ -1,0 +1,72 @@
+#include "runtime/core/thread_pool.h"
+
+#include <algorithm>
+#include <atomic>
+
+namespace onnxserve {
+
+ThreadPool::ThreadPool(int num_threads) : num_threads_(std::max(1, num_threads)) {
+  for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+void ThreadPool::WorkerLoop() {
+  for (;;) {
+    std::function<void()> task;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      task = std::move(queue_.back());
+      queue_.pop_back();
+    }
+    task();
+  }
+}
+
+void ThreadPool::ParallelFor(int64_t n, int64_t min_chunk,
+                             const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  const int64_t max_chunks = std::max<int64_t>(1, n / std::max<int64_t>(1, min_chunk));
+  const int64_t chunks = std::min<int64_t>(num_threads_, max_chunks);
+  if (chunks <= 1) {
+    fn(0, n);
+    return;
+  }
+  // Chunks are claimed through a shared counter, so the caller runs any chunk no worker has started yet
+  // and never waits on a busy pool.
+  struct State {
+    std::atomic<int64_t> next{0};
+    std::atomic<int64_t> done{0};
+    std::mutex mu;
+    std::condition_variable cv;
+  };
+  auto state = std::make_shared<State>();
+  auto run_chunks = [state, n, chunks, &fn] {
+    for (int64_t c; (c = state->next.fetch_add(1)) < chunks;) {
+      fn(c * n / chunks, (c + 1) * n / chunks);
+      if (state->done.fetch_add(1) + 1 == chunks) {
+        std::lock_guard<std::mutex> lock(state->mu);
+        state->cv.notify_all();
+      }
+    }
+  };
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (int64_t i = 1; i < chunks; ++i) queue_.push_back(run_chunks);
+  }
+  cv_.notify_all();
+  run_chunks();
+  std::unique_lock<std::mutex> lock(state->mu);
+  state->cv.wait(lock, [&] { return state->done.load() == chunks; });
+}
+
+}  // namespace onnxserve

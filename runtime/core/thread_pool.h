@@ -1,0 +1,39 @@
+// A fixed pool of worker threads for intra-op parallelism. ParallelFor blocks the caller, which takes a
+// share of the work itself, so a pool of N threads has N-1 workers.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace onnxserve {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int num_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int num_threads() const { return num_threads_; }
+
+  // Runs fn(begin, end) over [0, n) split into at most num_threads() contiguous chunks of at least
+  // `min_chunk` items. Safe to call from several threads at once (calls then share the workers); fn must
+  // not call ParallelFor on the same pool.
+  void ParallelFor(int64_t n, int64_t min_chunk, const std::function<void(int64_t, int64_t)>& fn);
+
+ private:
+  void WorkerLoop();
+
+  const int num_threads_;
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::function<void()>> queue_;
+  bool stopping_ = false;
+};
+
+}  // namespace onnxserve

@@ -1,0 +1,249 @@
+#include "runtime/exec/plan.h"
+
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "runtime/core/status_macros.h"
+
+namespace onnxserve {
+namespace {
+
+std::string NodeName(const onnx::NodeProto& node, int index) {
+  return node.name().empty() ? absl::StrCat("#", index) : node.name();
+}
+
+void CollectUnsupported(const Model& model, const Graph& graph, std::vector<UnsupportedNode>& out) {
+  const auto& registry = KernelRegistry::Global();
+  for (int i = 0; i < graph.proto().node_size(); ++i) {
+    const auto& node = graph.proto().node(i);
+    const int64_t opset = model.OpsetFor(node.domain());
+    if (registry.Find(node.domain(), node.op_type(), opset) == nullptr) {
+      std::vector<std::string> ranges;
+      for (const KernelDef* def : registry.Versions(node.domain(), node.op_type())) {
+        ranges.push_back(def->VersionRange());
+      }
+      out.push_back({CanonicalDomain(node.domain()), node.op_type(), opset, NodeName(node, i),
+                     absl::StrJoin(ranges, ", ")});
+    }
+    for (const auto& attr : node.attribute()) {
+      if (const Graph* sub = graph.Subgraph(i, attr.name())) CollectUnsupported(model, *sub, out);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<UnsupportedNode> FindUnsupportedNodes(const Model& model) {
+  std::vector<UnsupportedNode> out;
+  CollectUnsupported(model, model.graph(), out);
+  return out;
+}
+
+std::string DescribeUnsupported(const std::vector<UnsupportedNode>& nodes) {
+  std::map<std::tuple<std::string, std::string, int64_t>, std::pair<std::string, std::vector<std::string>>>
+      grouped;
+  for (const auto& n : nodes) {
+    auto& entry = grouped[{n.domain, n.op_type, n.opset}];
+    entry.first = n.registered;
+    entry.second.push_back(absl::StrCat("\"", n.node, "\""));
+  }
+  std::vector<std::string> parts;
+  for (const auto& [key, entry] : grouped) {
+    const auto& [domain, op, opset] = key;
+    std::string known = entry.first.empty() ? "not implemented"
+                                            : absl::StrCat("registered versions ", entry.first);
+    if (opset == 0) known = absl::StrCat("the model imports no opset for domain ", domain);
+    parts.push_back(absl::StrCat(domain, " ", op, " (opset ", opset, ", ", known,
+                                 ") used by node(s) ", absl::StrJoin(entry.second, ", ")));
+  }
+  return absl::StrCat("unsupported operators: ", absl::StrJoin(parts, "; "));
+}
+
+int ExecutionPlan::SlotOf(const std::string& name) {
+  auto [it, inserted] = slots_.emplace(name, static_cast<int>(slots_.size()));
+  return it->second;
+}
+
+absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Compile(const Model& model,
+                                                                      const Graph& graph) {
+  std::unique_ptr<ExecutionPlan> plan(new ExecutionPlan);
+  plan->graph_ = &graph;
+  for (const auto& in : graph.inputs()) plan->input_slots_.push_back(plan->SlotOf(in.name));
+  for (const auto& [name, tensor] : graph.initializers()) {
+    plan->constants_.push_back({plan->SlotOf(name), &tensor});
+  }
+  for (const auto& name : graph.outer_scope_reads()) {
+    plan->outer_slots_.push_back({name, plan->SlotOf(name)});
+  }
+  RETURN_IF_ERROR(plan->CompileSteps(model));
+  for (const auto& out : graph.outputs()) plan->output_slots_.push_back(plan->SlotOf(out.name));
+  plan->PlanReleases();
+  return plan;
+}
+
+absl::Status ExecutionPlan::CompileSteps(const Model& model) {
+  const auto& proto = graph_->proto();
+  // Names some node or the graph's outputs read: an output nobody reads may be skipped by its kernel.
+  std::set<std::string> read;
+  for (const auto& out : graph_->outputs()) read.insert(out.name);
+  for (const auto& node : proto.node()) read.insert(node.input().begin(), node.input().end());
+
+  for (int index : graph_->topological_order()) {
+    const auto& node = proto.node(index);
+    Step step;
+    step.node_index = index;
+    step.node = &node;
+    const int64_t opset = model.OpsetFor(node.domain());
+    step.def = KernelRegistry::Global().Find(node.domain(), node.op_type(), opset);
+    if (step.def == nullptr) {
+      return absl::UnimplementedError(DescribeUnsupported(FindUnsupportedNodes(model)));
+    }
+    step.label = absl::StrCat("node \"", NodeName(node, index), "\" (", node.op_type(), "-",
+                              step.def->since_version, ")");
+
+    std::vector<std::pair<std::string, const ExecutionPlan*>> subgraphs;
+    for (const auto& attr : node.attribute()) {
+      const Graph* sub = graph_->Subgraph(index, attr.name());
+      if (sub == nullptr) continue;
+      auto subplan = Compile(model, *sub);
+      if (!subplan.ok()) {
+        return absl::Status(subplan.status().code(), absl::StrCat(step.label, " attribute \"", attr.name(),
+                                                                  "\": ", subplan.status().message()));
+      }
+      subgraphs.push_back({attr.name(), subplan->get()});
+      for (const auto& name : (*subplan)->graph().outer_scope_reads()) {
+        step.outer_scope.push_back({name, SlotOf(name)});
+        read.insert(name);
+      }
+      subplans_.push_back(*std::move(subplan));
+    }
+
+    std::vector<const Tensor*> constant_inputs;
+    for (const auto& in : node.input()) {
+      step.inputs.push_back(in.empty() ? -1 : SlotOf(in));
+      auto it = graph_->initializers().find(in);
+      constant_inputs.push_back(it == graph_->initializers().end() ? nullptr : &it->second);
+    }
+    for (const auto& out : node.output()) {
+      step.outputs.push_back(out.empty() ? -1 : SlotOf(out));
+      step.outputs_wanted.push_back(!out.empty() && read.contains(out));
+    }
+    KernelInfo info(node, static_cast<int>(opset), std::move(constant_inputs), std::move(subgraphs));
+    auto kernel = step.def->create(info);
+    if (!kernel.ok()) {
+      return absl::Status(kernel.status().code(),
+                          absl::StrCat(step.label, ": ", kernel.status().message()));
+    }
+    step.kernel = *std::move(kernel);
+    steps_.push_back(std::move(step));
+  }
+  return absl::OkStatus();
+}
+
+void ExecutionPlan::PlanReleases() {
+  // Only values computed by steps are owned by a run; graph outputs are kept to the end.
+  std::vector<int> last_reader(slots_.size(), -1);
+  std::vector<bool> owned(slots_.size(), false);
+  for (int s = 0; s < static_cast<int>(steps_.size()); ++s) {
+    for (int slot : steps_[s].outputs) {
+      if (slot >= 0) {
+        owned[slot] = true;
+        last_reader[slot] = std::max(last_reader[slot], s);
+      }
+    }
+    for (int slot : steps_[s].inputs) {
+      if (slot >= 0) last_reader[slot] = s;
+    }
+    for (const auto& [name, slot] : steps_[s].outer_scope) last_reader[slot] = s;
+  }
+  for (int slot : output_slots_) owned[slot] = false;
+  for (int slot = 0; slot < static_cast<int>(slots_.size()); ++slot) {
+    if (owned[slot] && last_reader[slot] >= 0) steps_[last_reader[slot]].release_after.push_back(slot);
+  }
+}
+
+absl::Status ExecutionPlan::CheckFeed(const ValueInfo& info, const Tensor& tensor) const {
+  if (!info.is_tensor) return absl::OkStatus();
+  bool ok = info.dtype == DataType::kUndefined || info.dtype == tensor.dtype();
+  if (ok && info.has_shape) {
+    ok = static_cast<int64_t>(info.dims.size()) == tensor.rank();
+    for (size_t d = 0; ok && d < info.dims.size(); ++d) {
+      ok = info.dims[d] < 0 || info.dims[d] == tensor.dim(static_cast<int64_t>(d));
+    }
+  }
+  if (!ok) {
+    return absl::InvalidArgumentError(absl::StrCat("input \"", info.name, "\": expected ", info.DebugString(),
+                                                   ", got ", tensor.DebugString()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Tensor>> ExecutionPlan::Run(const std::vector<NamedTensor>& feeds,
+                                                       ThreadPool& pool) const {
+  std::vector<const Tensor*> view(slots_.size(), nullptr);
+  std::vector<Tensor> owned(slots_.size());
+  for (const auto& [slot, tensor] : constants_) view[slot] = tensor;
+  for (const auto& [name, tensor] : feeds) {
+    auto it = slots_.find(name);
+    if (it == slots_.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("\"", name, "\" is not an input of graph \"",
+                                                     graph_->name(), "\""));
+    }
+    view[it->second] = tensor;
+  }
+  for (size_t i = 0; i < input_slots_.size(); ++i) {
+    const ValueInfo& info = graph_->inputs()[i];
+    if (view[input_slots_[i]] == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("missing input \"", info.name, "\""));
+    }
+    RETURN_IF_ERROR(CheckFeed(info, *view[input_slots_[i]]));
+  }
+  for (const auto& [name, slot] : outer_slots_) {
+    if (view[slot] == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("missing outer-scope value \"", name, "\""));
+    }
+  }
+
+  for (const Step& step : steps_) {
+    std::vector<const Tensor*> inputs;
+    inputs.reserve(step.inputs.size());
+    for (int slot : step.inputs) inputs.push_back(slot < 0 ? nullptr : view[slot]);
+    if (!inputs.empty() && inputs[0] != nullptr && !step.def->Accepts(inputs[0]->dtype())) {
+      return absl::UnimplementedError(absl::StrCat(step.label, ": no kernel for element type ",
+                                                   DataTypeName(inputs[0]->dtype())));
+    }
+    std::vector<std::pair<std::string, const Tensor*>> outer;
+    for (const auto& [name, slot] : step.outer_scope) outer.push_back({name, view[slot]});
+    std::vector<Tensor> outputs(step.outputs.size());
+    KernelContext ctx(std::move(inputs), &outputs, step.outputs_wanted, &pool, std::move(outer));
+    absl::Status status = step.kernel->Compute(ctx);
+    if (!status.ok()) {
+      return absl::Status(status.code(), absl::StrCat(step.label, ": ", status.message()));
+    }
+    for (size_t o = 0; o < step.outputs.size(); ++o) {
+      const int slot = step.outputs[o];
+      if (slot < 0 || !outputs[o].defined()) continue;
+      owned[slot] = std::move(outputs[o]);
+      view[slot] = &owned[slot];
+    }
+    for (int slot : step.release_after) {
+      owned[slot] = Tensor();
+      view[slot] = nullptr;
+    }
+  }
+
+  std::vector<Tensor> results;
+  results.reserve(output_slots_.size());
+  for (size_t i = 0; i < output_slots_.size(); ++i) {
+    const Tensor* value = view[output_slots_[i]];
+    if (value == nullptr) {
+      return absl::InternalError(absl::StrCat("output \"", graph_->outputs()[i].name, "\" was not computed"));
+    }
+    results.push_back(*value);
+  }
+  return results;
+}
+
+}  // namespace onnxserve

@@ -1,0 +1,79 @@
+// An ExecutionPlan is a graph compiled once: nodes in topological order with their kernels created,
+// every value given a slot, and for each node the slots whose last reader it is, so that intermediate
+// buffers go back to the allocator's cache the moment nothing needs them and the next node of the same size
+// reuses them. Run() is const and keeps all per-run state in a local frame: one plan serves many threads.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "runtime/core/thread_pool.h"
+#include "runtime/model/model.h"
+#include "runtime/registry/registry.h"
+
+namespace onnxserve {
+
+// An unsupported node, as reported by FindUnsupportedNodes and by a failed Compile.
+struct UnsupportedNode {
+  std::string domain;
+  std::string op_type;
+  int64_t opset;
+  std::string node;  // the node's name or "#index"
+  std::string registered;  // "1-12, 13+" or "" when the op is not registered at all
+};
+
+// Every node of the model (subgraphs included) that has no kernel at the model's opset.
+std::vector<UnsupportedNode> FindUnsupportedNodes(const Model& model);
+// One message listing every unsupported (domain, op_type, opset) with the nodes that use it.
+std::string DescribeUnsupported(const std::vector<UnsupportedNode>& nodes);
+
+using NamedTensor = std::pair<std::string, const Tensor*>;
+
+class ExecutionPlan {
+ public:
+  // Compiles `graph` (the model's main graph or one of its subgraphs) with kernels resolved through the
+  // model's opsets. The plan keeps pointers into `model`, which must outlive it.
+  static absl::StatusOr<std::unique_ptr<ExecutionPlan>> Compile(const Model& model, const Graph& graph);
+
+  const Graph& graph() const { return *graph_; }
+
+  // Runs the graph. `feeds` holds the graph inputs and, for subgraphs, the outer-scope values the graph
+  // reads, by name. Returns the graph outputs in graph order. Inputs are checked against the graph's
+  // declared types and static dims.
+  absl::StatusOr<std::vector<Tensor>> Run(const std::vector<NamedTensor>& feeds, ThreadPool& pool) const;
+
+ private:
+  struct Step {
+    int node_index;
+    const onnx::NodeProto* node;
+    const KernelDef* def;
+    std::unique_ptr<OpKernel> kernel;
+    std::vector<int> inputs;   // slot per node input, -1 when omitted
+    std::vector<int> outputs;  // slot per node output, -1 when unnamed
+    std::vector<bool> outputs_wanted;
+    std::vector<std::pair<std::string, int>> outer_scope;  // values its subgraphs read
+    std::vector<int> release_after;  // slots whose last reader this step is
+    std::string label;  // "node \"name\" (Op-13)" for error messages
+  };
+
+  ExecutionPlan() = default;
+  int SlotOf(const std::string& name);
+  absl::Status CompileSteps(const Model& model);
+  void PlanReleases();
+  absl::Status CheckFeed(const ValueInfo& info, const Tensor& tensor) const;
+
+  const Graph* graph_ = nullptr;
+  absl::flat_hash_map<std::string, int> slots_;
+  std::vector<std::unique_ptr<ExecutionPlan>> subplans_;
+  std::vector<Step> steps_;
+  std::vector<std::pair<int, const Tensor*>> constants_;  // initializer slots
+  std::vector<int> input_slots_;   // per graph input
+  std::vector<int> output_slots_;  // per graph output
+  std::vector<std::pair<std::string, int>> outer_slots_;  // outer-scope values read, by name
+};
+
+}  // namespace onnxserve

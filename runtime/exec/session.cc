@@ -1,0 +1,51 @@
+#include "runtime/exec/session.h"
+
+#include <cblas.h>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/core/status_macros.h"
+
+namespace onnxserve {
+
+void SetBlasThreads(int threads) { openblas_set_num_threads(threads); }
+
+Session::Session(std::shared_ptr<const Model> model, std::unique_ptr<ExecutionPlan> plan, int threads)
+    : model_(std::move(model)), plan_(std::move(plan)), pool_(threads) {}
+
+absl::StatusOr<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const Model> model,
+                                                         const SessionOptions& options) {
+  RETURN_IF_ERROR(KernelRegistry::Global().Validate());
+  if (options.intra_op_threads < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("intra_op_threads must be at least 1, got ", options.intra_op_threads));
+  }
+  ASSIGN_OR_RETURN(auto plan, ExecutionPlan::Compile(*model, model->graph()));
+  SetBlasThreads(options.intra_op_threads);
+  return std::unique_ptr<Session>(new Session(std::move(model), std::move(plan), options.intra_op_threads));
+}
+
+absl::StatusOr<std::unique_ptr<Session>> Session::LoadFile(const std::string& path,
+                                                           const SessionOptions& options) {
+  ASSIGN_OR_RETURN(auto model, Model::LoadFromFile(path));
+  return Create(std::move(model), options);
+}
+
+absl::StatusOr<std::vector<Tensor>> Session::Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
+                                                 const std::vector<std::string>& output_names) const {
+  std::vector<NamedTensor> named;
+  named.reserve(feeds.size());
+  for (const auto& [name, tensor] : feeds) named.push_back({name, &tensor});
+  ASSIGN_OR_RETURN(std::vector<Tensor> all, plan_->Run(named, pool_));
+  if (output_names.empty()) return all;
+  std::vector<Tensor> picked;
+  picked.reserve(output_names.size());
+  for (const auto& name : output_names) {
+    size_t i = 0;
+    while (i < outputs().size() && outputs()[i].name != name) ++i;
+    if (i == outputs().size()) return absl::NotFoundError(absl::StrCat("model has no output \"", name, "\""));
+    picked.push_back(all[i]);
+  }
+  return picked;
+}
+
+}  // namespace onnxserve

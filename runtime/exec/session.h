@@ -1,0 +1,50 @@
+// A Session is a loaded, compiled model ready to run: the public entry point of the runtime.
+// Run() is thread-safe: many requests may run one Session at once.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "runtime/core/thread_pool.h"
+#include "runtime/exec/plan.h"
+#include "runtime/model/model.h"
+
+namespace onnxserve {
+
+struct SessionOptions {
+  // Threads for one run's intra-op work (our parallel loops and OpenBLAS's). Runs of one session share them.
+  int intra_op_threads = 1;
+};
+
+class Session {
+ public:
+  static absl::StatusOr<std::unique_ptr<Session>> Create(std::shared_ptr<const Model> model,
+                                                         const SessionOptions& options = {});
+  static absl::StatusOr<std::unique_ptr<Session>> LoadFile(const std::string& path,
+                                                           const SessionOptions& options = {});
+
+  const Model& model() const { return *model_; }
+  // The graph's inputs (initializers excluded) and outputs, as declared.
+  const std::vector<ValueInfo>& inputs() const { return model_->graph().inputs(); }
+  const std::vector<ValueInfo>& outputs() const { return model_->graph().outputs(); }
+
+  // Runs the model. `output_names` picks outputs and their order; empty means all, in graph order.
+  absl::StatusOr<std::vector<Tensor>> Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
+                                          const std::vector<std::string>& output_names = {}) const;
+
+ private:
+  Session(std::shared_ptr<const Model> model, std::unique_ptr<ExecutionPlan> plan, int threads);
+
+  std::shared_ptr<const Model> model_;
+  std::unique_ptr<ExecutionPlan> plan_;
+  mutable ThreadPool pool_;
+};
+
+// OpenBLAS keeps one global thread count; onnxserve sets it to the intra-op thread count of the session
+// created last, so BLAS calls and our own parallel loops use the same cores and never oversubscribe them.
+void SetBlasThreads(int threads);
+
+}  // namespace onnxserve

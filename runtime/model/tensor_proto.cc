@@ -1,0 +1,163 @@
+#include "runtime/model/tensor_proto.h"
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/core/status_macros.h"
+
+namespace onnxserve {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Describe(const onnx::TensorProto& proto) {
+  return proto.name().empty() ? std::string("tensor") : absl::StrCat("tensor \"", proto.name(), "\"");
+}
+
+absl::Status CheckCount(const onnx::TensorProto& proto, int64_t got, int64_t want) {
+  if (got != want) {
+    return absl::InvalidArgumentError(absl::StrCat(Describe(proto), ": holds ", got,
+                                                   " values but its shape needs ", want));
+  }
+  return absl::OkStatus();
+}
+
+// Copies typed-field values (each field element widened or packed per the ONNX spec) into `out`.
+template <typename Field>
+absl::Status CopyTyped(const onnx::TensorProto& proto, const Field& field, Tensor& out) {
+  RETURN_IF_ERROR(CheckCount(proto, field.size(), out.NumElements()));
+  bool ok = DispatchNumeric(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* dst = out.data<T>();
+    for (int64_t i = 0; i < out.NumElements(); ++i) {
+      if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
+        dst[i] = T::FromBits(static_cast<uint16_t>(field.Get(static_cast<int>(i))));
+      } else {
+        dst[i] = static_cast<T>(field.Get(static_cast<int>(i)));
+      }
+    }
+  });
+  if (!ok) return absl::InternalError("typed field for a non-numeric type");
+  return absl::OkStatus();
+}
+
+absl::Status CopyRaw(const onnx::TensorProto& proto, const std::string& bytes, Tensor& out) {
+  if (bytes.size() != out.ByteSize()) {
+    return absl::InvalidArgumentError(absl::StrCat(Describe(proto), ": raw data has ", bytes.size(),
+                                                   " bytes but ", out.DebugString(), " needs ",
+                                                   out.ByteSize()));
+  }
+  if (!bytes.empty()) std::memcpy(out.raw_data(), bytes.data(), bytes.size());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<fs::path> ResolveExternalPath(const onnx::TensorProto& proto, const std::string& location,
+                                             const std::string& model_dir) {
+  if (model_dir.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Describe(proto), ": external data \"", location, "\" without a model folder"));
+  }
+  const fs::path rel(location);
+  if (location.empty() || rel.is_absolute()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        Describe(proto), ": external data location \"", location, "\" must be a relative path"));
+  }
+  for (const auto& part : rel) {
+    if (part == "..") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          Describe(proto), ": external data location \"", location, "\" escapes the model folder"));
+    }
+  }
+  return fs::path(model_dir) / rel;
+}
+
+absl::Status ReadExternal(const onnx::TensorProto& proto, const std::string& model_dir, Tensor& out) {
+  std::string location;
+  int64_t offset = 0;
+  int64_t length = -1;
+  for (const auto& entry : proto.external_data()) {
+    if (entry.key() == "location") location = entry.value();
+    else if (entry.key() == "offset") offset = std::stoll(entry.value());
+    else if (entry.key() == "length") length = std::stoll(entry.value());
+  }
+  ASSIGN_OR_RETURN(fs::path path, ResolveExternalPath(proto, location, model_dir));
+  const int64_t want = static_cast<int64_t>(out.ByteSize());
+  if (length >= 0 && length != want) {
+    return absl::InvalidArgumentError(absl::StrCat(Describe(proto), ": external data length ", length,
+                                                   " but ", out.DebugString(), " needs ", want));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::NotFoundError(
+        absl::StrCat(Describe(proto), ": cannot open external data file ", path.string()));
+  }
+  in.seekg(offset);
+  in.read(static_cast<char*>(out.raw_data()), want);
+  if (in.gcount() != want) {
+    return absl::InvalidArgumentError(absl::StrCat(Describe(proto), ": external data file ", path.string(),
+                                                   " is too short for offset ", offset, " + ", want,
+                                                   " bytes"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto, const std::string& model_dir) {
+  auto type_or = DataTypeFromOnnx(proto.data_type());
+  if (!type_or.ok()) {
+    return absl::Status(type_or.status().code(),
+                        absl::StrCat(Describe(proto), ": ", type_or.status().message()));
+  }
+  const DataType type = *type_or;
+  Shape shape(proto.dims().begin(), proto.dims().end());
+  for (int64_t d : shape) {
+    if (d < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Describe(proto), ": negative dimension in ", ShapeToString(shape)));
+    }
+  }
+  Tensor out(type, shape);
+  if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
+    if (type == DataType::kString) {
+      return absl::InvalidArgumentError(absl::StrCat(Describe(proto), ": string tensors cannot be external"));
+    }
+    RETURN_IF_ERROR(ReadExternal(proto, model_dir, out));
+    return out;
+  }
+  if (type == DataType::kString) {
+    RETURN_IF_ERROR(CheckCount(proto, proto.string_data_size(), out.NumElements()));
+    for (int i = 0; i < proto.string_data_size(); ++i) out.data<std::string>()[i] = proto.string_data(i);
+    return out;
+  }
+  if (proto.has_raw_data()) {
+    RETURN_IF_ERROR(CopyRaw(proto, proto.raw_data(), out));
+    return out;
+  }
+  switch (type) {
+    case DataType::kFloat: RETURN_IF_ERROR(CopyTyped(proto, proto.float_data(), out)); break;
+    case DataType::kDouble: RETURN_IF_ERROR(CopyTyped(proto, proto.double_data(), out)); break;
+    case DataType::kInt64: RETURN_IF_ERROR(CopyTyped(proto, proto.int64_data(), out)); break;
+    case DataType::kUint32:
+    case DataType::kUint64: RETURN_IF_ERROR(CopyTyped(proto, proto.uint64_data(), out)); break;
+    default: RETURN_IF_ERROR(CopyTyped(proto, proto.int32_data(), out)); break;
+  }
+  return out;
+}
+
+onnx::TensorProto TensorToProto(const Tensor& tensor, const std::string& name) {
+  onnx::TensorProto proto;
+  proto.set_name(name);
+  proto.set_data_type(static_cast<int32_t>(tensor.dtype()));
+  for (int64_t d : tensor.shape()) proto.add_dims(d);
+  if (tensor.dtype() == DataType::kString) {
+    for (const std::string& s : tensor.values<std::string>()) proto.add_string_data(s);
+  } else {
+    proto.set_raw_data(tensor.raw_data(), tensor.ByteSize());
+  }
+  return proto;
+}
+
+}  // namespace onnxserve

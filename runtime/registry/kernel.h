@@ -1,0 +1,114 @@
+// The kernel interface. A kernel is created once per node when a model compiles (parsing and validating
+// attributes, packing constant weights) and then computed many times, possibly from many threads at once:
+// Compute is const and keeps per-run state on the stack or in its outputs.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "onnx/onnx_pb.h"
+#include "runtime/core/tensor.h"
+#include "runtime/core/thread_pool.h"
+
+namespace onnxserve {
+
+class ExecutionPlan;
+
+// What a kernel may look at when it is created: the node, its attributes, the opset it resolved through,
+// constant inputs and compiled subgraphs.
+class KernelInfo {
+ public:
+  KernelInfo(const onnx::NodeProto& node, int opset, std::vector<const Tensor*> constant_inputs,
+             std::vector<std::pair<std::string, const ExecutionPlan*>> subgraphs)
+      : node_(node), opset_(opset), constant_inputs_(std::move(constant_inputs)),
+        subgraphs_(std::move(subgraphs)) {}
+
+  const onnx::NodeProto& node() const { return node_; }
+  const std::string& op_type() const { return node_.op_type(); }
+  // The model's opset version for the node's domain (the kernel's registered range holds it).
+  int opset() const { return opset_; }
+
+  int num_inputs() const { return node_.input_size(); }
+  int num_outputs() const { return node_.output_size(); }
+  // Whether input i is given (an optional input may be omitted or named "").
+  bool HasInput(int i) const { return i < node_.input_size() && !node_.input(i).empty(); }
+  bool HasOutput(int i) const { return i < node_.output_size() && !node_.output(i).empty(); }
+  // The value of input i when it is an initializer (known at load time), else nullptr.
+  const Tensor* ConstantInput(int i) const {
+    return i < static_cast<int>(constant_inputs_.size()) ? constant_inputs_[i] : nullptr;
+  }
+
+  bool HasAttr(std::string_view name) const { return FindAttr(name) != nullptr; }
+  const onnx::AttributeProto* FindAttr(std::string_view name) const;
+
+  // Attribute getters: the one-argument form requires the attribute, the two-argument form defaults it.
+  // Both fail when the attribute has another type. T: int64_t, float, std::string, std::vector<int64_t>,
+  // std::vector<float>, std::vector<std::string>, Tensor.
+  template <typename T> absl::StatusOr<T> Attr(std::string_view name) const;
+  template <typename T> absl::StatusOr<T> Attr(std::string_view name, T default_value) const {
+    if (!HasAttr(name)) return default_value;
+    return Attr<T>(name);
+  }
+
+  // The compiled subgraph of a graph attribute, or nullptr.
+  const ExecutionPlan* Subgraph(std::string_view attr) const;
+
+ private:
+  const onnx::NodeProto& node_;
+  int opset_;
+  std::vector<const Tensor*> constant_inputs_;
+  std::vector<std::pair<std::string, const ExecutionPlan*>> subgraphs_;
+};
+
+// What a kernel sees when it runs: its inputs, space for its outputs, the intra-op thread pool.
+class KernelContext {
+ public:
+  KernelContext(std::vector<const Tensor*> inputs, std::vector<Tensor>* outputs,
+                std::vector<bool> outputs_wanted, ThreadPool* pool,
+                std::vector<std::pair<std::string, const Tensor*>> outer_scope)
+      : inputs_(std::move(inputs)), outputs_(outputs), outputs_wanted_(std::move(outputs_wanted)),
+        pool_(pool), outer_scope_(std::move(outer_scope)) {}
+
+  int num_inputs() const { return static_cast<int>(inputs_.size()); }
+  // Input i, or nullptr when it is omitted.
+  const Tensor* Input(int i) const { return i < num_inputs() ? inputs_[i] : nullptr; }
+
+  int num_outputs() const { return static_cast<int>(outputs_->size()); }
+  // Whether output i exists in the node and is consumed (optional outputs may be skipped when not).
+  bool OutputWanted(int i) const { return i < num_outputs() && outputs_wanted_[i]; }
+  // Allocates output i with the given type and shape and returns it for writing.
+  Tensor& Output(int i, DataType type, Shape shape) {
+    (*outputs_)[i] = Tensor(type, std::move(shape));
+    return (*outputs_)[i];
+  }
+  // Sets output i to an existing tensor (sharing storage with an input is allowed: nothing writes to it).
+  void SetOutput(int i, Tensor t) { (*outputs_)[i] = std::move(t); }
+
+  ThreadPool& pool() const { return *pool_; }
+  // Values of enclosing graphs that this node's subgraphs read, by name.
+  const std::vector<std::pair<std::string, const Tensor*>>& outer_scope() const { return outer_scope_; }
+
+ private:
+  std::vector<const Tensor*> inputs_;
+  std::vector<Tensor>* outputs_;
+  std::vector<bool> outputs_wanted_;
+  ThreadPool* pool_;
+  std::vector<std::pair<std::string, const Tensor*>> outer_scope_;
+};
+
+class OpKernel {
+ public:
+  virtual ~OpKernel() = default;
+  virtual absl::Status Compute(KernelContext& ctx) const = 0;
+};
+
+// Inputs that must be present: an error naming the input when one is not.
+absl::Status RequireInputs(const KernelContext& ctx, int count);
+
+}  // namespace onnxserve

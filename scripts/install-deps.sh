@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs every build, test and tooling dependency of onnxserve from Debian 12's packages.
+# Used by the README, .ci/run and the Dockerfile's build stage; run as root.
+set -euo pipefail
+
+export DEBIAN_FRONTEND=noninteractive
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+
+packages=(
+  build-essential cmake ninja-build pkg-config git ca-certificates
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
+  libonnx-dev libopenblas-dev prometheus-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev
+  python3 python3-onnx python3-numpy python3-sklearn python3-grpcio python3-grpc-tools python3-yaml
+)
+
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${packages[@]}"

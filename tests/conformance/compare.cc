@@ -1,0 +1,60 @@
+#include "tests/conformance/compare.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace onnxserve::conformance {
+namespace {
+
+bool IsFloating(DataType t) {
+  return t == DataType::kFloat || t == DataType::kDouble || t == DataType::kFloat16 || t == DataType::kBFloat16;
+}
+
+template <typename T>
+bool ExactEqual(const Tensor& a, const Tensor& b, int64_t i) {
+  return a.data<T>()[i] == b.data<T>()[i];
+}
+
+}  // namespace
+
+std::string CompareTensors(const Tensor& expected, const Tensor& actual, double rtol, double atol) {
+  if (expected.dtype() != actual.dtype()) {
+    return absl::StrCat("dtype: expected ", DataTypeName(expected.dtype()), ", got ",
+                        DataTypeName(actual.dtype()));
+  }
+  if (expected.shape() != actual.shape()) {
+    return absl::StrCat("shape: expected ", ShapeToString(expected.shape()), ", got ",
+                        ShapeToString(actual.shape()));
+  }
+  int64_t mismatches = 0;
+  std::string first;
+  for (int64_t i = 0; i < expected.NumElements(); ++i) {
+    bool ok;
+    std::string e_str, a_str;
+    if (expected.dtype() == DataType::kString) {
+      ok = ExactEqual<std::string>(expected, actual, i);
+      e_str = expected.data<std::string>()[i];
+      a_str = actual.data<std::string>()[i];
+    } else if (IsFloating(expected.dtype())) {
+      const double e = expected.GetAsDouble(i), a = actual.GetAsDouble(i);
+      ok = (std::isnan(e) && std::isnan(a)) || e == a ||
+           (std::isfinite(e) && std::abs(a - e) <= atol + rtol * std::abs(e));
+      e_str = absl::StrCat(e);
+      a_str = absl::StrCat(a);
+    } else {
+      ok = false;
+      DispatchNumeric(expected.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        ok = ExactEqual<T>(expected, actual, i);
+      });
+      e_str = absl::StrCat(expected.GetAsInt64(i));
+      a_str = absl::StrCat(actual.GetAsInt64(i));
+    }
+    if (!ok && mismatches++ == 0) first = absl::StrCat("element ", i, ": expected ", e_str, ", got ", a_str);
+  }
+  if (mismatches == 0) return "";
+  return absl::StrCat(mismatches, " of ", expected.NumElements(), " elements differ (", first, ")");
+}
+
+}  // namespace onnxserve::conformance

@@ -1,0 +1,14 @@
+// The comparison the ONNX backend runner makes: numpy.testing.assert_allclose(expected, actual, rtol, atol)
+// after checking that dtype and shape match exactly; NaN equals NaN.
+#pragma once
+
+#include <string>
+
+#include "runtime/core/tensor.h"
+
+namespace onnxserve::conformance {
+
+// Empty when they match, else the reason ("element 3: expected 1.5, got 1.25", "dtype float vs double").
+std::string CompareTensors(const Tensor& expected, const Tensor& actual, double rtol, double atol);
+
+}  // namespace onnxserve::conformance

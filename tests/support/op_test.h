@@ -1,0 +1,59 @@
+// OpTest: a one-node model built in memory, run through the real loader, registry and executor.
+//
+//   OpTest("Dropout", 12).Input("x", Tensor::FromVector<float>({2}, {1, 2}))
+//       .Input("ratio", Tensor::Scalar(0.5f)).Attr("seed", int64_t{0})
+//       .Output("y").Output("mask").Run();
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "gtest/gtest.h"
+#include "onnx/onnx_pb.h"
+#include "runtime/core/tensor.h"
+
+namespace onnxserve::testing {
+
+class OpTest {
+ public:
+  OpTest(std::string op_type, int opset, std::string domain = "");
+
+  // A graph input fed at run time.
+  OpTest& Input(const std::string& name, Tensor value);
+  // An initializer (known at load time, as kernels that pre-pack weights see it).
+  OpTest& Constant(const std::string& name, Tensor value);
+  // An omitted optional input ("").
+  OpTest& NoInput();
+  OpTest& Output(const std::string& name);
+  OpTest& NoOutput();
+
+  OpTest& Attr(const std::string& name, int64_t v);
+  OpTest& Attr(const std::string& name, float v);
+  OpTest& Attr(const std::string& name, const std::string& v);
+  OpTest& Attr(const std::string& name, const std::vector<int64_t>& v);
+  OpTest& Attr(const std::string& name, const std::vector<float>& v);
+  OpTest& Attr(const std::string& name, const std::vector<std::string>& v);
+  OpTest& Attr(const std::string& name, const Tensor& v);
+  OpTest& Attr(const onnx::AttributeProto& attr);
+  // Imports another domain at a version (for example ai.onnx next to ai.onnx.preview.training).
+  OpTest& Opset(const std::string& domain, int version);
+
+  onnx::ModelProto BuildModel() const;
+  // Loads, compiles and runs; the outputs in the node's output order (omitted ones skipped).
+  absl::StatusOr<std::vector<Tensor>> Run() const;
+
+ private:
+  onnx::NodeProto node_;
+  std::vector<std::pair<std::string, Tensor>> feeds_;
+  std::vector<std::pair<std::string, Tensor>> constants_;
+  std::vector<std::pair<std::string, int>> opsets_;
+};
+
+// Element-wise comparison as the ONNX backend runner does it: same dtype and shape, and
+// |actual - expected| <= atol + rtol * |expected| with NaN equal to NaN (exact for integers and strings).
+::testing::AssertionResult TensorsClose(const Tensor& expected, const Tensor& actual, double rtol = 1e-3,
+                                        double atol = 1e-7);
+
+}  // namespace onnxserve::testing
