@@ -1,0 +1,64 @@
+// The boundary between the gRPC server (service.cc, batcher.cc, repository.cc, serve.cc) and the
+// observability side (metrics.cc: Prometheus; http.cc: the HTTP metrics and health endpoints).
+// The server only calls this interface; it never names a Prometheus type.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <grpcpp/support/status.h>
+
+#include "absl/status/statusor.h"
+
+namespace onnxserve::server {
+
+// Events reported by the server. Thread-safe: called concurrently from gRPC callback threads and batch
+// workers on the request path, so implementations must not block or do I/O.
+// `model` is the model name, `version` its version as a decimal string ("1"). Durations are in seconds.
+class ServerMetrics {
+ public:
+  virtual ~ServerMetrics() = default;
+
+  // One finished inference request (ModelInfer, or one message of ModelStreamInfer) with its final code and
+  // its latency from arrival to response. Requests for unknown models arrive with version "".
+  virtual void OnRequest(const std::string& model, const std::string& version, grpc::StatusCode code,
+                         double seconds) = 0;
+  // Time one request waited in the batch queue before its batch started computing.
+  virtual void OnQueue(const std::string& model, const std::string& version, double seconds) = 0;
+  // One model execution over `batch_size` requests' worth of rows (1 when batching is off).
+  virtual void OnBatch(const std::string& model, const std::string& version, int batch_size,
+                       double compute_seconds) = 0;
+  // Requests currently waiting in the version's batch queue.
+  virtual void SetQueueDepth(const std::string& model, const std::string& version, int depth) = 0;
+  // Whether the version is loaded and serving; false when it is unloaded, replaced or failed to load.
+  virtual void SetModelReady(const std::string& model, const std::string& version, bool ready) = 0;
+
+  // The Prometheus text exposition of everything above, for GET /metrics.
+  virtual std::string Expose() const = 0;
+};
+
+// metrics.cc: the Prometheus implementation.
+std::unique_ptr<ServerMetrics> MakePrometheusMetrics();
+
+// What the HTTP health endpoints report; serve.cc provides these, they are thread-safe and cheap.
+struct HealthProbes {
+  std::function<bool()> live;   // GET /v2/health/live
+  std::function<bool()> ready;  // GET /v2/health/ready
+  // GET /v2/models/<model>[/versions/<version>]/ready; `version` is "" when the URL names none.
+  std::function<bool(const std::string& model, const std::string& version)> model_ready;
+};
+
+// A running HTTP endpoint; destroying it stops it (in-flight HTTP requests finish first).
+class HttpServer {
+ public:
+  virtual ~HttpServer() = default;
+  virtual int port() const = 0;  // the bound port, useful when started with port 0
+};
+
+// http.cc: serves GET /metrics (metrics.Expose()) and the health probes on 0.0.0.0:`port` (0 picks a free
+// port). `metrics` and the probes' captures must outlive the returned server.
+absl::StatusOr<std::unique_ptr<HttpServer>> StartHttpServer(int port, const ServerMetrics& metrics,
+                                                            HealthProbes probes);
+
+}  // namespace onnxserve::server
