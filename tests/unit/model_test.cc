@@ -1,0 +1,188 @@
+// Model loading: initializer encodings, external data confinement, and graph validation errors that name
+// the node or tensor at fault.
+#include "runtime/model/model.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "runtime/exec/session.h"
+#include "runtime/model/tensor_proto.h"
+
+namespace onnxserve {
+namespace {
+
+namespace fs = std::filesystem;
+
+onnx::ModelProto IdentityChain(int nodes) {
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.add_opset_import()->set_version(13);
+  auto* g = model.mutable_graph();
+  g->set_name("chain");
+  auto* in = g->add_input();
+  in->set_name("v0");
+  in->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  for (int i = 0; i < nodes; ++i) {
+    auto* n = g->add_node();
+    n->set_op_type("Identity");
+    n->set_name(absl::StrCat("n", i));
+    n->add_input(absl::StrCat("v", i));
+    n->add_output(absl::StrCat("v", i + 1));
+  }
+  g->add_output()->set_name(absl::StrCat("v", nodes));
+  return model;
+}
+
+void ExpectError(const onnx::ModelProto& model, absl::StatusCode code, const std::string& fragment) {
+  auto loaded = Model::FromProto(model, "");
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.status().code(), code) << loaded.status();
+  EXPECT_NE(loaded.status().message().find(fragment), std::string::npos) << loaded.status();
+}
+
+TEST(ModelTest, LoadsAndRunsAValidGraphInTopologicalOrder) {
+  auto model = IdentityChain(3);
+  // Reverse the nodes in the file: the plan must still order them by data dependence.
+  auto* nodes = model.mutable_graph()->mutable_node();
+  std::reverse(nodes->begin(), nodes->end());
+  auto session = Session::Create(*Model::FromProto(model, ""));
+  ASSERT_TRUE(session.ok()) << session.status();
+  auto out = (*session)->Run({{"v0", Tensor::FromVector<float>({2}, {1.5f, -2.f})}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].values<float>()[1], -2.f);
+}
+
+TEST(ModelTest, RejectsUndefinedInputsNamingTheNode) {
+  auto model = IdentityChain(2);
+  model.mutable_graph()->mutable_node(1)->set_input(0, "nowhere");
+  ExpectError(model, absl::StatusCode::kInvalidArgument, "node \"n1\" (Identity): input \"nowhere\"");
+}
+
+TEST(ModelTest, RejectsCycles) {
+  auto model = IdentityChain(2);
+  model.mutable_graph()->mutable_node(0)->set_input(0, "v2");
+  ExpectError(model, absl::StatusCode::kInvalidArgument, "cycle");
+}
+
+TEST(ModelTest, RejectsDuplicateOutputs) {
+  auto model = IdentityChain(2);
+  model.mutable_graph()->mutable_node(1)->set_output(0, "v1");
+  ExpectError(model, absl::StatusCode::kInvalidArgument, "output \"v1\" is already defined");
+}
+
+TEST(ModelTest, RejectsGraphOutputsNobodyProduces) {
+  auto model = IdentityChain(1);
+  model.mutable_graph()->add_output()->set_name("ghost");
+  ExpectError(model, absl::StatusCode::kInvalidArgument, "output \"ghost\"");
+}
+
+TEST(ModelTest, RejectsFloat8InitializersClearly) {
+  auto model = IdentityChain(1);
+  auto* init = model.mutable_graph()->add_initializer();
+  init->set_name("w");
+  init->set_data_type(17);  // FLOAT8E4M3FN, newer than Debian's onnx.proto
+  init->add_dims(1);
+  init->set_raw_data(std::string(1, '\0'));
+  ExpectError(model, absl::StatusCode::kUnimplemented, "float8e4m3fn is not supported");
+}
+
+TEST(ModelTest, RejectsGarbageBytes) {
+  auto loaded = Model::LoadFromBytes("\xff\xff\xff not a model", "");
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ModelTest, OpsetImportsAreCanonicalized) {
+  auto model = IdentityChain(1);
+  model.mutable_opset_import(0)->set_domain("ai.onnx");
+  auto loaded = Model::FromProto(model, "");
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_EQ((*loaded)->OpsetFor(""), 13);
+  EXPECT_EQ((*loaded)->OpsetFor("ai.onnx.ml"), 0);
+}
+
+TEST(TensorProtoTest, ReadsTypedFieldsAndRawData) {
+  onnx::TensorProto typed;
+  typed.set_data_type(onnx::TensorProto::INT32);
+  typed.add_dims(3);
+  for (int v : {1, -2, 3}) typed.add_int32_data(v);
+  auto t = TensorFromProto(typed);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->values<int32_t>()[1], -2);
+
+  onnx::TensorProto half;
+  half.set_data_type(onnx::TensorProto::FLOAT16);
+  half.add_dims(1);
+  half.add_int32_data(0x3c00);  // 1.0 in IEEE half precision
+  auto h = TensorFromProto(half);
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(static_cast<float>(h->values<Float16>()[0]), 1.0f);
+
+  onnx::TensorProto raw;
+  raw.set_data_type(onnx::TensorProto::FLOAT);
+  raw.add_dims(2);
+  const float values[2] = {0.25f, 8.f};
+  raw.set_raw_data(values, sizeof values);
+  auto r = TensorFromProto(raw);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->values<float>()[1], 8.f);
+
+  raw.set_raw_data(values, 4);
+  EXPECT_EQ(TensorFromProto(raw).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+class ExternalDataTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("onnxserve_ext_" + std::to_string(::getpid()));
+    fs::create_directories(dir_ / "weights");
+    std::ofstream out(dir_ / "weights" / "w.bin", std::ios::binary);
+    const float values[3] = {1.f, 2.f, 3.f};
+    out.write("pad!", 4);
+    out.write(reinterpret_cast<const char*>(values), sizeof values);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  onnx::TensorProto External(const std::string& location) {
+    onnx::TensorProto t;
+    t.set_name("w");
+    t.set_data_type(onnx::TensorProto::FLOAT);
+    t.add_dims(3);
+    t.set_data_location(onnx::TensorProto::EXTERNAL);
+    auto* loc = t.add_external_data();
+    loc->set_key("location");
+    loc->set_value(location);
+    auto* off = t.add_external_data();
+    off->set_key("offset");
+    off->set_value("4");
+    return t;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(ExternalDataTest, ReadsAtOffsetRelativeToTheModelFolder) {
+  auto t = TensorFromProto(External("weights/w.bin"), dir_.string());
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->values<float>()[2], 3.f);
+}
+
+TEST_F(ExternalDataTest, RejectsAbsolutePathsAndEscapes) {
+  auto abs = TensorFromProto(External((dir_ / "weights/w.bin").string()), dir_.string());
+  EXPECT_EQ(abs.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(abs.status().message().find("relative"), std::string::npos);
+  auto up = TensorFromProto(External("../w.bin"), (dir_ / "weights").string());
+  EXPECT_EQ(up.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(up.status().message().find("escapes"), std::string::npos);
+}
+
+TEST_F(ExternalDataTest, NamesTheMissingFile) {
+  auto t = TensorFromProto(External("weights/missing.bin"), dir_.string());
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(t.status().message().find("missing.bin"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace onnxserve
