@@ -12,6 +12,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   libonnx-dev libopenblas-dev prometheus-cpp-dev libcivetweb-dev libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-onnx python3-numpy python3-sklearn python3-grpcio python3-grpc-tools python3-yaml
+  docker-compose
 )
 
 $SUDO apt-get update -qq
