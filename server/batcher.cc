@@ -1,0 +1,348 @@
+#include "server/batcher.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+
+namespace onnxserve::server {
+namespace {
+
+uint64_t Nanos(absl::Duration d) { return static_cast<uint64_t>(absl::ToInt64Nanoseconds(d)); }
+
+void Add(inference::StatisticDuration* stat, absl::Duration d) {
+  stat->set_count(stat->count() + 1);
+  stat->set_ns(stat->ns() + Nanos(d));
+}
+
+using Batch = std::vector<std::unique_ptr<QueuedRequest>>;
+
+// True when the two requests' inputs agree on every dimension but the first.
+bool SameItemShapes(const QueuedRequest& a, const QueuedRequest& b) {
+  for (size_t i = 0; i < a.inputs.size(); ++i) {
+    const Shape& x = a.inputs[i].shape();
+    const Shape& y = b.inputs[i].shape();
+    if (x.size() != y.size() || !std::equal(x.begin() + 1, x.end(), y.begin() + 1)) return false;
+  }
+  return true;
+}
+
+// Concatenates the requests' input `index` on dim 0.
+Tensor ConcatInput(const Batch& batch, size_t index, int64_t rows) {
+  const Tensor& first = batch[0]->inputs[index];
+  Shape shape = first.shape();
+  shape[0] = rows;
+  Tensor out(first.dtype(), shape);
+  if (first.dtype() == DataType::kString) {
+    std::string* dst = out.data<std::string>();
+    for (const auto& r : batch) {
+      for (const auto& s : r->inputs[index].values<std::string>()) *dst++ = s;
+    }
+    return out;
+  }
+  char* dst = static_cast<char*>(out.raw_data());
+  for (const auto& r : batch) {
+    const Tensor& t = r->inputs[index];
+    std::memcpy(dst, t.raw_data(), t.ByteSize());
+    dst += t.ByteSize();
+  }
+  return out;
+}
+
+// Rows [begin, begin + rows) of `full`, sharing its storage.
+Tensor SliceRows(const std::shared_ptr<Tensor>& full, int64_t begin, int64_t rows) {
+  Shape shape = full->shape();
+  const int64_t row_elements = full->dim(0) == 0 ? 0 : full->NumElements() / full->dim(0);
+  shape[0] = rows;
+  const size_t element_size =
+      full->dtype() == DataType::kString ? sizeof(std::string) : ElementSize(full->dtype());
+  char* base = static_cast<char*>(full->raw_data()) + begin * row_elements * element_size;
+  return Tensor::Wrap(full->dtype(), std::move(shape), full, base);
+}
+
+}  // namespace
+
+VersionStats::VersionStats(std::string model, std::string version) {
+  stats_.set_name(std::move(model));
+  stats_.set_version(std::move(version));
+}
+
+void VersionStats::RecordRequest(bool ok, absl::Duration total, int64_t rows) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto* infer = stats_.mutable_inference_stats();
+  Add(ok ? infer->mutable_success() : infer->mutable_fail(), total);
+  if (ok) stats_.set_inference_count(stats_.inference_count() + static_cast<uint64_t>(rows));
+  stats_.set_last_inference(static_cast<uint64_t>(absl::ToUnixMillis(absl::Now())));
+}
+
+void VersionStats::RecordRequestCompute(absl::Duration queue, absl::Duration input, absl::Duration infer,
+                                        absl::Duration output) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto* stats = stats_.mutable_inference_stats();
+  Add(stats->mutable_queue(), queue);
+  Add(stats->mutable_compute_input(), input);
+  Add(stats->mutable_compute_infer(), infer);
+  Add(stats->mutable_compute_output(), output);
+}
+
+void VersionStats::RecordExecution(int64_t batch_rows, absl::Duration input, absl::Duration infer,
+                                   absl::Duration output) {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.set_execution_count(stats_.execution_count() + 1);
+  inference::InferBatchStatistics* entry = nullptr;
+  for (auto& b : *stats_.mutable_batch_stats()) {
+    if (b.batch_size() == static_cast<uint64_t>(batch_rows)) entry = &b;
+  }
+  if (entry == nullptr) {
+    entry = stats_.add_batch_stats();
+    entry->set_batch_size(static_cast<uint64_t>(batch_rows));
+  }
+  Add(entry->mutable_compute_input(), input);
+  Add(entry->mutable_compute_infer(), infer);
+  Add(entry->mutable_compute_output(), output);
+}
+
+inference::ModelStatistics VersionStats::Snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+// Everything the workers touch lives here, shared with them, so a detached worker never outlives it.
+struct Scheduler::State {
+  SchedulerOptions options;
+  RunFn run;
+  VersionStats* stats;
+  ServerMetrics* metrics;
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::unique_ptr<QueuedRequest>> queue;
+  bool stopping = false;
+
+  void Work();
+  void PublishDepth() {
+    if (metrics) metrics->SetQueueDepth(options.model, options.version, static_cast<int>(queue.size()));
+  }
+  Batch RemoveDead(absl::Time now);
+  std::vector<size_t> Gather() const;
+  std::vector<size_t> TrimToPreferred(std::vector<size_t> picks) const;
+  Batch Collect(std::unique_lock<std::mutex>& lock);
+  void Execute(Batch batch);
+  void Fail(Batch batch, const absl::Status& status);
+};
+
+// Requests past their deadline or cancelled, taken out of the queue.
+Batch Scheduler::State::RemoveDead(absl::Time now) {
+  Batch dead;
+  for (auto it = queue.begin(); it != queue.end();) {
+    const bool expired = (*it)->deadline <= now;
+    if (expired || ((*it)->cancelled && (*it)->cancelled())) {
+      dead.push_back(std::move(*it));
+      it = queue.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return dead;
+}
+
+// Queue positions of the requests that can join the head's batch, oldest first, within max_batch_size.
+std::vector<size_t> Scheduler::State::Gather() const {
+  std::vector<size_t> picks = {0};
+  int64_t rows = queue[0]->rows;
+  for (size_t i = 1; i < queue.size() && rows < options.max_batch_size; ++i) {
+    if (rows + queue[i]->rows <= options.max_batch_size && SameItemShapes(*queue[0], *queue[i])) {
+      picks.push_back(i);
+      rows += queue[i]->rows;
+    }
+  }
+  return picks;
+}
+
+// When the gathered rows match no preferred size, keeps the longest prefix that fits the largest preferred
+// size it can reach (all of it when none is reachable).
+std::vector<size_t> Scheduler::State::TrimToPreferred(std::vector<size_t> picks) const {
+  const auto& preferred = options.preferred_batch_sizes;
+  int64_t rows = 0;
+  for (size_t i : picks) rows += queue[i]->rows;
+  if (preferred.empty() || std::find(preferred.begin(), preferred.end(), rows) != preferred.end()) return picks;
+  int64_t target = 0;
+  for (int64_t p : preferred) {
+    if (p <= rows) target = std::max(target, p);
+  }
+  if (target == 0) return picks;
+  size_t keep = 0;
+  for (int64_t sum = 0; keep < picks.size() && sum + queue[picks[keep]]->rows <= target; ++keep) {
+    sum += queue[picks[keep]]->rows;
+  }
+  picks.resize(std::max<size_t>(keep, 1));
+  return picks;
+}
+
+// Waits (releasing the lock) until the head's batch is due, then takes it out of the queue. Returns an
+// empty batch when the queue changed under it; the caller then starts over.
+Batch Scheduler::State::Collect(std::unique_lock<std::mutex>& lock) {
+  Batch batch;
+  if (options.max_batch_size == 0) {
+    batch.push_back(std::move(queue.front()));
+    queue.pop_front();
+    return batch;
+  }
+  const QueuedRequest* head = queue.front().get();
+  const absl::Time flush_at = head->enqueued + options.max_queue_delay;
+  std::vector<size_t> picks;
+  while (true) {
+    picks = Gather();
+    int64_t rows = 0;
+    for (size_t i : picks) rows += queue[i]->rows;
+    const auto& preferred = options.preferred_batch_sizes;
+    const bool full = rows >= options.max_batch_size ||
+                      std::find(preferred.begin(), preferred.end(), rows) != preferred.end();
+    if (full || stopping || absl::Now() >= flush_at || head->deadline <= absl::Now()) break;
+    cv.wait_until(lock, absl::ToChronoTime(std::min(flush_at, head->deadline)));
+    if (queue.empty() || queue.front().get() != head) return batch;
+  }
+  picks = TrimToPreferred(std::move(picks));
+  for (size_t i : picks) batch.push_back(std::move(queue[i]));
+  for (auto it = picks.rbegin(); it != picks.rend(); ++it) queue.erase(queue.begin() + static_cast<long>(*it));
+  return batch;
+}
+
+void Scheduler::State::Fail(Batch batch, const absl::Status& status) {
+  for (auto& r : batch) r->done(status);
+}
+
+void Scheduler::State::Work() {
+  std::unique_lock<std::mutex> lock(mu);
+  while (true) {
+    cv.wait(lock, [&] { return stopping || !queue.empty(); });
+    if (queue.empty()) return;
+    Batch dead = RemoveDead(absl::Now());
+    if (!dead.empty()) {
+      PublishDepth();
+      lock.unlock();
+      for (auto& r : dead) {
+        r->done(r->deadline <= absl::Now()
+                    ? absl::DeadlineExceededError(absl::StrCat("request to model \"", options.model,
+                                                               "\" timed out in the queue"))
+                    : absl::CancelledError("request cancelled by the client"));
+      }
+      dead.clear();
+      lock.lock();
+      continue;
+    }
+    Batch batch = Collect(lock);
+    if (batch.empty()) continue;
+    PublishDepth();
+    lock.unlock();
+    Execute(std::move(batch));  // may destroy the Scheduler (see ~Scheduler); State stays alive
+    lock.lock();
+  }
+}
+
+void Scheduler::State::Execute(Batch batch) {
+  const absl::Time start = absl::Now();
+  Batch live;
+  for (auto& r : batch) {
+    if (r->deadline <= start || (r->cancelled && r->cancelled())) {
+      r->done(r->deadline <= start ? absl::DeadlineExceededError("request timed out before compute")
+                                   : absl::CancelledError("request cancelled by the client"));
+    } else {
+      live.push_back(std::move(r));
+    }
+  }
+  if (live.empty()) return;
+  int64_t rows = 0;
+  for (const auto& r : live) rows += r->rows;
+
+  std::vector<Tensor> inputs;
+  if (live.size() == 1) {
+    inputs = live[0]->inputs;
+  } else {
+    for (size_t i = 0; i < options.input_names.size(); ++i) inputs.push_back(ConcatInput(live, i, rows));
+  }
+  const absl::Time computed_input = absl::Now();
+  absl::StatusOr<std::vector<Tensor>> outputs = run(inputs);
+  const absl::Time computed = absl::Now();
+  if (!outputs.ok()) return Fail(std::move(live), outputs.status());
+
+  std::vector<std::vector<Tensor>> split(live.size());
+  if (live.size() == 1) {
+    split[0] = *std::move(outputs);
+  } else {
+    for (size_t o = 0; o < outputs->size(); ++o) {
+      auto full = std::make_shared<Tensor>((*outputs)[o]);
+      if (full->rank() == 0 || full->dim(0) != rows) {
+        return Fail(std::move(live), absl::InternalError(absl::StrCat(
+                                         "output \"", options.output_names[o], "\" has shape ",
+                                         ShapeToString(full->shape()), ", expected batch size ", rows,
+                                         " as its first dimension")));
+      }
+      int64_t begin = 0;
+      for (size_t r = 0; r < live.size(); ++r) {
+        split[r].push_back(SliceRows(full, begin, live[r]->rows));
+        begin += live[r]->rows;
+      }
+    }
+  }
+  const absl::Time done = absl::Now();
+  stats->RecordExecution(rows, computed_input - start, computed - computed_input, done - computed);
+  if (metrics) metrics->OnBatch(options.model, options.version, static_cast<int>(rows),
+                                absl::ToDoubleSeconds(done - start));
+  for (size_t r = 0; r < live.size(); ++r) {
+    stats->RecordRequestCompute(start - live[r]->enqueued, computed_input - start, computed - computed_input,
+                                done - computed);
+    if (metrics) metrics->OnQueue(options.model, options.version,
+                                  absl::ToDoubleSeconds(start - live[r]->enqueued));
+    live[r]->done(std::move(split[r]));
+  }
+}
+
+Scheduler::Scheduler(SchedulerOptions options, RunFn run, VersionStats* stats, ServerMetrics* metrics)
+    : state_(std::make_shared<State>()) {
+  state_->options = std::move(options);
+  state_->run = std::move(run);
+  state_->stats = stats;
+  state_->metrics = metrics;
+  for (int i = 0; i < std::max(1, state_->options.instances); ++i) {
+    workers_.emplace_back([state = state_] { state->Work(); });
+  }
+}
+
+Scheduler::~Scheduler() {
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->stopping = true;
+  }
+  state_->cv.notify_all();
+  for (auto& worker : workers_) {
+    if (worker.get_id() == std::this_thread::get_id()) {
+      worker.detach();
+    } else {
+      worker.join();
+    }
+  }
+}
+
+void Scheduler::Enqueue(std::unique_ptr<QueuedRequest> request) {
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    const auto& options = state_->options;
+    if (options.max_queue_size == 0 || static_cast<int64_t>(state_->queue.size()) < options.max_queue_size) {
+      state_->queue.push_back(std::move(request));
+      state_->PublishDepth();
+    }
+  }
+  if (request) {
+    request->done(absl::ResourceExhaustedError(
+        absl::StrCat("model \"", state_->options.model, "\" version ", state_->options.version,
+                     ": queue full (max_queue_size ", state_->options.max_queue_size, "), retry later")));
+    return;
+  }
+  state_->cv.notify_all();
+}
+
+}  // namespace onnxserve::server

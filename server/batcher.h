@@ -1,0 +1,93 @@
+// Dynamic batching for one model version: a queue of validated requests and `instances` worker threads,
+// each running one batch at a time. A waiting request holds no thread: it is a queue entry whose `done`
+// callback finishes the gRPC call.
+//
+// A batch is made of requests whose inputs agree on every dimension but the first; their inputs are
+// concatenated on dim 0 (up to max_batch_size rows), the model runs once and each output is split back
+// by rows. A batch starts when it reaches max_batch_size or a preferred size, or when its oldest request
+// has waited max_queue_delay. Requests past their deadline or cancelled are completed with
+// DEADLINE_EXCEEDED / CANCELLED before compute. With max_batch_size 0 each request runs alone.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "grpc_service.pb.h"
+#include "runtime/core/tensor.h"
+#include "server/metrics.h"
+
+namespace onnxserve::server {
+
+// Cumulative statistics of one model version, as ModelStatistics reports them. Thread-safe.
+class VersionStats {
+ public:
+  VersionStats(std::string model, std::string version);
+  // A finished request: `ok` or failed, with its time from arrival to response and its batch rows.
+  void RecordRequest(bool ok, absl::Duration total, int64_t rows);
+  // One request's share of an execution: its wait in the queue and the batch's compute phases.
+  void RecordRequestCompute(absl::Duration queue, absl::Duration input, absl::Duration infer,
+                            absl::Duration output);
+  // One model execution over `batch_rows` rows.
+  void RecordExecution(int64_t batch_rows, absl::Duration input, absl::Duration infer, absl::Duration output);
+  inference::ModelStatistics Snapshot() const;
+
+ private:
+  mutable std::mutex mu_;
+  inference::ModelStatistics stats_;
+};
+
+struct QueuedRequest {
+  std::vector<Tensor> inputs;  // validated, in the order of the scheduler's input names
+  int64_t rows = 1;            // dim 0 of every input when batching; 1 otherwise
+  absl::Time enqueued = absl::Now();
+  absl::Time deadline = absl::InfiniteFuture();
+  std::function<bool()> cancelled;  // polled before compute; may be empty
+  // Called exactly once with all outputs (in the scheduler's output order) or the error: on a worker
+  // thread, or on the caller's thread when Enqueue rejects it.
+  std::function<void(absl::StatusOr<std::vector<Tensor>>)> done;
+};
+
+struct SchedulerOptions {
+  std::string model;
+  std::string version;
+  std::vector<std::string> input_names;
+  std::vector<std::string> output_names;
+  int64_t max_batch_size = 0;  // 0: no batching
+  std::vector<int64_t> preferred_batch_sizes;
+  absl::Duration max_queue_delay = absl::ZeroDuration();
+  int64_t max_queue_size = 0;  // 0: unbounded
+  int instances = 1;
+};
+
+// Runs the model once on a (batched) set of inputs, in input_names order; returns outputs in output_names
+// order. Called from several workers at once.
+using RunFn = std::function<absl::StatusOr<std::vector<Tensor>>(const std::vector<Tensor>& inputs)>;
+
+class Scheduler {
+ public:
+  // `stats` must outlive the requests; `metrics` may be null and must outlive the scheduler.
+  Scheduler(SchedulerOptions options, RunFn run, VersionStats* stats, ServerMetrics* metrics);
+  // Stops the workers once the queue is empty. Owners destroy the scheduler when no request can be queued
+  // or running any more (requests keep their model version alive), which may happen inside a `done`
+  // callback on a worker thread: that worker is detached and exits on its own.
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Queues the request, or completes it at once with RESOURCE_EXHAUSTED when the queue is full.
+  void Enqueue(std::unique_ptr<QueuedRequest> request);
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace onnxserve::server

@@ -1,0 +1,276 @@
+#include "server/config.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/text_format.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "runtime/core/status_macros.h"
+#include "server/datatype.h"
+#include "server/log.h"
+
+namespace onnxserve::server {
+namespace {
+
+constexpr const char* kPlatform = "onnxruntime_onnx";
+constexpr const char* kBackend = "onnxruntime";
+
+class CollectErrors : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, int column, const std::string& message) override {
+    // The parser counts from 0; editors count from 1.
+    errors_.push_back(absl::StrCat(line + 1, ":", column + 1, ": ", message));
+  }
+  std::string Joined() const { return absl::StrJoin(errors_, "; "); }
+
+ private:
+  std::vector<std::string> errors_;
+};
+
+std::string DimsToString(const google::protobuf::RepeatedField<int64_t>& dims) {
+  return ShapeToString(Shape(dims.begin(), dims.end()));
+}
+
+bool HasDynamicFirstDim(const ValueInfo& info) {
+  return info.has_shape && !info.dims.empty() && info.dims[0] < 0;
+}
+
+// Config dims (without the batch dim) for a model tensor, where the model declares its shape.
+Shape ModelDimsWithoutBatch(const ValueInfo& info, bool batching) {
+  if (!info.has_shape) return {-1};
+  Shape dims(info.dims.begin() + (batching ? 1 : 0), info.dims.end());
+  for (auto& d : dims) d = d < 0 ? -1 : d;
+  return dims;
+}
+
+// Merges the dims a config gives for a tensor with the model's, keeping the more specific of each pair.
+absl::Status MergeDims(const std::string& what, const ValueInfo& info, bool batching,
+                       google::protobuf::RepeatedField<int64_t>& dims) {
+  if (!info.has_shape) return absl::OkStatus();
+  if (batching && !HasDynamicFirstDim(info)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " \"", info.name, "\": max_batch_size > 0 needs a dynamic first dimension, the model declares ",
+        info.DebugString()));
+  }
+  const Shape model = ModelDimsWithoutBatch(info, batching);
+  if (static_cast<size_t>(dims.size()) != model.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " \"", info.name, "\": config dims ", DimsToString(dims), " disagree with the model's ",
+        info.DebugString(), batching ? " (config dims exclude the batch dimension)" : ""));
+  }
+  for (int i = 0; i < dims.size(); ++i) {
+    if (model[i] >= 0 && dims[i] >= 0 && model[i] != dims[i]) {
+      return absl::InvalidArgumentError(absl::StrCat(what, " \"", info.name, "\": config dims ",
+                                                     DimsToString(dims), " disagree with the model's ",
+                                                     info.DebugString()));
+    }
+    if (dims[i] < 0) dims[i] = model[i];
+  }
+  return absl::OkStatus();
+}
+
+template <typename ConfigTensor>
+absl::Status CheckTensor(const std::string& what, const ValueInfo& info, bool batching, ConfigTensor& t) {
+  ASSIGN_OR_RETURN(DataType dtype, DataTypeFromConfig(t.data_type()));
+  if (dtype != info.dtype) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " \"", info.name, "\": config data_type ",
+                                                   inference::DataType_Name(t.data_type()),
+                                                   " disagrees with the model's ", DataTypeName(info.dtype)));
+  }
+  return MergeDims(what, info, batching, *t.mutable_dims());
+}
+
+template <typename ConfigTensor>
+absl::Status FillFromModel(const std::string& what, const ValueInfo& info, bool batching, ConfigTensor& t) {
+  t.set_name(info.name);
+  t.set_data_type(ConfigDataType(info.dtype));
+  if (t.data_type() == inference::TYPE_INVALID) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " \"", info.name, "\" has type ",
+                                                   DataTypeName(info.dtype), ", which KServe cannot carry"));
+  }
+  for (int64_t d : ModelDimsWithoutBatch(info, batching)) t.add_dims(d);
+  return absl::OkStatus();
+}
+
+// Completes config.input (or config.output) from the model's inputs (or outputs). The config may list a
+// subset of outputs, but must list every input when it lists any.
+template <typename ConfigTensors>
+absl::Status CompleteTensors(const std::string& what, const std::vector<ValueInfo>& model, bool batching,
+                             bool all_required, ConfigTensors& tensors) {
+  for (auto& t : tensors) {
+    const ValueInfo* info = nullptr;
+    for (const auto& m : model) {
+      if (m.name == t.name()) info = &m;
+    }
+    if (info == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("config ", what, " \"", t.name(), "\" is not a ", what, " of the model"));
+    }
+    RETURN_IF_ERROR(CheckTensor(what, *info, batching, t));
+  }
+  if (!tensors.empty() && !all_required) return absl::OkStatus();
+  for (const auto& info : model) {
+    bool listed = false;
+    for (const auto& t : tensors) listed = listed || t.name() == info.name;
+    if (listed) continue;
+    if (!tensors.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("config lists some inputs but not the model's input \"", info.name, "\""));
+    }
+    RETURN_IF_ERROR(FillFromModel(what, info, batching, *tensors.Add()));
+  }
+  return absl::OkStatus();
+}
+
+bool CanBatch(const Session& session) {
+  if (session.inputs().empty()) return false;
+  for (const auto& info : session.inputs()) {
+    if (!HasDynamicFirstDim(info)) return false;
+  }
+  for (const auto& info : session.outputs()) {
+    if (!HasDynamicFirstDim(info)) return false;
+  }
+  return true;
+}
+
+absl::Status CheckBatching(inference::ModelConfig& config) {
+  if (config.max_batch_size() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_batch_size must be >= 0, got ", config.max_batch_size()));
+  }
+  if (!config.has_dynamic_batching()) return absl::OkStatus();
+  if (config.max_batch_size() == 0) {
+    return absl::InvalidArgumentError("dynamic_batching needs max_batch_size > 0");
+  }
+  const auto& batching = config.dynamic_batching();
+  for (int size : batching.preferred_batch_size()) {
+    if (size < 1 || size > config.max_batch_size()) {
+      return absl::InvalidArgumentError(absl::StrCat("preferred_batch_size ", size, " is outside [1, ",
+                                                     config.max_batch_size(), "] (max_batch_size)"));
+    }
+  }
+  if (batching.default_queue_policy().timeout_action() != inference::ModelQueuePolicy::REJECT) {
+    return absl::InvalidArgumentError(
+        "default_queue_policy.timeout_action DELAY is not supported: timed-out requests are rejected");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckInstanceGroups(inference::ModelConfig& config) {
+  if (config.instance_group().empty()) config.add_instance_group();
+  for (auto& group : *config.mutable_instance_group()) {
+    if (group.kind() == inference::ModelInstanceGroup::KIND_AUTO) {
+      group.set_kind(inference::ModelInstanceGroup::KIND_CPU);
+    }
+    if (group.kind() != inference::ModelInstanceGroup::KIND_CPU) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "instance_group kind ", inference::ModelInstanceGroup::Kind_Name(group.kind()),
+          " is not supported: onnxserve runs KIND_CPU instances only"));
+    }
+    if (group.count() < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("instance_group count must be >= 1, got ", group.count()));
+    }
+    if (group.count() == 0) group.set_count(1);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckVersionPolicy(inference::ModelConfig& config) {
+  auto& policy = *config.mutable_version_policy();
+  if (policy.policy_choice_case() == inference::ModelVersionPolicy::POLICY_CHOICE_NOT_SET) {
+    policy.mutable_latest()->set_num_versions(1);
+  }
+  if (policy.has_latest() && policy.latest().num_versions() == 0) policy.mutable_latest()->set_num_versions(1);
+  if (policy.has_specific() && policy.specific().versions().empty()) {
+    return absl::InvalidArgumentError("version_policy specific lists no versions");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckIdentity(const std::string& model_name, inference::ModelConfig& config) {
+  if (config.name().empty()) config.set_name(model_name);
+  if (config.name() != model_name) {
+    return absl::InvalidArgumentError(absl::StrCat("config name \"", config.name(),
+                                                   "\" differs from the model directory \"", model_name, "\""));
+  }
+  if (!config.platform().empty() && config.platform() != kPlatform) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("platform \"", config.platform(), "\" is not supported: expected \"", kPlatform, "\""));
+  }
+  if (!config.backend().empty() && config.backend() != kBackend) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("backend \"", config.backend(), "\" is not supported: expected \"", kBackend, "\""));
+  }
+  config.set_platform(kPlatform);
+  config.set_backend(kBackend);
+  for (const auto& [key, value] : config.parameters()) {
+    Log(LogLevel::kWarning, "config_parameter_ignored", {{"model", model_name}, {"parameter", key}});
+  }
+  return absl::OkStatus();
+}
+
+template <typename ConfigTensors>
+std::vector<TensorSpec> SpecsOf(const ConfigTensors& tensors, bool batching) {
+  std::vector<TensorSpec> specs;
+  for (const auto& t : tensors) {
+    TensorSpec spec;
+    spec.name = t.name();
+    spec.dtype = DataTypeFromConfig(t.data_type()).value_or(DataType::kUndefined);
+    if (batching) spec.dims.push_back(-1);
+    spec.dims.insert(spec.dims.end(), t.dims().begin(), t.dims().end());
+    specs.push_back(std::move(spec));
+  }
+  return specs;
+}
+
+}  // namespace
+
+absl::StatusOr<inference::ModelConfig> ReadModelConfig(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  google::protobuf::TextFormat::Parser parser;
+  CollectErrors errors;
+  parser.RecordErrorsTo(&errors);
+  inference::ModelConfig config;
+  if (!parser.ParseFromString(text.str(), &config)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ":", errors.Joined(),
+                                                   " (onnxserve supports a subset of Triton's ModelConfig)"));
+  }
+  return config;
+}
+
+absl::Status CompleteModelConfig(const std::string& model_name, const Session& session, bool from_file,
+                                 inference::ModelConfig& config) {
+  RETURN_IF_ERROR(CheckIdentity(model_name, config));
+  if (!from_file && CanBatch(session)) {
+    config.set_max_batch_size(kDefaultMaxBatchSize);
+    config.mutable_dynamic_batching();
+  }
+  RETURN_IF_ERROR(CheckBatching(config));
+  const bool batching = config.max_batch_size() > 0;
+  RETURN_IF_ERROR(CompleteTensors("input", session.inputs(), batching, true, *config.mutable_input()));
+  RETURN_IF_ERROR(CompleteTensors("output", session.outputs(), batching, false, *config.mutable_output()));
+  RETURN_IF_ERROR(CheckInstanceGroups(config));
+  return CheckVersionPolicy(config);
+}
+
+std::vector<TensorSpec> InputSpecs(const inference::ModelConfig& config) {
+  return SpecsOf(config.input(), config.max_batch_size() > 0);
+}
+
+std::vector<TensorSpec> OutputSpecs(const inference::ModelConfig& config) {
+  return SpecsOf(config.output(), config.max_batch_size() > 0);
+}
+
+int InstanceCount(const inference::ModelConfig& config) {
+  int count = 0;
+  for (const auto& group : config.instance_group()) count += group.count();
+  return count > 0 ? count : 1;
+}
+
+}  // namespace onnxserve::server

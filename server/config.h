@@ -1,0 +1,40 @@
+// Model configuration: Triton's config.pbtxt (protobuf text format of inference.ModelConfig), checked
+// against the ONNX model and completed from it. A completed config names every input and output with its
+// type and dims, the batch limit, the scheduler settings and the instance count; the server reads only it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "model_config.pb.h"
+#include "runtime/core/tensor.h"
+#include "runtime/exec/session.h"
+
+namespace onnxserve::server {
+
+// Parses a config.pbtxt. Fields outside the subset onnxserve supports are errors naming the line and field.
+absl::StatusOr<inference::ModelConfig> ReadModelConfig(const std::string& path);
+
+// Checks `config` against the model and fills what it leaves out: name, platform, inputs and outputs (from
+// the model), one CPU instance. With `from_file` false (no config.pbtxt) batching is turned on
+// (max_batch_size kDefaultMaxBatchSize, dynamic_batching {}) when every input and output has a dynamic
+// first dimension. Unsupported settings are errors; ignored ones (parameters) are logged as warnings.
+absl::Status CompleteModelConfig(const std::string& model_name, const Session& session, bool from_file,
+                                 inference::ModelConfig& config);
+
+inline constexpr int kDefaultMaxBatchSize = 32;
+
+// What a request must send (inputs) or gets back (outputs), per a completed config.
+struct TensorSpec {
+  std::string name;
+  DataType dtype = DataType::kUndefined;
+  Shape dims;  // as sent on the wire: a leading -1 batch dimension when max_batch_size > 0; -1 = any size
+};
+std::vector<TensorSpec> InputSpecs(const inference::ModelConfig& config);
+std::vector<TensorSpec> OutputSpecs(const inference::ModelConfig& config);
+
+// Model instances that may run at once: the sum of the instance groups' counts.
+int InstanceCount(const inference::ModelConfig& config);
+
+}  // namespace onnxserve::server

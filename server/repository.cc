@@ -1,0 +1,420 @@
+#include "server/repository.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "runtime/core/status_macros.h"
+#include "server/log.h"
+
+namespace onnxserve::server {
+namespace fs = std::filesystem;
+
+struct ModelRepository::VersionSlot {
+  std::shared_ptr<const ModelVersion> serving;
+  std::string reason;       // the last load error, "" when the last load succeeded
+  std::string fingerprint;  // of the files the last load attempt read
+};
+
+struct ModelRepository::ModelSlot {
+  std::map<int64_t, VersionSlot> versions;
+  std::string error;  // a model-level problem (config.pbtxt, no versions), "" when none
+};
+
+namespace {
+
+constexpr const char* kModelFile = "model.onnx";
+constexpr const char* kConfigFile = "config.pbtxt";
+
+// Changes whenever a file is rewritten, replaced or removed.
+std::string FileFingerprint(const fs::path& path) {
+  std::error_code ec;
+  const auto mtime = fs::last_write_time(path, ec);
+  if (ec) return "absent";
+  const auto size = fs::file_size(path, ec);
+  return absl::StrCat(mtime.time_since_epoch().count(), ":", ec ? 0 : size);
+}
+
+// What ROOT/<model>/ holds right now.
+struct DiskModel {
+  bool exists = false;
+  bool has_config = false;
+  absl::Status config_status;
+  inference::ModelConfig config;
+  std::string config_fingerprint;
+  std::map<int64_t, std::string> versions;  // version -> fingerprint of its model.onnx
+};
+
+DiskModel ScanDisk(const std::string& root, const std::string& name) {
+  DiskModel disk;
+  const fs::path dir = fs::path(root) / name;
+  std::error_code ec;
+  disk.exists = fs::is_directory(dir, ec);
+  if (!disk.exists) return disk;
+  const fs::path config_path = dir / kConfigFile;
+  disk.has_config = fs::exists(config_path, ec);
+  disk.config_fingerprint = FileFingerprint(config_path);
+  if (disk.has_config) {
+    auto config = ReadModelConfig(config_path.string());
+    if (config.ok()) {
+      disk.config = *std::move(config);
+    } else {
+      disk.config_status = config.status();
+    }
+  }
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    int64_t version = 0;
+    if (!entry.is_directory() || !absl::SimpleAtoi(entry.path().filename().string(), &version) || version < 1) {
+      continue;
+    }
+    disk.versions[version] = FileFingerprint(entry.path() / kModelFile);
+  }
+  return disk;
+}
+
+// The versions the policy serves among those on disk (default: the newest one).
+std::vector<int64_t> SelectVersions(const inference::ModelVersionPolicy& policy,
+                                    const std::map<int64_t, std::string>& available) {
+  std::vector<int64_t> picked;
+  if (policy.has_all()) {
+    for (const auto& [v, fp] : available) picked.push_back(v);
+  } else if (policy.has_specific()) {
+    for (int64_t v : policy.specific().versions()) {
+      if (available.count(v)) picked.push_back(v);
+    }
+  } else {
+    const uint32_t n = policy.has_latest() ? std::max<uint32_t>(1, policy.latest().num_versions()) : 1;
+    for (auto it = available.rbegin(); it != available.rend() && picked.size() < n; ++it) {
+      picked.push_back(it->first);
+    }
+  }
+  return picked;
+}
+
+std::vector<std::string> ModelDirs(const std::string& root) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(root, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.is_directory() && !name.empty() && name[0] != '.') names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+SchedulerOptions SchedulerOptionsFor(const ModelVersion& mv) {
+  const auto& config = mv.config;
+  SchedulerOptions options;
+  options.model = mv.name;
+  options.version = mv.version_str;
+  for (const auto& spec : mv.inputs) options.input_names.push_back(spec.name);
+  for (const auto& spec : mv.outputs) options.output_names.push_back(spec.name);
+  options.instances = InstanceCount(config);
+  if (!config.has_dynamic_batching()) return options;
+  const auto& batching = config.dynamic_batching();
+  options.max_batch_size = config.max_batch_size();
+  options.preferred_batch_sizes.assign(batching.preferred_batch_size().begin(),
+                                       batching.preferred_batch_size().end());
+  options.max_queue_delay = absl::Microseconds(static_cast<int64_t>(batching.max_queue_delay_microseconds()));
+  options.max_queue_size = batching.default_queue_policy().max_queue_size();
+  return options;
+}
+
+}  // namespace
+
+absl::StatusOr<ControlMode> ParseControlMode(std::string_view name) {
+  if (name == "none") return ControlMode::kNone;
+  if (name == "poll") return ControlMode::kPoll;
+  if (name == "explicit") return ControlMode::kExplicit;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown model control mode \"", std::string(name), "\": expected none, poll or explicit"));
+}
+
+ModelRepository::ModelRepository(RepositoryOptions options) : options_(std::move(options)) {}
+
+ModelRepository::~ModelRepository() { UnloadAll(); }
+
+absl::Status ModelRepository::Start() {
+  std::error_code ec;
+  if (!fs::is_directory(options_.root, ec)) {
+    return absl::NotFoundError(absl::StrCat("model repository \"", options_.root, "\" is not a directory"));
+  }
+  if (options_.mode == ControlMode::kExplicit) return absl::OkStatus();
+  for (const auto& name : ModelDirs(options_.root)) Sync(name, false).IgnoreError();  // logged by Sync
+  return absl::OkStatus();
+}
+
+void ModelRepository::StartPolling(absl::Duration interval) {
+  poller_ = std::thread([this, interval] {
+    std::unique_lock<std::mutex> lock(poll_mu_);
+    const std::chrono::milliseconds period(absl::ToInt64Milliseconds(interval));
+    while (!poll_cv_.wait_for(lock, period, [this] { return stop_polling_; })) {
+      lock.unlock();
+      Poll();
+      lock.lock();
+    }
+  });
+}
+
+void ModelRepository::Poll() {
+  std::set<std::string> names;
+  for (const auto& name : ModelDirs(options_.root)) names.insert(name);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [name, slot] : models_) names.insert(name);
+  }
+  for (const auto& name : names) Sync(name, false).IgnoreError();  // logged by Sync
+}
+
+absl::Status ModelRepository::CheckExplicit() const {
+  if (options_.mode == ControlMode::kExplicit) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      "models are loaded and unloaded by the server in this model control mode; start onnxserve with "
+      "--model-control-mode explicit to control them");
+}
+
+absl::Status ModelRepository::Load(const std::string& name) {
+  RETURN_IF_ERROR(CheckExplicit());
+  return Sync(name, true);
+}
+
+absl::Status ModelRepository::Unload(const std::string& name) {
+  RETURN_IF_ERROR(CheckExplicit());
+  std::lock_guard<std::mutex> load_lock(load_mu_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!models_.count(name)) return absl::NotFoundError(absl::StrCat("model \"", name, "\" is not loaded"));
+  }
+  Retire(name, {});
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    models_.erase(name);
+  }
+  NotifyReady(name);
+  return absl::OkStatus();
+}
+
+void ModelRepository::UnloadAll() {
+  {
+    std::lock_guard<std::mutex> lock(poll_mu_);
+    stop_polling_ = true;
+  }
+  poll_cv_.notify_all();
+  if (poller_.joinable()) poller_.join();
+  std::lock_guard<std::mutex> load_lock(load_mu_);
+  std::vector<std::string> names;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [name, slot] : models_) names.push_back(name);
+  }
+  for (const auto& name : names) Retire(name, {});
+}
+
+// Brings `name` in line with the disk: loads new and changed versions (failed ones again only when
+// `retry_failed`), retires versions the policy no longer serves. Returns the first load error.
+absl::Status ModelRepository::Sync(const std::string& name, bool retry_failed) {
+  std::lock_guard<std::mutex> load_lock(load_mu_);
+  const DiskModel disk = ScanDisk(options_.root, name);
+  auto set_model_error = [&](const std::string& error) {
+    std::lock_guard<std::mutex> lock(mu_);
+    models_[name].error = error;
+  };
+  if (!disk.exists) {
+    Retire(name, {});
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      models_.erase(name);
+    }
+    NotifyReady(name);
+    return absl::NotFoundError(absl::StrCat("no model \"", name, "\" in the repository"));
+  }
+  if (!disk.config_status.ok()) {
+    Log(LogLevel::kError, "model_config_invalid", {{"model", name}, {"error", disk.config_status.ToString()}});
+    set_model_error(std::string(disk.config_status.message()));
+    return disk.config_status;
+  }
+  const std::vector<int64_t> wanted = SelectVersions(disk.config.version_policy(), disk.versions);
+  set_model_error(wanted.empty() ? "no version directory with a version the policy serves" : "");
+  absl::Status first_error;
+  for (int64_t version : wanted) {
+    const std::string fingerprint = absl::StrCat(disk.versions.at(version), "|", disk.config_fingerprint);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      const auto& slots = models_[name].versions;
+      auto it = slots.find(version);
+      if (it != slots.end() && it->second.fingerprint == fingerprint &&
+          (it->second.serving || !retry_failed)) {
+        continue;
+      }
+    }
+    Log(LogLevel::kInfo, "model_loading", {{"model", name}, {"version", absl::StrCat(version)}});
+    auto loaded = LoadVersion(name, version, disk.config, disk.has_config);
+    if (!loaded.ok() && first_error.ok()) first_error = loaded.status();
+    Publish(name, version, fingerprint, std::move(loaded));
+  }
+  Retire(name, wanted);
+  NotifyReady(name);
+  if (wanted.empty()) {
+    return absl::NotFoundError(absl::StrCat("model \"", name, "\" has no version to serve"));
+  }
+  return first_error;
+}
+
+absl::StatusOr<std::shared_ptr<ModelVersion>> ModelRepository::LoadVersion(const std::string& name,
+                                                                           int64_t version,
+                                                                           inference::ModelConfig config,
+                                                                           bool from_file) const {
+  const absl::Time start = absl::Now();
+  auto mv = std::make_shared<ModelVersion>();
+  mv->name = name;
+  mv->version = version;
+  mv->version_str = absl::StrCat(version);
+  const fs::path path = fs::path(options_.root) / name / mv->version_str / kModelFile;
+  SessionOptions session_options;
+  session_options.intra_op_threads = options_.intra_op_threads;
+  ASSIGN_OR_RETURN(mv->session, Session::LoadFile(path.string(), session_options));
+  RETURN_IF_ERROR(CompleteModelConfig(name, *mv->session, from_file, config));
+  mv->config = std::move(config);
+  mv->inputs = InputSpecs(mv->config);
+  mv->outputs = OutputSpecs(mv->config);
+  mv->stats = std::make_unique<VersionStats>(name, mv->version_str);
+  SchedulerOptions scheduler_options = SchedulerOptionsFor(*mv);
+  RunFn run = [session = mv->session.get(), inputs = scheduler_options.input_names,
+               outputs = scheduler_options.output_names](const std::vector<Tensor>& values) {
+    std::vector<std::pair<std::string, Tensor>> feeds;
+    feeds.reserve(values.size());
+    for (size_t i = 0; i < values.size(); ++i) feeds.emplace_back(inputs[i], values[i]);
+    return session->Run(feeds, outputs);
+  };
+  mv->scheduler = std::make_unique<Scheduler>(std::move(scheduler_options), std::move(run), mv->stats.get(),
+                                              options_.metrics);
+  Log(LogLevel::kInfo, "model_loaded",
+      {{"model", name},
+       {"version", mv->version_str},
+       {"max_batch_size", absl::StrCat(mv->config.max_batch_size())},
+       {"instances", absl::StrCat(InstanceCount(mv->config))},
+       {"ms", absl::StrCat(absl::ToInt64Milliseconds(absl::Now() - start))}});
+  return mv;
+}
+
+// Makes a load attempt's outcome visible: a success replaces the served version, a failure leaves it.
+void ModelRepository::Publish(const std::string& name, int64_t version, const std::string& fingerprint,
+                              absl::StatusOr<std::shared_ptr<ModelVersion>> loaded) {
+  std::shared_ptr<const ModelVersion> replaced;  // released outside the lock
+  bool serving = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    VersionSlot& slot = models_[name].versions[version];
+    slot.fingerprint = fingerprint;
+    if (loaded.ok()) {
+      replaced = std::exchange(slot.serving, *std::move(loaded));
+      slot.reason.clear();
+    } else {
+      slot.reason = std::string(loaded.status().message());
+      if (slot.serving) slot.reason = absl::StrCat("reload failed, serving the previous load: ", slot.reason);
+    }
+    serving = slot.serving != nullptr;
+  }
+  if (!loaded.ok()) {
+    Log(LogLevel::kError, "model_load_failed",
+        {{"model", name}, {"version", absl::StrCat(version)}, {"error", loaded.status().ToString()},
+         {"still_serving", serving ? "previous" : "none"}});
+  }
+  if (options_.metrics) options_.metrics->SetModelReady(name, absl::StrCat(version), serving);
+}
+
+// Drops the versions of `name` not in `keep`. In-flight requests finish on their shared_ptr.
+void ModelRepository::Retire(const std::string& name, const std::vector<int64_t>& keep) {
+  std::vector<std::shared_ptr<const ModelVersion>> retired;  // released outside the lock
+  std::vector<int64_t> dropped;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto model = models_.find(name);
+    if (model == models_.end()) return;
+    auto& versions = model->second.versions;
+    for (auto it = versions.begin(); it != versions.end();) {
+      if (std::find(keep.begin(), keep.end(), it->first) != keep.end()) {
+        ++it;
+        continue;
+      }
+      dropped.push_back(it->first);
+      if (it->second.serving) retired.push_back(std::move(it->second.serving));
+      it = versions.erase(it);
+    }
+  }
+  for (int64_t version : dropped) {
+    Log(LogLevel::kInfo, "model_unloaded", {{"model", name}, {"version", absl::StrCat(version)}});
+    if (options_.metrics) options_.metrics->SetModelReady(name, absl::StrCat(version), false);
+  }
+}
+
+void ModelRepository::NotifyReady(const std::string& name) {
+  if (!options_.on_model_ready) return;
+  options_.on_model_ready(name, !ReadyVersions(name).empty());
+}
+
+absl::StatusOr<std::shared_ptr<const ModelVersion>> ModelRepository::Find(const std::string& name,
+                                                                          const std::string& version) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto model = models_.find(name);
+  if (model == models_.end()) return absl::NotFoundError(absl::StrCat("unknown model \"", name, "\""));
+  const auto& versions = model->second.versions;
+  if (version.empty()) {
+    for (auto it = versions.rbegin(); it != versions.rend(); ++it) {
+      if (it->second.serving) return it->second.serving;
+    }
+    const std::string why = !versions.empty() ? versions.rbegin()->second.reason : model->second.error;
+    return absl::UnavailableError(absl::StrCat("model \"", name, "\" has no ready version: ", why));
+  }
+  int64_t number = 0;
+  auto it = absl::SimpleAtoi(version, &number) ? versions.find(number) : versions.end();
+  if (it == versions.end()) {
+    return absl::NotFoundError(absl::StrCat("model \"", name, "\" has no version \"", version, "\""));
+  }
+  if (!it->second.serving) {
+    return absl::UnavailableError(
+        absl::StrCat("model \"", name, "\" version ", version, " is not ready: ", it->second.reason));
+  }
+  return it->second.serving;
+}
+
+std::vector<std::shared_ptr<const ModelVersion>> ModelRepository::ReadyVersions(const std::string& name) const {
+  std::vector<std::shared_ptr<const ModelVersion>> ready;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [model_name, model] : models_) {
+    if (!name.empty() && model_name != name) continue;
+    for (const auto& [version, slot] : model.versions) {
+      if (slot.serving) ready.push_back(slot.serving);
+    }
+  }
+  return ready;
+}
+
+std::vector<IndexEntry> ModelRepository::Index(bool ready_only) const {
+  std::vector<IndexEntry> index;
+  std::set<std::string> listed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [name, model] : models_) {
+      listed.insert(name);
+      if (model.versions.empty() && !ready_only) {
+        index.push_back({name, "", "UNAVAILABLE", model.error});
+      }
+      for (const auto& [version, slot] : model.versions) {
+        if (ready_only && !slot.serving) continue;
+        index.push_back({name, absl::StrCat(version), slot.serving ? "READY" : "UNAVAILABLE",
+                         slot.reason.empty() ? model.error : slot.reason});
+      }
+    }
+  }
+  if (ready_only) return index;
+  for (const auto& name : ModelDirs(options_.root)) {
+    if (!listed.count(name)) index.push_back({name, "", "", ""});
+  }
+  return index;
+}
+
+}  // namespace onnxserve::server

@@ -1,0 +1,117 @@
+// The model repository: Triton's layout ROOT/<model>/<version>/model.onnx plus an optional
+// ROOT/<model>/config.pbtxt, loaded into ModelVersions that requests share.
+//
+// Swaps are atomic: a (re)load happens outside the repository lock and replaces the served version only when
+// it succeeded; requests hold a shared_ptr to the version they started on, so in-flight work finishes on
+// the old one. A failed load keeps the previous version serving and records the error as the version's
+// reason (RepositoryIndex, logs). Thread-safe.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "model_config.pb.h"
+#include "runtime/exec/session.h"
+#include "server/batcher.h"
+#include "server/config.h"
+#include "server/metrics.h"
+
+namespace onnxserve::server {
+
+// none: load everything at start, never change. poll: also rescan every poll interval. explicit: load
+// nothing at start; RepositoryModelLoad/Unload decide.
+enum class ControlMode { kNone, kPoll, kExplicit };
+absl::StatusOr<ControlMode> ParseControlMode(std::string_view name);
+
+// One loaded model version. Immutable once published; destroyed when the repository and the last request
+// using it let go.
+struct ModelVersion {
+  std::string name;
+  int64_t version = 0;
+  std::string version_str;
+  inference::ModelConfig config;  // completed
+  std::vector<TensorSpec> inputs;
+  std::vector<TensorSpec> outputs;
+  std::unique_ptr<Session> session;
+  std::unique_ptr<VersionStats> stats;
+  std::unique_ptr<Scheduler> scheduler;  // last: stopped before the session and stats go
+};
+
+struct RepositoryOptions {
+  std::string root;
+  ControlMode mode = ControlMode::kNone;
+  int intra_op_threads = 1;
+  ServerMetrics* metrics = nullptr;  // may be null; must outlive the repository
+  // Called (outside the repository lock) when a model's readiness may have changed: `ready` is true when at
+  // least one of its versions serves.
+  std::function<void(const std::string& model, bool ready)> on_model_ready;
+};
+
+struct IndexEntry {
+  std::string name;
+  std::string version;  // "" for a model with no version loaded or tried
+  std::string state;    // "READY", "UNAVAILABLE" or "" (known on disk, not loaded)
+  std::string reason;
+};
+
+class ModelRepository {
+ public:
+  explicit ModelRepository(RepositoryOptions options);
+  ~ModelRepository();  // stops polling and unloads everything
+
+  // Loads the models the control mode asks for at start. Fails only when the root cannot be read; models
+  // that fail to load are logged and listed as UNAVAILABLE.
+  absl::Status Start();
+  // Rescans every `interval` in a background thread until destruction or UnloadAll().
+  void StartPolling(absl::Duration interval);
+
+  // Explicit mode: (re)loads a model's versions from disk; FAILED_PRECONDITION in other modes.
+  absl::Status Load(const std::string& name);
+  absl::Status Unload(const std::string& name);
+  // Shutdown: stops polling and drops every version (in-flight requests keep theirs).
+  void UnloadAll();
+
+  // The version serving `version` ("" = the newest ready one). NOT_FOUND for unknown models or versions,
+  // UNAVAILABLE (with the load error) for versions that are known but not ready.
+  absl::StatusOr<std::shared_ptr<const ModelVersion>> Find(const std::string& name,
+                                                           const std::string& version) const;
+  // Every ready version of `name` ("" = of every model), by name then version.
+  std::vector<std::shared_ptr<const ModelVersion>> ReadyVersions(const std::string& name) const;
+  std::vector<IndexEntry> Index(bool ready_only) const;
+  ControlMode mode() const { return options_.mode; }
+
+ private:
+  struct VersionSlot;
+  struct ModelSlot;
+
+  absl::Status CheckExplicit() const;
+  void Poll();
+  absl::Status Sync(const std::string& name, bool retry_failed);
+  void Publish(const std::string& name, int64_t version, const std::string& fingerprint,
+               absl::StatusOr<std::shared_ptr<ModelVersion>> loaded);
+  void Retire(const std::string& name, const std::vector<int64_t>& keep);
+  absl::StatusOr<std::shared_ptr<ModelVersion>> LoadVersion(const std::string& name, int64_t version,
+                                                            inference::ModelConfig config, bool from_file) const;
+  void NotifyReady(const std::string& name);
+
+  const RepositoryOptions options_;
+  std::mutex load_mu_;  // serializes loads and unloads (poll thread vs. RPCs); never held by requests
+  mutable std::mutex mu_;  // guards models_; held only briefly
+  std::map<std::string, ModelSlot> models_;
+
+  std::mutex poll_mu_;
+  std::condition_variable poll_cv_;
+  bool stop_polling_ = false;
+  std::thread poller_;
+};
+
+}  // namespace onnxserve::server
