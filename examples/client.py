@@ -21,6 +21,7 @@ import numpy as np
 from grpc_tools import protoc
 from sklearn.datasets import load_digits
 
+PIXEL_MAX = 16.0  # load_digits() intensities are 0..16
 PROTO_DIR = pathlib.Path(__file__).resolve().parent.parent / "proto"
 
 
@@ -56,7 +57,8 @@ def main():
     args = parser.parse_args()
 
     digits = load_digits()
-    pixels, labels = digits.data[:args.count].astype(np.float32), digits.target[:args.count]
+    pixels = (digits.data[:args.count] / PIXEL_MAX).astype(np.float32)  # the model takes [0, 1] intensities
+    labels = digits.target[:args.count]
     with tempfile.TemporaryDirectory(prefix="onnxserve-stubs-") as stubs:
         pb2, pb2_grpc = generate_stubs(stubs)
         try:

@@ -3,7 +3,7 @@
 
 The model is a one-hidden-layer MLP on scikit-learn's bundled 8x8 digits (no download), exported with
 onnx.helper as MatMul/Add/Relu/MatMul/Add/Softmax:
-    input  "pixels"        FP32 [-1, 64]  raw pixel intensities 0..16, row-major 8x8
+    input  "pixels"        FP32 [-1, 64]  pixel intensities scaled to [0, 1] (load_digits' 0..16 / 16), row-major 8x8
     output "probabilities" FP32 [-1, 10]  softmax over the digits 0..9
 Training is seeded, so reruns give the same accuracy (weights may differ in the last bits across BLAS builds).
 
@@ -19,7 +19,7 @@ from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 from sklearn.neural_network import MLPClassifier
 
-PIXEL_MAX = 16.0  # load_digits() intensities are 0..16; the net trains on [0, 1] and folds the scale in.
+PIXEL_MAX = 16.0  # load_digits() intensities are 0..16; the model takes them scaled to [0, 1].
 OPSET = 13        # Softmax-13 normalizes along one axis (-1), which is what a classifier wants.
 
 
@@ -37,7 +37,7 @@ def export(mlp, path):
     w1, w2 = (w.astype(np.float32) for w in mlp.coefs_)
     b1, b2 = (b.astype(np.float32) for b in mlp.intercepts_)
     initializers = [
-        numpy_helper.from_array(w1 / PIXEL_MAX, "w1"),  # raw pixels in, so scale the first layer instead
+        numpy_helper.from_array(w1, "w1"),
         numpy_helper.from_array(b1, "b1"),
         numpy_helper.from_array(w2, "w2"),
         numpy_helper.from_array(b2, "b2"),
