@@ -4,6 +4,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -18,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -182,21 +184,13 @@ class Schedule {
 };
 
 // What one connection saw; merged into the report at the end, so threads never share a counter.
+constexpr size_t kNumCodes = grpc::StatusCode::UNAUTHENTICATED + 1;
+
 struct Tally {
   std::vector<double> ok_ms;
-  std::map<std::string, int64_t> codes;
+  std::array<int64_t, kNumCodes> codes{};  // responses by grpc::StatusCode
   Clock::time_point last_done;
 };
-
-const char* CodeName(grpc::StatusCode code) {
-  static constexpr const char* kNames[] = {
-      "OK",        "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
-      "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
-      "ABORTED",   "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
-      "DATA_LOSS", "UNAUTHENTICATED"};
-  const auto i = static_cast<size_t>(code);
-  return i < std::size(kNames) ? kNames[i] : "UNKNOWN";
-}
 
 // One connection: its own channel, CompletionQueue and thread, keeping up to `slots` calls in flight.
 class Connection {
@@ -245,7 +239,8 @@ void Connection::Send(const ModelInferRequest& request) {
 void Connection::Complete(Call* done) {
   std::unique_ptr<Call> call(done);
   tally_.last_done = Clock::now();
-  ++tally_.codes[CodeName(call->status.error_code())];
+  const auto code = static_cast<size_t>(call->status.error_code());
+  ++tally_.codes[code < kNumCodes ? code : static_cast<size_t>(grpc::StatusCode::UNKNOWN)];
   if (call->status.ok()) {
     tally_.ok_ms.push_back(std::chrono::duration<double, std::milli>(tally_.last_done - call->sent).count());
   }
@@ -291,9 +286,11 @@ LoadReport Summarize(const std::vector<std::unique_ptr<Connection>>& connections
   for (const auto& connection : connections) {
     const Tally& tally = connection->tally();
     ms.insert(ms.end(), tally.ok_ms.begin(), tally.ok_ms.end());
-    for (const auto& [code, n] : tally.codes) {
-      report.codes[code] += n;
-      report.count += n;
+    for (size_t code = 0; code < kNumCodes; ++code) {
+      if (tally.codes[code] == 0) continue;
+      // absl::StatusCode and grpc::StatusCode share google.rpc.Code numbering (asserted in status.cc).
+      report.codes[absl::StatusCodeToString(static_cast<absl::StatusCode>(code))] += tally.codes[code];
+      report.count += tally.codes[code];
     }
     last = std::max(last, tally.last_done);
   }

@@ -13,6 +13,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/hash/hash.h"
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "server/metrics.h"
@@ -72,12 +73,8 @@ const prometheus::Histogram::BucketBoundaries& BatchSizeBuckets() {
   return *buckets;
 }
 
-// gRPC's canonical code names, for the code label (indexed by grpc::StatusCode, 0..16).
-constexpr std::array<const char*, 17> kCodeNames = {
-    "OK",        "CANCELLED",          "UNKNOWN",          "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
-    "NOT_FOUND", "ALREADY_EXISTS",     "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
-    "ABORTED",   "OUT_OF_RANGE",       "UNIMPLEMENTED",    "INTERNAL",         "UNAVAILABLE",
-    "DATA_LOSS", "UNAUTHENTICATED"};
+// grpc::StatusCode values 0 (OK) .. 16 (UNAUTHENTICATED); the code label is the code's canonical name.
+constexpr size_t kNumCodes = grpc::StatusCode::UNAUTHENTICATED + 1;
 
 // Distinct (model, version) label pairs kept; requests naming ever more unknown models must not grow the
 // exposition without bound, so later pairs share the model="__overflow__" series.
@@ -114,7 +111,7 @@ class PrometheusMetrics final : public ServerMetrics {
   // The series of one (model, version). Pointers into the registry's families, which never free them.
   struct Series {
     prometheus::Labels labels;  // model and version as exported (the overflow series has its own)
-    std::array<std::atomic<prometheus::Counter*>, kCodeNames.size()> requests{};  // per code, made on first use
+    std::array<std::atomic<prometheus::Counter*>, kNumCodes> requests{};  // per code, made on first use
     prometheus::Counter* inferences;
     prometheus::Counter* batch_executions;
     prometheus::Histogram* request_duration;
@@ -194,12 +191,13 @@ PrometheusMetrics::Series& PrometheusMetrics::SeriesFor(const std::string& model
 
 prometheus::Counter& PrometheusMetrics::RequestCounter(Series& series, grpc::StatusCode code) {
   size_t index = static_cast<size_t>(code);
-  if (index >= kCodeNames.size()) index = grpc::StatusCode::UNKNOWN;
+  if (index >= kNumCodes) index = grpc::StatusCode::UNKNOWN;
   prometheus::Counter* counter = series.requests[index].load(std::memory_order_acquire);
   if (counter == nullptr) {
     // Family::Add returns the existing series for equal labels, so racing first uses agree on one counter.
     prometheus::Labels labels = series.labels;
-    labels.emplace("code", kCodeNames[index]);
+    // absl::StatusCode and grpc::StatusCode share google.rpc.Code numbering (asserted in status.cc).
+    labels.emplace("code", absl::StatusCodeToString(static_cast<absl::StatusCode>(index)));
     counter = &requests_.Add(labels);
     series.requests[index].store(counter, std::memory_order_release);
   }
