@@ -1,6 +1,7 @@
 #include "runtime/ops/common.h"
 
 #include <algorithm>
+#include <string>
 
 namespace onnxserve {
 
@@ -25,6 +26,86 @@ std::vector<int64_t> BroadcastStrides(const Shape& in, const Shape& out) {
   const size_t lead = out.size() - in.size();
   for (size_t i = 0; i < in.size(); ++i) strides[lead + i] = in[i] == 1 ? 0 : own[i];
   return strides;
+}
+
+namespace {
+
+// Drops dims of size 1 and merges neighbours that the input walks contiguously, so the innermost loop is
+// as long as possible. The result has rank >= 1.
+void MergeStridedDims(Shape& shape, std::vector<int64_t>& strides) {
+  Shape merged_shape;
+  std::vector<int64_t> merged_strides;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    if (!merged_shape.empty() && merged_strides.back() == strides[d] * shape[d]) {
+      merged_shape.back() *= shape[d];
+      merged_strides.back() = strides[d];
+    } else {
+      merged_shape.push_back(shape[d]);
+      merged_strides.push_back(strides[d]);
+    }
+  }
+  if (merged_shape.empty()) {
+    merged_shape = {1};
+    merged_strides = {1};
+  }
+  shape = std::move(merged_shape);
+  strides = std::move(merged_strides);
+}
+
+// Copies output rows [begin, end) (a row is the innermost dim) of the strided view.
+template <typename T>
+void CopyStridedRows(const T* in, T* out, const Shape& shape, const std::vector<int64_t>& strides, int64_t begin,
+                     int64_t end) {
+  const int64_t outer_rank = static_cast<int64_t>(shape.size()) - 1;
+  const int64_t inner = shape.back();
+  const int64_t step = strides.back();
+  std::vector<int64_t> index(outer_rank, 0);
+  int64_t offset = 0;
+  for (int64_t d = outer_rank - 1, rest = begin; d >= 0; --d) {
+    index[d] = rest % shape[d];
+    rest /= shape[d];
+    offset += index[d] * strides[d];
+  }
+  out += begin * inner;
+  for (int64_t row = begin; row < end; ++row, out += inner) {
+    const T* src = in + offset;
+    if (step == 1) {
+      std::copy(src, src + inner, out);
+    } else if (step == 0) {
+      std::fill(out, out + inner, *src);
+    } else {
+      for (int64_t k = 0; k < inner; ++k) out[k] = src[k * step];
+    }
+    for (int64_t d = outer_rank - 1; d >= 0; --d) {
+      offset += strides[d];
+      if (++index[d] < shape[d]) break;
+      offset -= strides[d] * shape[d];
+      index[d] = 0;
+    }
+  }
+}
+
+}  // namespace
+
+void CopyStrided(const Tensor& in, int64_t in_offset, const std::vector<int64_t>& in_strides, Tensor& out,
+                 ThreadPool& pool) {
+  if (out.NumElements() == 0) return;
+  Shape shape = out.shape();
+  std::vector<int64_t> strides = in_strides;
+  MergeStridedDims(shape, strides);
+  const int64_t inner = shape.back();
+  const int64_t rows = out.NumElements() / inner;
+  // About 64K elements per task: below that, waking a worker costs more than the copy.
+  const int64_t min_rows = std::max<int64_t>(1, (int64_t{1} << 16) / inner);
+  DispatchByWidth(out.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* src = in.data<T>() + in_offset;
+    T* dst = out.data<T>();
+    pool.ParallelFor(rows, min_rows, [&](int64_t begin, int64_t end) {
+      CopyStridedRows(src, dst, shape, strides, begin, end);
+    });
+  });
 }
 
 }  // namespace onnxserve

@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/core/tensor.h"
+#include "runtime/core/thread_pool.h"
 
 namespace onnxserve {
 
@@ -72,6 +73,48 @@ inline ComputeType<T> ToCompute(T v) {
 template <typename T>
 inline T FromCompute(ComputeType<T> v) {
   return static_cast<T>(v);
+}
+
+// The elements of a small integer tensor (a shape, axes, repeats) as int64.
+inline std::vector<int64_t> Int64Values(const Tensor& t) {
+  std::vector<int64_t> values(static_cast<size_t>(t.NumElements()));
+  for (int64_t i = 0; i < t.NumElements(); ++i) values[i] = t.GetAsInt64(i);
+  return values;
+}
+
+// Calls fn(T{}) with an unsigned integer type as wide as `type`'s elements, or std::string for strings: for
+// kernels that only move elements, so each width is compiled once. Returns false for unsupported types.
+template <typename Fn>
+bool DispatchByWidth(DataType type, Fn&& fn) {
+  if (type == DataType::kString) {
+    fn(std::string{});
+    return true;
+  }
+  switch (ElementSize(type)) {
+    case 1: fn(uint8_t{}); return true;
+    case 2: fn(uint16_t{}); return true;
+    case 4: fn(uint32_t{}); return true;
+    case 8: fn(uint64_t{}); return true;
+    default: return false;
+  }
+}
+
+// Fills `out` (contiguous, row-major) with the elements of `in`'s storage at
+// in_offset + sum(index[d] * in_strides[d]) for every index of out.shape(). Strides may be 0 (broadcast) or
+// negative (reversed), so Transpose, Expand, Slice, Split, Tile and DepthToSpace are all such a copy.
+// `in` and `out` have the same dtype; rows are copied in parallel on `pool`.
+void CopyStrided(const Tensor& in, int64_t in_offset, const std::vector<int64_t>& in_strides, Tensor& out,
+                 ThreadPool& pool);
+
+// Maps an index into [0, size): a negative index counts from the end when `allow_negative`. Any other index
+// is an INVALID_ARGUMENT error naming it and the valid range (Gather*, Scatter* and friends share this).
+inline absl::StatusOr<int64_t> ResolveIndex(int64_t index, int64_t size, bool allow_negative) {
+  const int64_t lowest = allow_negative ? -size : 0;
+  if (index < lowest || index >= size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("index ", index, " is out of range [", lowest, ", ", size - 1, "]"));
+  }
+  return index < 0 ? index + size : index;
 }
 
 }  // namespace onnxserve
