@@ -116,15 +116,17 @@ class Momentum final : public OpKernel {
     ASSIGN_OR_RETURN(float alpha, info.Attr<float>("alpha"));
     ASSIGN_OR_RETURN(float beta, info.Attr<float>("beta"));
     ASSIGN_OR_RETURN(float norm, info.Attr<float>("norm_coefficient"));
-    ASSIGN_OR_RETURN(std::string mode, info.Attr<std::string>("mode"));
-    if (mode != "standard" && mode != "nesterov") {
+    // Held as a StatusOr: a moved-out std::string here trips a -Wmaybe-uninitialized false positive in g++ 12.
+    const absl::StatusOr<std::string> mode = info.Attr<std::string>("mode");
+    RETURN_IF_ERROR(mode.status());
+    if (*mode != "standard" && *mode != "nesterov") {
       return absl::InvalidArgumentError(
-          absl::StrCat("attribute \"mode\" must be \"standard\" or \"nesterov\", got \"", mode, "\""));
+          absl::StrCat("attribute \"mode\" must be \"standard\" or \"nesterov\", got \"", *mode, "\""));
     }
     alpha_ = alpha;
     beta_ = beta;
     norm_coefficient_ = norm;
-    nesterov_ = mode == "nesterov";
+    nesterov_ = *mode == "nesterov";
     return absl::OkStatus();
   }
   absl::Status Compute(KernelContext& ctx) const override { return RunOptimizer(*this, ctx, 3); }

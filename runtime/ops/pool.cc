@@ -1,0 +1,430 @@
+// Pooling over the spatial dims of [N, C, D1, ...]: MaxPool (with Indices), AveragePool, LpPool and their
+// Global* forms.
+//
+// Attributes by version:
+//   MaxPool      1: kernel_shape, strides, pads, auto_pad; 8: Indices output, storage_order;
+//                10: ceil_mode, dilations; 12: int8/uint8; 22: bfloat16.
+//   AveragePool  7: count_include_pad; 10: ceil_mode; 19: dilations.
+//   LpPool       1: p is a float; 2: p is an int; 18: ceil_mode, dilations.
+//   GlobalLpPool 1: p is a float; 2: p is an int.
+// Windows are computed on up to three spatial dims (1-D and 2-D pools are 3-D pools with unit leading
+// dims), one (n, c) plane per parallel task.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "runtime/ops/common.h"
+#include "runtime/registry/registry.h"
+
+namespace onnxserve {
+namespace {
+
+constexpr int kMaxSpatial = 3;
+using Dims = std::array<int64_t, kMaxSpatial>;
+
+struct PoolAttrs {
+  std::string auto_pad = "NOTSET";
+  std::vector<int64_t> kernel, strides, dilations, pads;
+  bool ceil_mode = false;
+};
+
+// has_ceil/has_dilations: whether the resolved version defines ceil_mode/dilations.
+absl::StatusOr<PoolAttrs> ReadPoolAttrs(const KernelInfo& info, bool has_ceil, bool has_dilations) {
+  PoolAttrs a;
+  ASSIGN_OR_RETURN(a.auto_pad, info.Attr<std::string>("auto_pad", "NOTSET"));
+  ASSIGN_OR_RETURN(a.kernel, info.Attr<std::vector<int64_t>>("kernel_shape"));
+  ASSIGN_OR_RETURN(a.strides, info.Attr<std::vector<int64_t>>("strides", {}));
+  ASSIGN_OR_RETURN(a.pads, info.Attr<std::vector<int64_t>>("pads", {}));
+  if (has_dilations) {
+    ASSIGN_OR_RETURN(a.dilations, info.Attr<std::vector<int64_t>>("dilations", {}));
+  }
+  if (has_ceil) {
+    ASSIGN_OR_RETURN(int64_t ceil_mode, info.Attr<int64_t>("ceil_mode", 0));
+    a.ceil_mode = ceil_mode != 0;
+  }
+  const size_t rank = a.kernel.size();
+  if (rank == 0 || rank > kMaxSpatial) {
+    return absl::UnimplementedError(absl::StrCat("kernel_shape must have 1 to ", kMaxSpatial, " dims, got ", rank));
+  }
+  if (a.strides.empty()) a.strides.assign(rank, 1);
+  if (a.dilations.empty()) a.dilations.assign(rank, 1);
+  if (a.pads.empty()) a.pads.assign(2 * rank, 0);
+  if (a.strides.size() != rank || a.dilations.size() != rank || a.pads.size() != 2 * rank) {
+    return absl::InvalidArgumentError(absl::StrCat("kernel_shape has ", rank, " dims: strides and dilations need ",
+                                                   rank, " values and pads ", 2 * rank));
+  }
+  for (size_t d = 0; d < rank; ++d) {
+    if (a.kernel[d] < 1 || a.strides[d] < 1 || a.dilations[d] < 1) {
+      return absl::InvalidArgumentError("kernel_shape, strides and dilations must be positive");
+    }
+  }
+  if (a.auto_pad != "NOTSET" && a.auto_pad != "VALID" && a.auto_pad != "SAME_UPPER" && a.auto_pad != "SAME_LOWER") {
+    return absl::InvalidArgumentError(absl::StrCat("unknown auto_pad \"", a.auto_pad, "\""));
+  }
+  return a;
+}
+
+// For one spatial dim and each output position: the first input index of the window and the range of
+// kernel taps [lo, hi) that land inside the input; `padded` counts the taps inside input plus pads (the
+// count_include_pad divisor).
+struct DimWindows {
+  std::vector<int64_t> start, lo, hi, padded;
+};
+
+// The pooling problem on exactly kMaxSpatial dims (leading unit dims pad lower ranks).
+struct PoolGeometry {
+  int64_t planes = 0;  // N * C
+  Dims in{1, 1, 1}, out{1, 1, 1}, dilation{1, 1, 1};
+  std::array<DimWindows, kMaxSpatial> windows;
+  Shape out_shape;
+};
+
+int64_t CeilDiv(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
+
+absl::StatusOr<PoolGeometry> PlanPool(const PoolAttrs& a, const Shape& x) {
+  const size_t rank = a.kernel.size();
+  if (x.size() != rank + 2) {
+    return absl::InvalidArgumentError(absl::StrCat("input should be [N, C] followed by ", rank,
+                                                   " spatial dims (kernel_shape), got ", ShapeToString(x)));
+  }
+  PoolGeometry g;
+  g.planes = x[0] * x[1];
+  g.out_shape = {x[0], x[1]};
+  const size_t skip = kMaxSpatial - rank;
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t in = x[d + 2], k = a.kernel[d], s = a.strides[d], dil = a.dilations[d];
+    const int64_t extent = (k - 1) * dil + 1;
+    int64_t pad_begin = a.pads[d], pad_end = a.pads[d + rank], out;
+    if (a.auto_pad == "SAME_UPPER" || a.auto_pad == "SAME_LOWER") {
+      out = CeilDiv(in, s);
+      const int64_t total = std::max<int64_t>(0, (out - 1) * s + extent - in);
+      pad_begin = a.auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pad_end = total - pad_begin;
+    } else {
+      if (a.auto_pad == "VALID") pad_begin = pad_end = 0;
+      const int64_t span = in + pad_begin + pad_end - extent;
+      if (span < 0) {
+        return absl::InvalidArgumentError(absl::StrCat("kernel extent ", extent, " exceeds padded input dim ", d,
+                                                       " of ", ShapeToString(x)));
+      }
+      out = (a.ceil_mode ? CeilDiv(span, s) : span / s) + 1;
+      // A last window that would start in the end padding is dropped (as PyTorch and the ONNX reference do).
+      if (a.ceil_mode && (out - 1) * s >= in + pad_begin) --out;
+    }
+    g.out_shape.push_back(out);
+    const size_t dd = d + skip;
+    g.in[dd] = in;
+    g.out[dd] = out;
+    g.dilation[dd] = dil;
+    DimWindows& w = g.windows[dd];
+    for (int64_t o = 0; o < out; ++o) {
+      const int64_t start = o * s - pad_begin;
+      w.start.push_back(start);
+      w.lo.push_back(start >= 0 ? 0 : std::min(k, CeilDiv(-start, dil)));
+      w.hi.push_back(std::max(w.lo.back(), std::min(k, CeilDiv(in - start, dil))));
+      w.padded.push_back(std::min(k, CeilDiv(in + pad_end - start, dil)));
+    }
+  }
+  for (size_t dd = 0; dd < skip; ++dd) g.windows[dd] = DimWindows{{0}, {0}, {1}, {1}};
+  return g;
+}
+
+// Walks every window of one plane: reduce(acc, value, flat input index) over its taps, then
+// finish(acc, output index, divisors) writes the output.
+template <typename Acc, typename Reduce, typename Finish>
+void ForEachWindow(const PoolGeometry& g, Acc init, Reduce reduce, Finish finish) {
+  const auto& [w0, w1, w2] = g.windows;
+  int64_t out_index = 0;
+  for (int64_t o0 = 0; o0 < g.out[0]; ++o0) {
+    for (int64_t o1 = 0; o1 < g.out[1]; ++o1) {
+      for (int64_t o2 = 0; o2 < g.out[2]; ++o2, ++out_index) {
+        Acc acc = init;
+        for (int64_t k0 = w0.lo[o0]; k0 < w0.hi[o0]; ++k0) {
+          const int64_t i0 = w0.start[o0] + k0 * g.dilation[0];
+          for (int64_t k1 = w1.lo[o1]; k1 < w1.hi[o1]; ++k1) {
+            const int64_t i01 = i0 * g.in[1] + w1.start[o1] + k1 * g.dilation[1];
+            for (int64_t k2 = w2.lo[o2]; k2 < w2.hi[o2]; ++k2) {
+              reduce(acc, i01 * g.in[2] + w2.start[o2] + k2 * g.dilation[2]);
+            }
+          }
+        }
+        const int64_t valid = (w0.hi[o0] - w0.lo[o0]) * (w1.hi[o1] - w1.lo[o1]) * (w2.hi[o2] - w2.lo[o2]);
+        const int64_t padded = w0.padded[o0] * w1.padded[o1] * w2.padded[o2];
+        finish(acc, out_index, valid, padded);
+      }
+    }
+  }
+}
+
+// Runs fn(plane) for every (n, c) plane in parallel.
+template <typename Fn>
+void ForEachPlane(ThreadPool& pool, const PoolGeometry& g, Fn&& fn) {
+  const int64_t work = NumElements(g.out_shape) / std::max<int64_t>(g.planes, 1);
+  pool.ParallelFor(g.planes, std::max<int64_t>(1, 4096 / std::max<int64_t>(work, 1)),
+                   [&](int64_t begin, int64_t end) {
+                     for (int64_t p = begin; p < end; ++p) fn(p);
+                   });
+}
+
+inline constexpr DataType kMaxPoolTypes[] = {DataType::kFloat, DataType::kDouble, DataType::kFloat16,
+                                             DataType::kBFloat16, DataType::kInt8, DataType::kUint8};
+
+template <typename T>
+inline constexpr bool kIsPoolable = std::is_floating_point_v<ComputeType<T>> || std::is_same_v<T, int8_t> ||
+                                    std::is_same_v<T, uint8_t>;
+
+absl::Status UnsupportedType(const Tensor& x) {
+  return absl::InvalidArgumentError(absl::StrCat("input \"X\" has an unsupported type: ", x.DebugString()));
+}
+
+class MaxPool final : public OpKernel {
+ public:
+  absl::Status Init(const KernelInfo& info) {
+    ASSIGN_OR_RETURN(attrs_, ReadPoolAttrs(info, info.opset() >= 10, info.opset() >= 10));
+    if (info.opset() >= 8) {
+      ASSIGN_OR_RETURN(int64_t order, info.Attr<int64_t>("storage_order", 0));
+      column_major_ = order != 0;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    RETURN_IF_ERROR(RequireInputs(ctx, 1));
+    const Tensor& x = *ctx.Input(0);
+    ASSIGN_OR_RETURN(PoolGeometry g, PlanPool(attrs_, x.shape()));
+    bool ok = false;
+    DispatchNumeric(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (kIsPoolable<T>) {
+        ok = true;
+        Run<T>(ctx, g, x);
+      }
+    });
+    return ok ? absl::OkStatus() : UnsupportedType(x);
+  }
+
+ private:
+  template <typename T>
+  void Run(KernelContext& ctx, const PoolGeometry& g, const Tensor& x) const {
+    using C = ComputeType<T>;
+    const int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
+    const int64_t out_plane = g.out[0] * g.out[1] * g.out[2];
+    T* y = ctx.Output(0, x.dtype(), g.out_shape).template data<T>();
+    int64_t* indices = ctx.OutputWanted(1) ? ctx.Output(1, DataType::kInt64, g.out_shape).data<int64_t>() : nullptr;
+    ForEachPlane(ctx.pool(), g, [&](int64_t p) {
+      const T* plane = x.data<T>() + p * in_plane;
+      struct Acc {
+        C value;
+        int64_t index;
+      };
+      ForEachWindow(
+          g, Acc{std::numeric_limits<C>::lowest(), -1},
+          [&](Acc& acc, int64_t i) {
+            const C v = ToCompute(plane[i]);
+            if (v > acc.value || acc.index < 0) acc = {v, i};
+          },
+          [&](const Acc& acc, int64_t o, int64_t, int64_t) {
+            y[p * out_plane + o] = FromCompute<T>(acc.value);
+            if (indices != nullptr) indices[p * out_plane + o] = p * in_plane + SpatialIndex(g, std::max<int64_t>(acc.index, 0));
+          });
+    });
+  }
+
+  // The flat index of a row-major plane offset, as Indices reports it (column-major with storage_order 1).
+  int64_t SpatialIndex(const PoolGeometry& g, int64_t row_major) const {
+    if (!column_major_) return row_major;
+    const int64_t i2 = row_major % g.in[2], i1 = row_major / g.in[2] % g.in[1], i0 = row_major / (g.in[2] * g.in[1]);
+    return (i2 * g.in[1] + i1) * g.in[0] + i0;
+  }
+
+  PoolAttrs attrs_;
+  bool column_major_ = false;
+};
+
+// AveragePool (sum / count) and LpPool ((sum |x|^p)^(1/p)) share the window walk.
+class AveragePool final : public OpKernel {
+ public:
+  absl::Status Init(const KernelInfo& info) {
+    ASSIGN_OR_RETURN(attrs_, ReadPoolAttrs(info, info.opset() >= 10, info.opset() >= 19));
+    if (info.opset() >= 7) {
+      ASSIGN_OR_RETURN(int64_t include, info.Attr<int64_t>("count_include_pad", 0));
+      count_include_pad_ = include != 0;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    RETURN_IF_ERROR(RequireInputs(ctx, 1));
+    const Tensor& x = *ctx.Input(0);
+    ASSIGN_OR_RETURN(PoolGeometry g, PlanPool(attrs_, x.shape()));
+    bool ok = false;
+    DispatchNumeric(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (std::is_floating_point_v<ComputeType<T>>) {
+        ok = true;
+        using C = ComputeType<T>;
+        const int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
+        const int64_t out_plane = g.out[0] * g.out[1] * g.out[2];
+        T* y = ctx.Output(0, x.dtype(), g.out_shape).template data<T>();
+        ForEachPlane(ctx.pool(), g, [&](int64_t p) {
+          const T* plane = x.data<T>() + p * in_plane;
+          ForEachWindow(
+              g, C{0}, [&](C& sum, int64_t i) { sum += ToCompute(plane[i]); },
+              [&](C sum, int64_t o, int64_t valid, int64_t padded) {
+                const int64_t count = count_include_pad_ ? padded : valid;
+                y[p * out_plane + o] = FromCompute<T>(count > 0 ? sum / static_cast<C>(count) : C{0});
+              });
+        });
+      }
+    });
+    return ok ? absl::OkStatus() : UnsupportedType(x);
+  }
+
+ private:
+  PoolAttrs attrs_;
+  bool count_include_pad_ = false;
+};
+
+// Reads p: a float in the first version of LpPool/GlobalLpPool, an int afterwards.
+absl::StatusOr<double> ReadP(const KernelInfo& info) {
+  if (info.opset() < 2) {
+    ASSIGN_OR_RETURN(float p, info.Attr<float>("p", 2.0f));
+    return p;
+  }
+  ASSIGN_OR_RETURN(int64_t p, info.Attr<int64_t>("p", 2));
+  return static_cast<double>(p);
+}
+
+class LpPool final : public OpKernel {
+ public:
+  absl::Status Init(const KernelInfo& info) {
+    ASSIGN_OR_RETURN(attrs_, ReadPoolAttrs(info, info.opset() >= 18, info.opset() >= 18));
+    ASSIGN_OR_RETURN(p_, ReadP(info));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    RETURN_IF_ERROR(RequireInputs(ctx, 1));
+    const Tensor& x = *ctx.Input(0);
+    ASSIGN_OR_RETURN(PoolGeometry g, PlanPool(attrs_, x.shape()));
+    bool ok = false;
+    DispatchNumeric(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (std::is_floating_point_v<ComputeType<T>>) {
+        ok = true;
+        using C = ComputeType<T>;
+        const C p = static_cast<C>(p_);
+        const int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
+        const int64_t out_plane = g.out[0] * g.out[1] * g.out[2];
+        T* y = ctx.Output(0, x.dtype(), g.out_shape).template data<T>();
+        ForEachPlane(ctx.pool(), g, [&](int64_t plane_index) {
+          const T* plane = x.data<T>() + plane_index * in_plane;
+          ForEachWindow(
+              g, C{0}, [&](C& sum, int64_t i) { sum += std::pow(std::abs(ToCompute(plane[i])), p); },
+              [&](C sum, int64_t o, int64_t, int64_t) {
+                y[plane_index * out_plane + o] = FromCompute<T>(std::pow(sum, C{1} / p));
+              });
+        });
+      }
+    });
+    return ok ? absl::OkStatus() : UnsupportedType(x);
+  }
+
+ private:
+  PoolAttrs attrs_;
+  double p_ = 2;
+};
+
+enum class GlobalKind { kAverage, kMax, kLp };
+
+// Global*Pool: one value per (n, c) plane, output [N, C, 1, ..., 1].
+template <GlobalKind kKind>
+class GlobalPool final : public OpKernel {
+ public:
+  absl::Status Init(const KernelInfo& info) {
+    if constexpr (kKind == GlobalKind::kLp) {
+      ASSIGN_OR_RETURN(p_, ReadP(info));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    RETURN_IF_ERROR(RequireInputs(ctx, 1));
+    const Tensor& x = *ctx.Input(0);
+    if (x.rank() < 2) {
+      return absl::InvalidArgumentError(absl::StrCat("input should be [N, C, ...], got ", x.DebugString()));
+    }
+    Shape out_shape(x.shape().size(), 1);
+    out_shape[0] = x.dim(0);
+    out_shape[1] = x.dim(1);
+    const int64_t planes = x.dim(0) * x.dim(1);
+    const int64_t size = planes == 0 ? 0 : x.NumElements() / planes;
+    bool ok = false;
+    DispatchNumeric(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (std::is_floating_point_v<ComputeType<T>>) {
+        ok = true;
+        T* y = ctx.Output(0, x.dtype(), out_shape).template data<T>();
+        const T* in = x.data<T>();
+        ctx.pool().ParallelFor(planes, std::max<int64_t>(1, 16384 / std::max<int64_t>(size, 1)),
+                               [&](int64_t begin, int64_t end) {
+                                 for (int64_t p = begin; p < end; ++p) y[p] = Reduce<T>(in + p * size, size);
+                               });
+      }
+    });
+    return ok ? absl::OkStatus() : UnsupportedType(x);
+  }
+
+ private:
+  template <typename T>
+  T Reduce(const T* in, int64_t size) const {
+    using C = ComputeType<T>;
+    if constexpr (kKind == GlobalKind::kMax) {
+      C best = std::numeric_limits<C>::lowest();
+      for (int64_t i = 0; i < size; ++i) best = std::max(best, ToCompute(in[i]));
+      return FromCompute<T>(best);
+    } else if constexpr (kKind == GlobalKind::kAverage) {
+      C sum = 0;
+      for (int64_t i = 0; i < size; ++i) sum += ToCompute(in[i]);
+      return FromCompute<T>(sum / static_cast<C>(size));
+    } else {
+      const C p = static_cast<C>(p_);
+      C sum = 0;
+      for (int64_t i = 0; i < size; ++i) sum += std::pow(std::abs(ToCompute(in[i])), p);
+      return FromCompute<T>(std::pow(sum, C{1} / p));
+    }
+  }
+
+  double p_ = 2;
+};
+
+REGISTER_KERNEL(kOnnx, "MaxPool", 1, 7, kFloatTypes, MaxPool);
+REGISTER_KERNEL(kOnnx, "MaxPool", 8, 9, kFloatTypes, MaxPool);
+REGISTER_KERNEL(kOnnx, "MaxPool", 10, 10, kFloatTypes, MaxPool);
+REGISTER_KERNEL(kOnnx, "MaxPool", 11, 11, kFloatTypes, MaxPool);
+REGISTER_KERNEL(kOnnx, "MaxPool", 12, 21, kMaxPoolTypes, MaxPool);
+REGISTER_KERNEL(kOnnx, "MaxPool", 22, kLatest, kMaxPoolTypes, MaxPool);
+REGISTER_KERNEL(kOnnx, "AveragePool", 1, 6, kFloatTypes, AveragePool);
+REGISTER_KERNEL(kOnnx, "AveragePool", 7, 9, kFloatTypes, AveragePool);
+REGISTER_KERNEL(kOnnx, "AveragePool", 10, 10, kFloatTypes, AveragePool);
+REGISTER_KERNEL(kOnnx, "AveragePool", 11, 18, kFloatTypes, AveragePool);
+REGISTER_KERNEL(kOnnx, "AveragePool", 19, 21, kFloatTypes, AveragePool);
+REGISTER_KERNEL(kOnnx, "AveragePool", 22, kLatest, kFloatTypes, AveragePool);
+REGISTER_KERNEL(kOnnx, "LpPool", 1, 1, kFloatTypes, LpPool);
+REGISTER_KERNEL(kOnnx, "LpPool", 2, 10, kFloatTypes, LpPool);
+REGISTER_KERNEL(kOnnx, "LpPool", 11, 17, kFloatTypes, LpPool);
+REGISTER_KERNEL(kOnnx, "LpPool", 18, 21, kFloatTypes, LpPool);
+REGISTER_KERNEL(kOnnx, "LpPool", 22, kLatest, kFloatTypes, LpPool);
+REGISTER_KERNEL(kOnnx, "GlobalAveragePool", 1, 21, kFloatTypes, GlobalPool<GlobalKind::kAverage>);
+REGISTER_KERNEL(kOnnx, "GlobalAveragePool", 22, kLatest, kFloatTypes, GlobalPool<GlobalKind::kAverage>);
+REGISTER_KERNEL(kOnnx, "GlobalMaxPool", 1, 21, kFloatTypes, GlobalPool<GlobalKind::kMax>);
+REGISTER_KERNEL(kOnnx, "GlobalMaxPool", 22, kLatest, kFloatTypes, GlobalPool<GlobalKind::kMax>);
+REGISTER_KERNEL(kOnnx, "GlobalLpPool", 1, 1, kFloatTypes, GlobalPool<GlobalKind::kLp>);
+REGISTER_KERNEL(kOnnx, "GlobalLpPool", 2, 21, kFloatTypes, GlobalPool<GlobalKind::kLp>);
+REGISTER_KERNEL(kOnnx, "GlobalLpPool", 22, kLatest, kFloatTypes, GlobalPool<GlobalKind::kLp>);
+
+}  // namespace
+}  // namespace onnxserve
