@@ -423,17 +423,15 @@ absl::StatusOr<LoadReport> RunLoad(const LoadOptions& options) {
 }
 
 std::string FormatReportTable(const LoadOptions& options, const LoadReport& report) {
-  std::string out = absl::StrFormat(
+  return absl::StrFormat(
       "target       %s  model %s%s  concurrency %d  connections %d\n"
       "requests     %d in %.3f s  (%.1f req/s)\n"
       "latency ms   mean %.3f  p50 %.3f  p90 %.3f  p99 %.3f  max %.3f  (OK responses)\n"
-      "status codes ",
+      "status codes %s\n",
       options.target, options.model, options.model_version.empty() ? "" : ":" + options.model_version,
       options.concurrency, std::min(options.connections, options.concurrency), report.count, report.seconds,
-      report.rps, report.mean_ms, report.p50_ms, report.p90_ms, report.p99_ms, report.max_ms);
-  for (const auto& [code, n] : report.codes) absl::StrAppend(&out, code, " ", n, "  ");
-  out += "\n";
-  return out;
+      report.rps, report.mean_ms, report.p50_ms, report.p90_ms, report.p99_ms, report.max_ms,
+      absl::StrJoin(report.codes, "  ", absl::PairFormatter(" ")));
 }
 
 std::string FormatReportJson(const LoadOptions& options, const LoadReport& report) {
