@@ -42,6 +42,11 @@ OpTest& OpTest::Constant(const std::string& name, Tensor value) {
   return *this;
 }
 
+OpTest& OpTest::OuterInput(const std::string& name, Tensor value) {
+  feeds_.push_back({name, std::move(value)});
+  return *this;
+}
+
 OpTest& OpTest::NoInput() {
   node_.add_input("");
   return *this;

@@ -24,6 +24,8 @@ class OpTest {
   OpTest& Input(const std::string& name, Tensor value);
   // An initializer (known at load time, as kernels that pre-pack weights see it).
   OpTest& Constant(const std::string& name, Tensor value);
+  // A graph input the node does not take, for subgraphs that read it from the enclosing graph.
+  OpTest& OuterInput(const std::string& name, Tensor value);
   // An omitted optional input ("").
   OpTest& NoInput();
   OpTest& Output(const std::string& name);

@@ -1,0 +1,347 @@
+// Control flow: If, Loop and Scan run compiled subgraphs (KernelInfo::Subgraph) with the values of the
+// enclosing graph that the body reads (KernelContext::outer_scope) fed by name.
+//
+//   If-1..25     picks then_branch or else_branch by a bool scalar; later versions only widen types.
+//   Loop-1..25   runs body while iteration < M and cond; carries N values, stacks K scan outputs on axis 0.
+//   Scan-8       has a leading batch axis and an optional sequence_lens input (only full lengths run).
+//   Scan-9..25   scans M inputs along scan_input_axes (either direction), stacks K outputs along
+//                scan_output_axes.
+// Sequence- and optional-typed values are not supported by the executor, so neither are bodies using them.
+#include <cstring>
+#include <limits>
+
+#include "runtime/exec/plan.h"
+#include "runtime/ops/common.h"
+#include "runtime/registry/registry.h"
+
+namespace onnxserve {
+namespace {
+
+// Copies `count` elements; strings element by element, numbers as bytes.
+void CopyElements(const Tensor& src, int64_t src_offset, Tensor& dst, int64_t dst_offset, int64_t count) {
+  if (src.dtype() == DataType::kString) {
+    for (int64_t i = 0; i < count; ++i) dst.data<std::string>()[dst_offset + i] = src.data<std::string>()[src_offset + i];
+    return;
+  }
+  const size_t size = ElementSize(src.dtype());
+  std::memcpy(static_cast<char*>(dst.raw_data()) + dst_offset * size,
+              static_cast<const char*>(src.raw_data()) + src_offset * size, count * size);
+}
+
+// The slice t[..., index, ...] along `axis`, with that axis removed.
+Tensor TakeAlongAxis(const Tensor& t, int64_t axis, int64_t index) {
+  Shape shape = t.shape();
+  const int64_t length = shape[axis];
+  shape.erase(shape.begin() + axis);
+  Tensor out(t.dtype(), shape);
+  const int64_t inner = NumElements(absl::MakeConstSpan(t.shape()).subspan(axis + 1));
+  const int64_t outer = NumElements(absl::MakeConstSpan(t.shape()).subspan(0, axis));
+  for (int64_t o = 0; o < outer; ++o) CopyElements(t, (o * length + index) * inner, out, o * inner, inner);
+  return out;
+}
+
+// Stacks equally shaped tensors along a new axis `axis`.
+absl::StatusOr<Tensor> StackAlongAxis(const std::vector<Tensor>& parts, int64_t axis) {
+  const Shape& part_shape = parts[0].shape();
+  for (const Tensor& p : parts) {
+    if (p.shape() != part_shape || p.dtype() != parts[0].dtype()) {
+      return absl::InvalidArgumentError(absl::StrCat("scan outputs differ across iterations: ",
+                                                     parts[0].DebugString(), " vs ", p.DebugString()));
+    }
+  }
+  Shape shape = part_shape;
+  shape.insert(shape.begin() + axis, static_cast<int64_t>(parts.size()));
+  Tensor out(parts[0].dtype(), shape);
+  const int64_t inner = NumElements(absl::MakeConstSpan(part_shape).subspan(axis));
+  const int64_t outer = NumElements(absl::MakeConstSpan(part_shape).subspan(0, axis));
+  const int64_t n = static_cast<int64_t>(parts.size());
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < n; ++i) CopyElements(parts[i], o * inner, out, (o * n + i) * inner, inner);
+  }
+  return out;
+}
+
+// The enclosing-graph values `plan` reads, to be fed along with its inputs.
+std::vector<NamedTensor> OuterFeeds(const KernelContext& ctx, const ExecutionPlan& plan) {
+  std::vector<NamedTensor> feeds;
+  for (const auto& name : plan.graph().outer_scope_reads()) {
+    for (const auto& [outer_name, tensor] : ctx.outer_scope()) {
+      if (outer_name == name) feeds.push_back({name, tensor});
+    }
+  }
+  return feeds;
+}
+
+absl::StatusOr<const ExecutionPlan*> RequireSubgraph(const KernelInfo& info, const char* attr) {
+  const ExecutionPlan* plan = info.Subgraph(attr);
+  if (plan == nullptr) return absl::InvalidArgumentError(absl::StrCat("graph attribute \"", attr, "\" is missing"));
+  return plan;
+}
+
+absl::StatusOr<bool> ScalarBool(const Tensor& t, const char* what) {
+  if (t.dtype() != DataType::kBool || t.NumElements() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " must be a single bool, got ", t.DebugString()));
+  }
+  return *t.data<bool>();
+}
+
+class If final : public OpKernel {
+ public:
+  absl::Status Init(const KernelInfo& info) {
+    ASSIGN_OR_RETURN(then_, RequireSubgraph(info, "then_branch"));
+    ASSIGN_OR_RETURN(else_, RequireSubgraph(info, "else_branch"));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    RETURN_IF_ERROR(RequireInputs(ctx, 1));
+    ASSIGN_OR_RETURN(bool cond, ScalarBool(*ctx.Input(0), "cond"));
+    const ExecutionPlan& branch = cond ? *then_ : *else_;
+    ASSIGN_OR_RETURN(std::vector<Tensor> outputs, branch.Run(OuterFeeds(ctx, branch), ctx.pool()));
+    if (static_cast<int>(outputs.size()) != ctx.num_outputs()) {
+      return absl::InvalidArgumentError(absl::StrCat("branch gives ", outputs.size(), " outputs, node has ",
+                                                     ctx.num_outputs()));
+    }
+    for (size_t i = 0; i < outputs.size(); ++i) ctx.SetOutput(static_cast<int>(i), std::move(outputs[i]));
+    return absl::OkStatus();
+  }
+
+ private:
+  const ExecutionPlan* then_ = nullptr;
+  const ExecutionPlan* else_ = nullptr;
+};
+
+class Loop final : public OpKernel {
+ public:
+  absl::Status Init(const KernelInfo& info) {
+    ASSIGN_OR_RETURN(body_, RequireSubgraph(info, "body"));
+    const auto& body_inputs = body_->graph().inputs();
+    num_carried_ = info.num_inputs() - 2;
+    if (num_carried_ < 0 || static_cast<int>(body_inputs.size()) != num_carried_ + 2) {
+      return absl::InvalidArgumentError(absl::StrCat("body takes ", body_inputs.size(),
+                                                     " inputs; expected iteration, condition and ",
+                                                     std::max(0, num_carried_), " loop-carried values"));
+    }
+    num_scan_ = static_cast<int>(body_->graph().outputs().size()) - 1 - num_carried_;
+    if (num_scan_ < 0) return absl::InvalidArgumentError("body has fewer outputs than loop-carried values + 1");
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    int64_t trip_count = std::numeric_limits<int64_t>::max();
+    if (const Tensor* m = ctx.Input(0)) trip_count = m->GetAsInt64(0);
+    bool cond = true;
+    if (const Tensor* c = ctx.Input(1)) {
+      ASSIGN_OR_RETURN(cond, ScalarBool(*c, "cond"));
+    }
+    std::vector<Tensor> carried;
+    for (int i = 0; i < num_carried_; ++i) {
+      if (ctx.Input(2 + i) == nullptr) return absl::InvalidArgumentError(absl::StrCat("loop-carried input ", i, " is missing"));
+      carried.push_back(*ctx.Input(2 + i));
+    }
+    const auto& names = body_->graph().inputs();
+    std::vector<std::vector<Tensor>> scans(num_scan_);
+    for (int64_t iter = 0; iter < trip_count && cond; ++iter) {
+      Tensor iter_tensor = Tensor::Scalar<int64_t>(iter);
+      Tensor cond_tensor = Tensor::Scalar<bool>(cond);
+      std::vector<NamedTensor> feeds = OuterFeeds(ctx, *body_);
+      feeds.push_back({names[0].name, &iter_tensor});
+      feeds.push_back({names[1].name, &cond_tensor});
+      for (int i = 0; i < num_carried_; ++i) feeds.push_back({names[2 + i].name, &carried[i]});
+      ASSIGN_OR_RETURN(std::vector<Tensor> out, body_->Run(feeds, ctx.pool()));
+      ASSIGN_OR_RETURN(cond, ScalarBool(out[0], "body condition output"));
+      for (int i = 0; i < num_carried_; ++i) carried[i] = std::move(out[1 + i]);
+      for (int k = 0; k < num_scan_; ++k) scans[k].push_back(std::move(out[1 + num_carried_ + k]));
+    }
+    for (int i = 0; i < num_carried_; ++i) ctx.SetOutput(i, std::move(carried[i]));
+    for (int k = 0; k < num_scan_; ++k) {
+      if (scans[k].empty()) {
+        const ValueInfo& info = body_->graph().outputs()[1 + num_carried_ + k];
+        Shape shape = {0};
+        for (int64_t d : info.dims) shape.push_back(std::max<int64_t>(d, 0));
+        ctx.Output(num_carried_ + k, info.dtype == DataType::kUndefined ? DataType::kFloat : info.dtype, shape);
+        continue;
+      }
+      ASSIGN_OR_RETURN(Tensor stacked, StackAlongAxis(scans[k], 0));
+      ctx.SetOutput(num_carried_ + k, std::move(stacked));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  const ExecutionPlan* body_ = nullptr;
+  int num_carried_ = 0;
+  int num_scan_ = 0;
+};
+
+// Scan over unbatched tensors (Scan-9+, and each batch item of Scan-8).
+struct ScanSpec {
+  int num_state = 0;
+  int num_scan_inputs = 0;
+  std::vector<int64_t> input_directions;   // per scan input: 0 forward, 1 reverse
+  std::vector<int64_t> input_axes;         // per scan input
+  std::vector<int64_t> output_directions;  // per scan output
+  std::vector<int64_t> output_axes;        // per scan output
+};
+
+absl::StatusOr<std::vector<Tensor>> RunScan(const ExecutionPlan& body, const ScanSpec& spec,
+                                            const std::vector<Tensor>& state_in,
+                                            const std::vector<Tensor>& scan_in, const KernelContext& ctx) {
+  const auto& names = body.graph().inputs();
+  const int num_scan_out = static_cast<int>(body.graph().outputs().size()) - spec.num_state;
+  int64_t length = -1;
+  std::vector<int64_t> axes(scan_in.size());
+  for (size_t j = 0; j < scan_in.size(); ++j) {
+    ASSIGN_OR_RETURN(axes[j], NormalizeAxis(spec.input_axes[j], scan_in[j].rank()));
+    const int64_t len = scan_in[j].dim(axes[j]);
+    if (length >= 0 && len != length) {
+      return absl::InvalidArgumentError(absl::StrCat("scan inputs have different lengths ", length, " and ", len));
+    }
+    length = len;
+  }
+  std::vector<Tensor> state = state_in;
+  std::vector<std::vector<Tensor>> scans(num_scan_out);
+  for (int64_t t = 0; t < std::max<int64_t>(length, 0); ++t) {
+    std::vector<Tensor> elements;
+    for (size_t j = 0; j < scan_in.size(); ++j) {
+      const int64_t index = spec.input_directions[j] == 1 ? length - 1 - t : t;
+      elements.push_back(TakeAlongAxis(scan_in[j], axes[j], index));
+    }
+    std::vector<NamedTensor> feeds = OuterFeeds(ctx, body);
+    for (int i = 0; i < spec.num_state; ++i) feeds.push_back({names[i].name, &state[i]});
+    for (size_t j = 0; j < elements.size(); ++j) feeds.push_back({names[spec.num_state + j].name, &elements[j]});
+    ASSIGN_OR_RETURN(std::vector<Tensor> out, body.Run(feeds, ctx.pool()));
+    for (int i = 0; i < spec.num_state; ++i) state[i] = std::move(out[i]);
+    for (int k = 0; k < num_scan_out; ++k) scans[k].push_back(std::move(out[spec.num_state + k]));
+  }
+  std::vector<Tensor> results = std::move(state);
+  for (int k = 0; k < num_scan_out; ++k) {
+    if (scans[k].empty()) return absl::UnimplementedError("Scan over zero-length inputs");
+    if (spec.output_directions[k] == 1) std::reverse(scans[k].begin(), scans[k].end());
+    ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(spec.output_axes[k], scans[k][0].rank() + 1));
+    ASSIGN_OR_RETURN(Tensor stacked, StackAlongAxis(scans[k], axis));
+    results.push_back(std::move(stacked));
+  }
+  return results;
+}
+
+absl::StatusOr<std::vector<int64_t>> PerItemAttr(const KernelInfo& info, const char* name, int count) {
+  ASSIGN_OR_RETURN(std::vector<int64_t> values, info.Attr<std::vector<int64_t>>(name, std::vector<int64_t>(count, 0)));
+  if (static_cast<int>(values.size()) != count) {
+    return absl::InvalidArgumentError(absl::StrCat("attribute \"", name, "\" has ", values.size(),
+                                                   " entries, expected ", count));
+  }
+  return values;
+}
+
+class Scan final : public OpKernel {
+ public:
+  absl::Status Init(const KernelInfo& info) {
+    ASSIGN_OR_RETURN(body_, RequireSubgraph(info, "body"));
+    ASSIGN_OR_RETURN(int64_t num_scan_inputs, info.Attr<int64_t>("num_scan_inputs"));
+    batched_ = info.opset() < 9;
+    const int explicit_inputs = info.num_inputs() - (batched_ ? 1 : 0);
+    spec_.num_scan_inputs = static_cast<int>(num_scan_inputs);
+    spec_.num_state = explicit_inputs - spec_.num_scan_inputs;
+    const int num_scan_out = static_cast<int>(body_->graph().outputs().size()) - spec_.num_state;
+    if (spec_.num_state < 0 || num_scan_out < 0) {
+      return absl::InvalidArgumentError("num_scan_inputs does not fit the node's inputs and the body's outputs");
+    }
+    ASSIGN_OR_RETURN(spec_.input_directions,
+                     PerItemAttr(info, batched_ ? "directions" : "scan_input_directions", spec_.num_scan_inputs));
+    if (batched_) {
+      spec_.input_axes.assign(spec_.num_scan_inputs, 0);
+      spec_.output_axes.assign(num_scan_out, 0);
+      spec_.output_directions.assign(num_scan_out, 0);
+    } else {
+      ASSIGN_OR_RETURN(spec_.input_axes, PerItemAttr(info, "scan_input_axes", spec_.num_scan_inputs));
+      ASSIGN_OR_RETURN(spec_.output_axes, PerItemAttr(info, "scan_output_axes", num_scan_out));
+      ASSIGN_OR_RETURN(spec_.output_directions, PerItemAttr(info, "scan_output_directions", num_scan_out));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    const int first = batched_ ? 1 : 0;
+    std::vector<Tensor> state, scan_in;
+    for (int i = 0; i < spec_.num_state + spec_.num_scan_inputs; ++i) {
+      const Tensor* t = ctx.Input(first + i);
+      if (t == nullptr) return absl::InvalidArgumentError(absl::StrCat("input ", first + i, " is missing"));
+      (i < spec_.num_state ? state : scan_in).push_back(*t);
+    }
+    std::vector<Tensor> results;
+    if (batched_) {
+      ASSIGN_OR_RETURN(results, RunBatched(ctx, state, scan_in));
+    } else {
+      ASSIGN_OR_RETURN(results, RunScan(*body_, spec_, state, scan_in, ctx));
+    }
+    for (size_t i = 0; i < results.size(); ++i) ctx.SetOutput(static_cast<int>(i), std::move(results[i]));
+    return absl::OkStatus();
+  }
+
+ private:
+  // Scan-8: every input has a leading batch axis; each batch item scans along its axis 1.
+  absl::StatusOr<std::vector<Tensor>> RunBatched(const KernelContext& ctx, const std::vector<Tensor>& state,
+                                                 const std::vector<Tensor>& scan_in) const {
+    if (const Tensor* lens = ctx.Input(0)) {
+      for (int64_t b = 0; b < lens->NumElements(); ++b) {
+        if (!scan_in.empty() && lens->GetAsInt64(b) != scan_in[0].dim(1)) {
+          return absl::UnimplementedError("Scan-8 with sequence_lens shorter than the scan axis");
+        }
+      }
+    }
+    const int64_t batch = state.empty() ? scan_in[0].dim(0) : state[0].dim(0);
+    std::vector<std::vector<Tensor>> per_output;
+    for (int64_t b = 0; b < batch; ++b) {
+      std::vector<Tensor> item_state, item_scan;
+      for (const Tensor& s : state) item_state.push_back(TakeAlongAxis(s, 0, b));
+      for (const Tensor& s : scan_in) item_scan.push_back(TakeAlongAxis(s, 0, b));
+      ASSIGN_OR_RETURN(std::vector<Tensor> out, RunScan(*body_, spec_, item_state, item_scan, ctx));
+      per_output.resize(out.size());
+      for (size_t k = 0; k < out.size(); ++k) per_output[k].push_back(std::move(out[k]));
+    }
+    std::vector<Tensor> results;
+    for (auto& parts : per_output) {
+      ASSIGN_OR_RETURN(Tensor stacked, StackAlongAxis(parts, 0));
+      results.push_back(std::move(stacked));
+    }
+    return results;
+  }
+
+  const ExecutionPlan* body_ = nullptr;
+  bool batched_ = false;
+  ScanSpec spec_;
+};
+
+REGISTER_KERNEL(kOnnx, "If", 1, 10, kBoolType, If);
+REGISTER_KERNEL(kOnnx, "If", 11, 12, kBoolType, If);
+REGISTER_KERNEL(kOnnx, "If", 13, 15, kBoolType, If);
+REGISTER_KERNEL(kOnnx, "If", 16, 18, kBoolType, If);
+REGISTER_KERNEL(kOnnx, "If", 19, 20, kBoolType, If);
+REGISTER_KERNEL(kOnnx, "If", 21, 22, kBoolType, If);
+REGISTER_KERNEL(kOnnx, "If", 23, 23, kBoolType, If);
+REGISTER_KERNEL(kOnnx, "If", 24, 24, kBoolType, If);
+REGISTER_KERNEL(kOnnx, "If", 25, kLatest, kBoolType, If);
+
+REGISTER_KERNEL(kOnnx, "Loop", 1, 10, kAnyType, Loop);
+REGISTER_KERNEL(kOnnx, "Loop", 11, 12, kAnyType, Loop);
+REGISTER_KERNEL(kOnnx, "Loop", 13, 15, kAnyType, Loop);
+REGISTER_KERNEL(kOnnx, "Loop", 16, 18, kAnyType, Loop);
+REGISTER_KERNEL(kOnnx, "Loop", 19, 20, kAnyType, Loop);
+REGISTER_KERNEL(kOnnx, "Loop", 21, 22, kAnyType, Loop);
+REGISTER_KERNEL(kOnnx, "Loop", 23, 23, kAnyType, Loop);
+REGISTER_KERNEL(kOnnx, "Loop", 24, 24, kAnyType, Loop);
+REGISTER_KERNEL(kOnnx, "Loop", 25, kLatest, kAnyType, Loop);
+
+REGISTER_KERNEL(kOnnx, "Scan", 8, 8, kAnyType, Scan);
+REGISTER_KERNEL(kOnnx, "Scan", 9, 10, kAnyType, Scan);
+REGISTER_KERNEL(kOnnx, "Scan", 11, 15, kAnyType, Scan);
+REGISTER_KERNEL(kOnnx, "Scan", 16, 18, kAnyType, Scan);
+REGISTER_KERNEL(kOnnx, "Scan", 19, 20, kAnyType, Scan);
+REGISTER_KERNEL(kOnnx, "Scan", 21, 22, kAnyType, Scan);
+REGISTER_KERNEL(kOnnx, "Scan", 23, 23, kAnyType, Scan);
+REGISTER_KERNEL(kOnnx, "Scan", 24, 24, kAnyType, Scan);
+REGISTER_KERNEL(kOnnx, "Scan", 25, kLatest, kAnyType, Scan);
+
+}  // namespace
+}  // namespace onnxserve

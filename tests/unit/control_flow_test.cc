@@ -1,0 +1,159 @@
+// If, Loop and Scan: subgraphs run with values of the enclosing graph read by name.
+#include "gtest/gtest.h"
+#include "tests/support/op_test.h"
+
+namespace onnxserve {
+namespace {
+
+using testing::OpTest;
+using testing::TensorsClose;
+
+onnx::ValueInfoProto Value(const std::string& name, int elem_type) {
+  onnx::ValueInfoProto v;
+  v.set_name(name);
+  v.mutable_type()->mutable_tensor_type()->set_elem_type(elem_type);
+  return v;
+}
+
+void AddIdentity(onnx::GraphProto& g, const std::string& in, const std::string& out) {
+  auto* n = g.add_node();
+  n->set_op_type("Identity");
+  n->add_input(in);
+  n->add_output(out);
+}
+
+onnx::AttributeProto GraphAttr(const std::string& name, const onnx::GraphProto& g) {
+  onnx::AttributeProto attr;
+  attr.set_name(name);
+  attr.set_type(onnx::AttributeProto::GRAPH);
+  *attr.mutable_g() = g;
+  return attr;
+}
+
+// A branch whose only output copies the enclosing graph's value `outer`.
+onnx::GraphProto Branch(const std::string& outer) {
+  onnx::GraphProto g;
+  g.set_name("branch_" + outer);
+  AddIdentity(g, outer, "out");
+  *g.add_output() = Value("out", onnx::TensorProto::FLOAT);
+  return g;
+}
+
+TEST(IfTest, RunsTheBranchTheConditionPicksReadingOuterValues) {
+  for (bool cond : {true, false}) {
+    auto out = OpTest("If", 13)
+                   .Input("cond", Tensor::Scalar(cond))
+                   .OuterInput("a", Tensor::FromVector<float>({2}, {1.f, 2.f}))
+                   .OuterInput("b", Tensor::FromVector<float>({1}, {9.f}))
+                   .Output("y")
+                   .Attr(GraphAttr("then_branch", Branch("a")))
+                   .Attr(GraphAttr("else_branch", Branch("b")))
+                   .Run();
+    ASSERT_TRUE(out.ok()) << out.status();
+    const Tensor expected = cond ? Tensor::FromVector<float>({2}, {1.f, 2.f}) : Tensor::FromVector<float>({1}, {9.f});
+    EXPECT_TRUE(TensorsClose(expected, (*out)[0])) << "cond " << cond;
+  }
+}
+
+TEST(IfTest, BranchesReadingUndefinedValuesFailToLoad) {
+  auto out = OpTest("If", 13)
+                 .Input("cond", Tensor::Scalar(true))
+                 .Output("y")
+                 .Attr(GraphAttr("then_branch", Branch("a")))
+                 .Attr(GraphAttr("else_branch", Branch("a")))
+                 .Run();
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("\"a\" is not defined"), std::string::npos) << out.status();
+}
+
+// Loop body: carries x unchanged, keeps cond, and scans out the iteration number.
+onnx::GraphProto CountingBody() {
+  onnx::GraphProto g;
+  g.set_name("body");
+  *g.add_input() = Value("iter", onnx::TensorProto::INT64);
+  *g.add_input() = Value("cond_in", onnx::TensorProto::BOOL);
+  *g.add_input() = Value("x_in", onnx::TensorProto::FLOAT);
+  AddIdentity(g, "cond_in", "cond_out");
+  AddIdentity(g, "x_in", "x_out");
+  AddIdentity(g, "iter", "iter_out");
+  *g.add_output() = Value("cond_out", onnx::TensorProto::BOOL);
+  *g.add_output() = Value("x_out", onnx::TensorProto::FLOAT);
+  *g.add_output() = Value("iter_out", onnx::TensorProto::INT64);
+  return g;
+}
+
+TEST(LoopTest, RunsTripCountTimesAndStacksScanOutputs) {
+  auto out = OpTest("Loop", 16)
+                 .Input("M", Tensor::Scalar<int64_t>(3))
+                 .Input("cond", Tensor::Scalar(true))
+                 .Input("x", Tensor::FromVector<float>({2}, {1.f, 2.f}))
+                 .Output("x_final")
+                 .Output("iters")
+                 .Attr(GraphAttr("body", CountingBody()))
+                 .Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({2}, {1.f, 2.f}), (*out)[0]));
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<int64_t>({3}, {0, 1, 2}), (*out)[1]));
+}
+
+TEST(LoopTest, AFalseConditionRunsNoIteration) {
+  auto out = OpTest("Loop", 11)
+                 .Input("M", Tensor::Scalar<int64_t>(5))
+                 .Input("cond", Tensor::Scalar(false))
+                 .Input("x", Tensor::FromVector<float>({1}, {7.f}))
+                 .Output("x_final")
+                 .Output("iters")
+                 .Attr(GraphAttr("body", CountingBody()))
+                 .Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1}, {7.f}), (*out)[0]));
+  EXPECT_EQ((*out)[1].shape(), Shape({0}));
+}
+
+// Scan body: state passes through; the scanned element is emitted as a scan output.
+onnx::GraphProto EchoBody() {
+  onnx::GraphProto g;
+  g.set_name("scan_body");
+  *g.add_input() = Value("s_in", onnx::TensorProto::FLOAT);
+  *g.add_input() = Value("e_in", onnx::TensorProto::FLOAT);
+  AddIdentity(g, "s_in", "s_out");
+  AddIdentity(g, "e_in", "e_out");
+  *g.add_output() = Value("s_out", onnx::TensorProto::FLOAT);
+  *g.add_output() = Value("e_out", onnx::TensorProto::FLOAT);
+  return g;
+}
+
+TEST(ScanTest, ReverseInputAlongAxisOneComesOutReversedOnAxisZero) {
+  auto out = OpTest("Scan", 16)
+                 .Input("s", Tensor::FromVector<float>({1}, {5.f}))
+                 .Input("x", Tensor::FromVector<float>({2, 3}, {1, 2, 3, 4, 5, 6}))
+                 .Output("s_final")
+                 .Output("ys")
+                 .Attr("num_scan_inputs", int64_t{1})
+                 .Attr("scan_input_axes", std::vector<int64_t>{1})
+                 .Attr("scan_input_directions", std::vector<int64_t>{1})
+                 .Attr(GraphAttr("body", EchoBody()))
+                 .Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1}, {5.f}), (*out)[0]));
+  // Columns of x, last first: [3,6], [2,5], [1,4].
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({3, 2}, {3, 6, 2, 5, 1, 4}), (*out)[1]));
+}
+
+TEST(ScanTest, Scan8ScansEachBatchItemAlongAxisOne) {
+  auto out = OpTest("Scan", 8)
+                 .NoInput()
+                 .Input("s", Tensor::FromVector<float>({2, 1}, {5.f, 6.f}))
+                 .Input("x", Tensor::FromVector<float>({2, 2, 1}, {1, 2, 3, 4}))
+                 .Output("s_final")
+                 .Output("ys")
+                 .Attr("num_scan_inputs", int64_t{1})
+                 .Attr(GraphAttr("body", EchoBody()))
+                 .Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({2, 1}, {5.f, 6.f}), (*out)[0]));
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({2, 2, 1}, {1, 2, 3, 4}), (*out)[1]));
+}
+
+}  // namespace
+}  // namespace onnxserve
