@@ -1,0 +1,339 @@
+// Normalizations that standardize groups of elements with their own statistics: LayerNormalization,
+// InstanceNormalization, GroupNormalization, MeanVarianceNormalization, and LRN (across channels).
+//
+// Layer, Instance and Group normalization all standardize contiguous rows of X ([outer, len]) and then
+// apply a scale and bias; they differ in what a row is and how scale/bias are indexed:
+//   LayerNormalization-17      rows are d0*..*d(axis-1), scale/B broadcast over the row (d(axis)..).
+//   InstanceNormalization-1,6,22  rows are (n, c) planes, scale/B per channel.
+//   GroupNormalization-18      rows are (n, group), scale/bias per group (shape [num_groups]).
+//   GroupNormalization-21      same rows, scale/bias per channel (shape [C]); stash_type added.
+// Statistics accumulate in double whatever stash_type says (at least as precise as every allowed stash).
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "runtime/ops/common.h"
+#include "runtime/registry/registry.h"
+
+namespace onnxserve {
+namespace {
+
+struct RowStats {
+  double mean = 0;
+  double inv_std = 0;
+};
+
+// Mean and 1/sqrt(population variance + epsilon) of len values, two passes for accuracy.
+template <typename T>
+RowStats StatsOf(const T* x, int64_t len, double epsilon) {
+  double sum = 0;
+  for (int64_t i = 0; i < len; ++i) sum += static_cast<double>(ToCompute(x[i]));
+  const double mean = len > 0 ? sum / static_cast<double>(len) : 0;
+  double sq = 0;
+  for (int64_t i = 0; i < len; ++i) {
+    const double d = static_cast<double>(ToCompute(x[i])) - mean;
+    sq += d * d;
+  }
+  const double var = len > 0 ? sq / static_cast<double>(len) : 0;
+  return {mean, 1.0 / std::sqrt(var + epsilon)};
+}
+
+// Runs fn(T{}) for the floating-point types; an error naming the input otherwise.
+template <typename Fn>
+absl::Status DispatchFloat(const Tensor& x, Fn&& fn) {
+  bool ok = false;
+  DispatchNumeric(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<ComputeType<T>>) {
+      ok = true;
+      fn(tag);
+    }
+  });
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("input \"X\" must be floating-point, got ", x.DebugString()));
+}
+
+// Parallel over rows, each of len elements.
+template <typename Fn>
+void ForEachRow(ThreadPool& pool, int64_t rows, int64_t len, Fn&& fn) {
+  pool.ParallelFor(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(len, 1)), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) fn(r);
+  });
+}
+
+// Offsets into a parameter (scale or bias) for each position of a row of `row_shape`, following
+// unidirectional broadcasting; empty when the parameter is laid out exactly like the row.
+absl::StatusOr<std::vector<int64_t>> BroadcastOffsets(const Tensor& param, const Shape& row_shape,
+                                                      const char* name) {
+  if (param.shape() == row_shape) return std::vector<int64_t>{};
+  Shape shape = param.shape();
+  while (shape.size() > row_shape.size() && shape.front() == 1) shape.erase(shape.begin());
+  bool ok = shape.size() <= row_shape.size();
+  for (size_t i = 0; ok && i < shape.size(); ++i) {
+    const int64_t dim = shape[shape.size() - 1 - i];
+    ok = dim == 1 || dim == row_shape[row_shape.size() - 1 - i];
+  }
+  if (!ok) {
+    return absl::InvalidArgumentError(absl::StrCat("input \"", name, "\" ", param.DebugString(),
+                                                   " does not broadcast to the normalized dims ",
+                                                   ShapeToString(row_shape)));
+  }
+  std::vector<int64_t> offsets(static_cast<size_t>(NumElements(row_shape)));
+  ForEachBroadcast<1>(row_shape, {BroadcastStrides(shape, row_shape)},
+                      [&](int64_t i, const std::array<int64_t, 1>& at) { offsets[i] = at[0]; });
+  return offsets;
+}
+
+class LayerNormalization final : public OpKernel {
+ public:
+  absl::Status Init(const KernelInfo& info) {
+    ASSIGN_OR_RETURN(axis_, info.Attr<int64_t>("axis", -1));
+    ASSIGN_OR_RETURN(float epsilon, info.Attr<float>("epsilon", 1e-5f));
+    epsilon_ = epsilon;
+    ASSIGN_OR_RETURN(int64_t stash, info.Attr<int64_t>("stash_type", 1));
+    ASSIGN_OR_RETURN(stash_type_, DataTypeFromOnnx(static_cast<int32_t>(stash)));
+    if (stash_type_ != DataType::kFloat && stash_type_ != DataType::kDouble && stash_type_ != DataType::kBFloat16) {
+      return absl::InvalidArgumentError(absl::StrCat("stash_type must be float, double or bfloat16, got ", stash));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    RETURN_IF_ERROR(RequireInputs(ctx, 2));
+    const Tensor& x = *ctx.Input(0);
+    const Tensor& scale = *ctx.Input(1);
+    const Tensor* bias = ctx.Input(2);
+    ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(axis_, x.rank()));
+    const Shape row_shape(x.shape().begin() + axis, x.shape().end());
+    Shape stats_shape = x.shape();
+    std::fill(stats_shape.begin() + axis, stats_shape.end(), 1);
+    const int64_t len = NumElements(row_shape);
+    const int64_t rows = NumElements(stats_shape);
+    ASSIGN_OR_RETURN(std::vector<int64_t> scale_at, BroadcastOffsets(scale, row_shape, "Scale"));
+    std::vector<int64_t> bias_at;
+    if (bias != nullptr) {
+      ASSIGN_OR_RETURN(bias_at, BroadcastOffsets(*bias, row_shape, "B"));
+      if (bias->dtype() != x.dtype()) return absl::InvalidArgumentError("B must have the type of X");
+    }
+    if (scale.dtype() != x.dtype()) return absl::InvalidArgumentError("Scale must have the type of X");
+    std::vector<RowStats> stats(static_cast<size_t>(rows));
+    RETURN_IF_ERROR(DispatchFloat(x, [&](auto tag) {
+      using T = decltype(tag);
+      using C = ComputeType<T>;
+      const T* in = x.data<T>();
+      const T* s = scale.data<T>();
+      const T* b = bias != nullptr ? bias->data<T>() : nullptr;
+      T* out = ctx.Output(0, x.dtype(), x.shape()).template data<T>();
+      ForEachRow(ctx.pool(), rows, len, [&](int64_t r) {
+        const RowStats st = stats[r] = StatsOf(in + r * len, len, epsilon_);
+        const C mean = static_cast<C>(st.mean), inv_std = static_cast<C>(st.inv_std);
+        for (int64_t i = 0; i < len; ++i) {
+          const C normalized = (ToCompute(in[r * len + i]) - mean) * inv_std;
+          const C shift = b == nullptr ? C{0} : ToCompute(b[bias_at.empty() ? i : bias_at[i]]);
+          out[r * len + i] = FromCompute<T>(normalized * ToCompute(s[scale_at.empty() ? i : scale_at[i]]) + shift);
+        }
+      });
+    }));
+    WriteStats(ctx, 1, stats_shape, stats, [](const RowStats& s) { return s.mean; });
+    WriteStats(ctx, 2, stats_shape, stats, [](const RowStats& s) { return s.inv_std; });
+    return absl::OkStatus();
+  }
+
+ private:
+  template <typename Field>
+  void WriteStats(KernelContext& ctx, int index, const Shape& shape, const std::vector<RowStats>& stats,
+                  Field field) const {
+    if (!ctx.OutputWanted(index)) return;
+    Tensor& out = ctx.Output(index, stash_type_, shape);
+    DispatchNumeric(stash_type_, [&](auto tag) {
+      using U = decltype(tag);
+      U* data = out.data<U>();
+      for (size_t i = 0; i < stats.size(); ++i) data[i] = static_cast<U>(static_cast<ComputeType<U>>(field(stats[i])));
+    });
+  }
+
+  int64_t axis_ = -1;
+  double epsilon_ = 1e-5;
+  DataType stash_type_ = DataType::kFloat;
+};
+
+// Instance and Group normalization: rows are `groups` consecutive blocks of each instance n; the scale
+// and bias of element i of row r are at ParamIndex(r, i).
+class GroupedNormalization final : public OpKernel {
+ public:
+  absl::Status Init(const KernelInfo& info) {
+    ASSIGN_OR_RETURN(float epsilon, info.Attr<float>("epsilon", 1e-5f));
+    epsilon_ = epsilon;
+    instance_ = info.op_type() == "InstanceNormalization";
+    if (!instance_) {
+      ASSIGN_OR_RETURN(num_groups_, info.Attr<int64_t>("num_groups"));
+      if (num_groups_ < 1) return absl::InvalidArgumentError("num_groups must be positive");
+      per_channel_params_ = info.opset() >= 21;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    RETURN_IF_ERROR(RequireInputs(ctx, 3));
+    const Tensor& x = *ctx.Input(0);
+    if (x.rank() < 2) {
+      return absl::InvalidArgumentError(absl::StrCat("input should be [N, C, ...], got ", x.DebugString()));
+    }
+    const int64_t channels = x.dim(1);
+    const int64_t groups = instance_ ? channels : num_groups_;
+    if (channels % groups != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("num_groups ", groups, " does not divide the ", channels, " channels of ", x.DebugString()));
+    }
+    const int64_t spatial = channels == 0 || x.dim(0) == 0 ? 0 : x.NumElements() / (x.dim(0) * channels);
+    const int64_t channels_per_group = channels / groups;
+    const int64_t len = channels_per_group * spatial;
+    const int64_t param_count = instance_ || per_channel_params_ ? channels : groups;
+    for (int i = 1; i < 3; ++i) {
+      if (ctx.Input(i)->NumElements() != param_count || ctx.Input(i)->dtype() != x.dtype()) {
+        return absl::InvalidArgumentError(absl::StrCat("input ", i == 1 ? "\"scale\"" : "\"bias\"", " should be ",
+                                                       DataTypeName(x.dtype()), "[", param_count, "], got ",
+                                                       ctx.Input(i)->DebugString()));
+      }
+    }
+    return DispatchFloat(x, [&](auto tag) {
+      using T = decltype(tag);
+      using C = ComputeType<T>;
+      const T* in = x.data<T>();
+      const T* s = ctx.Input(1)->data<T>();
+      const T* b = ctx.Input(2)->data<T>();
+      T* out = ctx.Output(0, x.dtype(), x.shape()).template data<T>();
+      ForEachRow(ctx.pool(), x.dim(0) * groups, len, [&](int64_t r) {
+        const RowStats st = StatsOf(in + r * len, len, epsilon_);
+        const C mean = static_cast<C>(st.mean), inv_std = static_cast<C>(st.inv_std);
+        const int64_t group = r % groups;
+        for (int64_t c = 0; c < channels_per_group; ++c) {
+          const int64_t p = param_count == groups ? group : group * channels_per_group + c;
+          const C a = ToCompute(s[p]) * inv_std;
+          const C shift = ToCompute(b[p]) - mean * a;
+          const T* row_in = in + r * len + c * spatial;
+          T* row_out = out + r * len + c * spatial;
+          for (int64_t i = 0; i < spatial; ++i) row_out[i] = FromCompute<T>(ToCompute(row_in[i]) * a + shift);
+        }
+      });
+    });
+  }
+
+ private:
+  double epsilon_ = 1e-5;
+  bool instance_ = false;
+  int64_t num_groups_ = 1;
+  bool per_channel_params_ = false;
+};
+
+// MeanVarianceNormalization: (X - mean) / (sqrt(var) + 1e-9) with statistics over `axes` (the ONNX
+// function body adds that epsilon to the standard deviation).
+class MeanVarianceNormalization final : public OpKernel {
+ public:
+  absl::Status Init(const KernelInfo& info) {
+    ASSIGN_OR_RETURN(axes_, info.Attr<std::vector<int64_t>>("axes", {0, 2, 3}));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    RETURN_IF_ERROR(RequireInputs(ctx, 1));
+    const Tensor& x = *ctx.Input(0);
+    Shape kept = x.shape();
+    for (int64_t axis : axes_) {
+      ASSIGN_OR_RETURN(int64_t a, NormalizeAxis(axis, x.rank()));
+      kept[a] = 1;
+    }
+    const std::array<std::vector<int64_t>, 1> strides = {BroadcastStrides(kept, x.shape())};
+    const int64_t groups = NumElements(kept);
+    const double count = groups == 0 ? 0 : static_cast<double>(x.NumElements()) / static_cast<double>(groups);
+    return DispatchFloat(x, [&](auto tag) {
+      using T = decltype(tag);
+      const T* in = x.data<T>();
+      std::vector<double> mean(static_cast<size_t>(groups)), sq(static_cast<size_t>(groups));
+      ForEachBroadcast<1>(x.shape(), strides, [&](int64_t i, const std::array<int64_t, 1>& at) {
+        mean[at[0]] += static_cast<double>(ToCompute(in[i]));
+      });
+      for (double& m : mean) m /= count;
+      ForEachBroadcast<1>(x.shape(), strides, [&](int64_t i, const std::array<int64_t, 1>& at) {
+        const double d = static_cast<double>(ToCompute(in[i])) - mean[at[0]];
+        sq[at[0]] += d * d;
+      });
+      for (double& s : sq) s = 1.0 / (std::sqrt(s / count) + 1e-9);
+      T* out = ctx.Output(0, x.dtype(), x.shape()).template data<T>();
+      ForEachBroadcast<1>(x.shape(), strides, [&](int64_t i, const std::array<int64_t, 1>& at) {
+        out[i] = FromCompute<T>(
+            static_cast<ComputeType<T>>((static_cast<double>(ToCompute(in[i])) - mean[at[0]]) * sq[at[0]]));
+      });
+    });
+  }
+
+ private:
+  std::vector<int64_t> axes_;
+};
+
+// LRN: y = x / (bias + alpha / size * sum of x^2 over the channel window)^beta, where the window of c is
+// [c - floor((size-1)/2), c + ceil((size-1)/2)] clipped to the channels.
+class LRN final : public OpKernel {
+ public:
+  absl::Status Init(const KernelInfo& info) {
+    ASSIGN_OR_RETURN(float alpha, info.Attr<float>("alpha", 1e-4f));
+    ASSIGN_OR_RETURN(float beta, info.Attr<float>("beta", 0.75f));
+    ASSIGN_OR_RETURN(float bias, info.Attr<float>("bias", 1.0f));
+    ASSIGN_OR_RETURN(size_, info.Attr<int64_t>("size"));
+    if (size_ < 1) return absl::InvalidArgumentError(absl::StrCat("size must be positive, got ", size_));
+    alpha_ = alpha;
+    beta_ = beta;
+    bias_ = bias;
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    RETURN_IF_ERROR(RequireInputs(ctx, 1));
+    const Tensor& x = *ctx.Input(0);
+    if (x.rank() < 2) {
+      return absl::InvalidArgumentError(absl::StrCat("input should be [N, C, ...], got ", x.DebugString()));
+    }
+    const int64_t channels = x.dim(1);
+    const int64_t spatial = channels == 0 || x.dim(0) == 0 ? 0 : x.NumElements() / (x.dim(0) * channels);
+    const int64_t before = (size_ - 1) / 2, after = size_ - 1 - before;
+    return DispatchFloat(x, [&](auto tag) {
+      using T = decltype(tag);
+      using C = ComputeType<T>;
+      const T* in = x.data<T>();
+      T* out = ctx.Output(0, x.dtype(), x.shape()).template data<T>();
+      const C scale = static_cast<C>(alpha_ / static_cast<double>(size_));
+      ForEachRow(ctx.pool(), x.dim(0) * channels, spatial, [&](int64_t r) {
+        const int64_t n = r / channels, c = r % channels;
+        const int64_t lo = std::max<int64_t>(0, c - before), hi = std::min(channels - 1, c + after);
+        for (int64_t i = 0; i < spatial; ++i) {
+          C sum = 0;
+          for (int64_t k = lo; k <= hi; ++k) {
+            const C v = ToCompute(in[(n * channels + k) * spatial + i]);
+            sum += v * v;
+          }
+          out[r * spatial + i] =
+              FromCompute<T>(ToCompute(in[r * spatial + i]) / std::pow(static_cast<C>(bias_) + scale * sum,
+                                                                       static_cast<C>(beta_)));
+        }
+      });
+    });
+  }
+
+ private:
+  double alpha_ = 1e-4, beta_ = 0.75, bias_ = 1;
+  int64_t size_ = 1;
+};
+
+REGISTER_KERNEL(kOnnx, "LayerNormalization", 17, kLatest, kFloatTypes, LayerNormalization);
+REGISTER_KERNEL(kOnnx, "InstanceNormalization", 1, 5, kFloatTypes, GroupedNormalization);
+REGISTER_KERNEL(kOnnx, "InstanceNormalization", 6, 21, kFloatTypes, GroupedNormalization);
+REGISTER_KERNEL(kOnnx, "InstanceNormalization", 22, kLatest, kFloatTypes, GroupedNormalization);
+REGISTER_KERNEL(kOnnx, "GroupNormalization", 18, 20, kFloatTypes, GroupedNormalization);
+REGISTER_KERNEL(kOnnx, "GroupNormalization", 21, kLatest, kFloatTypes, GroupedNormalization);
+REGISTER_KERNEL(kOnnx, "MeanVarianceNormalization", 9, 12, kFloatTypes, MeanVarianceNormalization);
+REGISTER_KERNEL(kOnnx, "MeanVarianceNormalization", 13, kLatest, kFloatTypes, MeanVarianceNormalization);
+REGISTER_KERNEL(kOnnx, "LRN", 1, 12, kFloatTypes, LRN);
+REGISTER_KERNEL(kOnnx, "LRN", 13, kLatest, kFloatTypes, LRN);
+
+}  // namespace
+}  // namespace onnxserve
