@@ -1,0 +1,500 @@
+// Resize (and the older Upsample): every output element is a weighted sum of input elements near its
+// position mapped back into the input ("nearest" picks one). The weights are separable, so each axis gets a
+// table of taps (input coordinate, weight) per output coordinate, computed once per run; the output is
+// then walked row by row, combining the taps of the outer axes with those of the innermost one.
+//
+// The coordinate maps, tap choice and weights follow the ONNX reference implementation (which produced
+// the conformance data): a position x has the neighbours ceil(x)-1+k, edge-clamped, at distance k - ratio
+// with ratio = x - (ceil(x) - 1) in (0, 1]. Antialiasing stretches the filter by 1/scale when downscaling.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "runtime/ops/common.h"
+#include "runtime/registry/registry.h"
+
+namespace onnxserve {
+namespace {
+
+enum class Mode { kNearest, kLinear, kCubic };
+enum class Coordinates {
+  kHalfPixel, kHalfPixelSymmetric, kPytorchHalfPixel, kAlignCorners, kAsymmetric, kTfCropAndResize,
+  kTfHalfPixelForNn
+};
+// kLegacy: before Resize-11 there was no nearest_mode; like other runtimes, truncate when upscaling and
+// round up when downscaling.
+enum class Rounding { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil, kLegacy };
+
+struct Options {
+  Mode mode = Mode::kNearest;
+  Coordinates coordinates = Coordinates::kHalfPixel;
+  Rounding rounding = Rounding::kRoundPreferFloor;
+  double cubic_a = -0.75;
+  bool exclude_outside = false;
+  bool antialias = false;
+  float extrapolation_value = 0.0f;
+};
+
+// One axis of the resize: sizes, the scale (output over input, possibly fractional) and the roi.
+struct AxisPlan {
+  int64_t in = 0;
+  int64_t out = 0;
+  double scale = 1.0;
+  double roi_start = 0.0;
+  double roi_end = 1.0;
+};
+
+// The taps of one axis: per output coordinate o, count[o] taps at [o * width, o * width + count[o]).
+// count[o] == 0 means o maps outside the roi and takes the extrapolation value.
+struct AxisTaps {
+  int64_t width = 1;
+  std::vector<int64_t> index;
+  std::vector<double> weight;
+  std::vector<int32_t> count;
+};
+
+// Where output coordinate x of the axis lies in the input.
+double OriginalCoordinate(const Options& opt, const AxisPlan& axis, int64_t x_out) {
+  const double x = static_cast<double>(x_out);
+  const double in = static_cast<double>(axis.in);
+  const double out = axis.scale * in;  // The fractional output length the scale implies.
+  switch (opt.coordinates) {
+    case Coordinates::kHalfPixel:
+      return (x + 0.5) / axis.scale - 0.5;
+    case Coordinates::kHalfPixelSymmetric: {
+      const double adjustment = static_cast<double>(axis.out) / out;
+      return in / 2 * (1 - adjustment) + (x + 0.5) / axis.scale - 0.5;
+    }
+    case Coordinates::kPytorchHalfPixel:
+      return out == 1 ? -0.5 : (x + 0.5) / axis.scale - 0.5;
+    case Coordinates::kAlignCorners:
+      return out == 1 ? 0.0 : x * (in - 1) / (out - 1);
+    case Coordinates::kAsymmetric:
+      return x / axis.scale;
+    case Coordinates::kTfCropAndResize: {
+      const double span = (axis.roi_end - axis.roi_start) * (in - 1);
+      return axis.roi_start * (in - 1) + (out == 1 ? span / 2 : x * span / (out - 1));
+    }
+    case Coordinates::kTfHalfPixelForNn:
+      return (x + 0.5) / axis.scale;
+  }
+  return x;
+}
+
+int64_t NearestIndex(Rounding rounding, double x, double scale) {
+  const double below = std::ceil(x) - 1;  // The neighbour below; x itself when x is integral lies above.
+  const double ratio = x - below;
+  switch (rounding) {
+    case Rounding::kRoundPreferFloor: return static_cast<int64_t>(ratio <= 0.5 ? below : below + 1);
+    case Rounding::kRoundPreferCeil: return static_cast<int64_t>(ratio < 0.5 ? below : below + 1);
+    case Rounding::kFloor: return static_cast<int64_t>(ratio == 1 ? below + 1 : below);
+    case Rounding::kCeil: return static_cast<int64_t>(below + 1);
+    case Rounding::kLegacy: return static_cast<int64_t>(scale < 1 ? std::ceil(x) : std::trunc(x));
+  }
+  return 0;
+}
+
+double CubicWeight(double d, double a) {
+  d = std::abs(d);
+  if (d <= 1) return ((a + 2) * d - (a + 3)) * d * d + 1;
+  if (d < 2) return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a;
+  return 0;
+}
+
+AxisTaps BuildTaps(const Options& opt, const AxisPlan& axis) {
+  // Linear weighs neighbours within 1 (cubic: 2) of x; antialiasing widens that by 1/scale when downscaling.
+  const double stretch = opt.antialias ? std::min(axis.scale, 1.0) : 1.0;
+  const double reach = opt.mode == Mode::kCubic ? 2.0 : 1.0;
+  const int64_t first = opt.mode == Mode::kNearest ? 0 : static_cast<int64_t>(std::floor(-reach / stretch)) + 1;
+  AxisTaps taps;
+  taps.width = opt.mode == Mode::kNearest ? 1 : 2 - 2 * first;
+  taps.index.resize(static_cast<size_t>(axis.out * taps.width));
+  taps.weight.resize(taps.index.size());
+  taps.count.resize(static_cast<size_t>(axis.out));
+  for (int64_t o = 0; o < axis.out; ++o) {
+    const double x = OriginalCoordinate(opt, axis, o);
+    int64_t* index = &taps.index[o * taps.width];
+    double* weight = &taps.weight[o * taps.width];
+    if (opt.coordinates == Coordinates::kTfCropAndResize && (x < 0 || x > static_cast<double>(axis.in - 1))) {
+      taps.count[o] = 0;
+      continue;
+    }
+    if (opt.mode == Mode::kNearest) {
+      index[0] = std::clamp<int64_t>(NearestIndex(opt.rounding, x, axis.scale), 0, axis.in - 1);
+      weight[0] = 1;
+      taps.count[o] = 1;
+      continue;
+    }
+    const double below = std::ceil(x) - 1;
+    const double ratio = x - below;
+    double sum = 0;
+    int32_t kept = 0;
+    for (int64_t k = first; k < first + taps.width; ++k) {
+      const double d = (static_cast<double>(k) - ratio) * stretch;
+      double w = opt.mode == Mode::kCubic ? CubicWeight(d, opt.cubic_a) : std::max(0.0, 1 - std::abs(d));
+      const int64_t i = static_cast<int64_t>(below) + k;
+      if (opt.exclude_outside && (i < 0 || i >= axis.in)) w = 0;
+      sum += w;
+      if (w == 0) continue;  // Drops the zero taps of integral positions and of the stretched filter's ends.
+      index[kept] = std::clamp<int64_t>(i, 0, axis.in - 1);
+      weight[kept] = w;
+      ++kept;
+    }
+    if ((opt.antialias || opt.exclude_outside) && sum != 0) {
+      for (int32_t t = 0; t < kept; ++t) weight[t] /= sum;
+    }
+    taps.count[o] = kept;
+  }
+  return taps;
+}
+
+// One input offset and weight for the outer axes of a row.
+struct Term {
+  int64_t offset;
+  double weight;
+};
+
+// The terms of the outer axes for output row `row`, or false when the row lies outside the roi.
+bool OuterTerms(const std::vector<AxisTaps>& taps, const std::vector<int64_t>& in_strides,
+                const Shape& out_shape, int64_t row, std::vector<Term>& terms, std::vector<Term>& scratch) {
+  terms.assign(1, Term{0, 1.0});
+  for (int64_t d = static_cast<int64_t>(out_shape.size()) - 2; d >= 0; --d) {
+    const int64_t o = row % out_shape[d];
+    row /= out_shape[d];
+    const AxisTaps& axis = taps[d];
+    const int32_t count = axis.count[o];
+    if (count == 0) return false;
+    scratch.clear();
+    for (const Term& term : terms) {
+      for (int32_t t = 0; t < count; ++t) {
+        scratch.push_back(Term{term.offset + axis.index[o * axis.width + t] * in_strides[d],
+                               term.weight * axis.weight[o * axis.width + t]});
+      }
+    }
+    terms.swap(scratch);
+  }
+  return true;
+}
+
+// Nearest for any element type: a pure copy through the single-tap tables.
+void CopyNearest(const Tensor& in, Tensor& out, const std::vector<AxisTaps>& taps, const Tensor& fill,
+                 ThreadPool& pool) {
+  const std::vector<int64_t> in_strides = StridesOf(in.shape());
+  const Shape& out_shape = out.shape();
+  const int64_t width = out_shape.back();
+  const AxisTaps& inner = taps.back();
+  DispatchByWidth(in.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* src = in.data<T>();
+    T* dst = out.data<T>();
+    const T fill_value = *fill.data<T>();
+    pool.ParallelFor(out.NumElements() / width, std::max<int64_t>(1, 4096 / width), [&](int64_t b, int64_t e) {
+      std::vector<Term> terms, scratch;
+      for (int64_t row = b; row < e; ++row) {
+        T* row_out = dst + row * width;
+        if (!OuterTerms(taps, in_strides, out_shape, row, terms, scratch)) {
+          std::fill(row_out, row_out + width, fill_value);
+          continue;
+        }
+        const T* row_in = src + terms[0].offset;
+        for (int64_t o = 0; o < width; ++o) row_out[o] = inner.count[o] == 0 ? fill_value : row_in[inner.index[o]];
+      }
+    });
+  });
+}
+
+// Linear and cubic: weighted sums in double, converted back to the element type.
+absl::Status Interpolate(const Tensor& in, Tensor& out, const std::vector<AxisTaps>& taps, double fill,
+                         ThreadPool& pool) {
+  const std::vector<int64_t> in_strides = StridesOf(in.shape());
+  const Shape& out_shape = out.shape();
+  const int64_t width = out_shape.back();
+  const AxisTaps& inner = taps.back();
+  bool supported = false;
+  DispatchNumeric(in.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    if constexpr (!std::is_same_v<T, bool>) {
+      supported = true;
+      const T* src = in.data<T>();
+      T* dst = out.data<T>();
+      const T fill_value = static_cast<T>(static_cast<ComputeType<T>>(fill));
+      pool.ParallelFor(out.NumElements() / width, std::max<int64_t>(1, 1024 / width), [&](int64_t b, int64_t e) {
+        std::vector<Term> terms, scratch;
+        for (int64_t row = b; row < e; ++row) {
+          T* row_out = dst + row * width;
+          if (!OuterTerms(taps, in_strides, out_shape, row, terms, scratch)) {
+            std::fill(row_out, row_out + width, fill_value);
+            continue;
+          }
+          for (int64_t o = 0; o < width; ++o) {
+            const int32_t count = inner.count[o];
+            if (count == 0) {
+              row_out[o] = fill_value;
+              continue;
+            }
+            const int64_t* index = &inner.index[o * inner.width];
+            const double* weight = &inner.weight[o * inner.width];
+            double sum = 0;
+            for (const Term& term : terms) {
+              double part = 0;
+              for (int32_t t = 0; t < count; ++t) {
+                part += weight[t] * static_cast<double>(ToCompute(src[term.offset + index[t]]));
+              }
+              sum += term.weight * part;
+            }
+            row_out[o] = FromCompute<T>(static_cast<ComputeType<T>>(sum));
+          }
+        }
+      });
+    }
+  });
+  if (!supported) {
+    return absl::InvalidArgumentError(absl::StrCat("linear and cubic modes need a numeric type, got ",
+                                                   DataTypeName(in.dtype())));
+  }
+  return absl::OkStatus();
+}
+
+enum class AspectPolicy { kStretch, kNotLarger, kNotSmaller };
+
+// Resize-10..19 and Upsample-7/9. Inputs by version: Upsample-7 X (scales attribute); Upsample-9 and
+// Resize-10 X, scales; Resize-11+ X, roi, scales, sizes.
+class Resize final : public OpKernel {
+ public:
+  absl::Status Init(const KernelInfo& info) {
+    is_upsample_ = info.op_type() == "Upsample";
+    opset_ = info.opset();
+    const bool legacy = is_upsample_ || opset_ < 11;
+    ASSIGN_OR_RETURN(const std::string mode, info.Attr<std::string>("mode", "nearest"));
+    if (mode == "nearest") {
+      opt_.mode = Mode::kNearest;
+    } else if (mode == "linear" || (legacy && mode == "bilinear")) {
+      opt_.mode = Mode::kLinear;
+    } else if (mode == "cubic" && !legacy) {
+      opt_.mode = Mode::kCubic;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("mode \"", mode, "\": expected nearest, linear",
+                                                     legacy ? "" : " or cubic"));
+    }
+    if (legacy) {
+      opt_.coordinates = Coordinates::kAsymmetric;
+      opt_.rounding = Rounding::kLegacy;
+    } else {
+      RETURN_IF_ERROR(ParseCoordinates(info));
+      RETURN_IF_ERROR(ParseRounding(info));
+      ASSIGN_OR_RETURN(const float a, info.Attr<float>("cubic_coeff_a", -0.75f));
+      opt_.cubic_a = a;
+      ASSIGN_OR_RETURN(const int64_t exclude, info.Attr<int64_t>("exclude_outside", 0));
+      opt_.exclude_outside = exclude != 0;
+      ASSIGN_OR_RETURN(opt_.extrapolation_value, info.Attr<float>("extrapolation_value", 0.0f));
+    }
+    if (opset_ >= 18 && !is_upsample_) {
+      ASSIGN_OR_RETURN(const int64_t antialias, info.Attr<int64_t>("antialias", 0));
+      opt_.antialias = antialias != 0 && opt_.mode != Mode::kNearest;
+      ASSIGN_OR_RETURN(axes_, info.Attr<std::vector<int64_t>>("axes", {}));
+      RETURN_IF_ERROR(ParsePolicy(info));
+    }
+    if (is_upsample_ && opset_ < 9) {
+      ASSIGN_OR_RETURN(attr_scales_, info.Attr<std::vector<float>>("scales"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    RETURN_IF_ERROR(RequireInputs(ctx, 1));
+    const Tensor& x = *ctx.Input(0);
+    if (x.rank() == 0) return absl::InvalidArgumentError("X must have rank >= 1, got a scalar");
+    ASSIGN_OR_RETURN(const std::vector<AxisPlan> plan, Plan(ctx, x.shape()));
+    Shape out_shape;
+    std::vector<AxisTaps> taps;
+    for (const AxisPlan& axis : plan) {
+      out_shape.push_back(axis.out);
+      taps.push_back(BuildTaps(opt_, axis));
+    }
+    Tensor& y = ctx.Output(0, x.dtype(), out_shape);
+    if (y.NumElements() == 0) return absl::OkStatus();
+    if (x.NumElements() == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("cannot resize the empty X ", ShapeToString(x.shape()),
+                                                     " to ", ShapeToString(out_shape)));
+    }
+    if (opt_.mode != Mode::kNearest) return Interpolate(x, y, taps, opt_.extrapolation_value, ctx.pool());
+    Tensor fill(x.dtype(), {1});
+    if (x.dtype() != DataType::kString) std::memset(fill.raw_data(), 0, fill.ByteSize());
+    DispatchNumeric(x.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      *fill.data<T>() = static_cast<T>(static_cast<ComputeType<T>>(opt_.extrapolation_value));
+    });
+    CopyNearest(x, y, taps, fill, ctx.pool());
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status ParseCoordinates(const KernelInfo& info) {
+    ASSIGN_OR_RETURN(const std::string name, info.Attr<std::string>("coordinate_transformation_mode", "half_pixel"));
+    if (name == "half_pixel") {
+      opt_.coordinates = Coordinates::kHalfPixel;
+    } else if (name == "half_pixel_symmetric" && opset_ >= 19) {
+      opt_.coordinates = Coordinates::kHalfPixelSymmetric;
+    } else if (name == "pytorch_half_pixel") {
+      opt_.coordinates = Coordinates::kPytorchHalfPixel;
+    } else if (name == "align_corners") {
+      opt_.coordinates = Coordinates::kAlignCorners;
+    } else if (name == "asymmetric") {
+      opt_.coordinates = Coordinates::kAsymmetric;
+    } else if (name == "tf_crop_and_resize") {
+      opt_.coordinates = Coordinates::kTfCropAndResize;
+    } else if (name == "tf_half_pixel_for_nn" && opset_ < 13) {
+      opt_.coordinates = Coordinates::kTfHalfPixelForNn;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("coordinate_transformation_mode \"", name,
+                                                     "\" is not defined at opset ", opset_));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseRounding(const KernelInfo& info) {
+    ASSIGN_OR_RETURN(const std::string name, info.Attr<std::string>("nearest_mode", "round_prefer_floor"));
+    if (name == "round_prefer_floor") {
+      opt_.rounding = Rounding::kRoundPreferFloor;
+    } else if (name == "round_prefer_ceil") {
+      opt_.rounding = Rounding::kRoundPreferCeil;
+    } else if (name == "floor") {
+      opt_.rounding = Rounding::kFloor;
+    } else if (name == "ceil") {
+      opt_.rounding = Rounding::kCeil;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "nearest_mode \"", name, "\": expected round_prefer_floor, round_prefer_ceil, floor or ceil"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ParsePolicy(const KernelInfo& info) {
+    ASSIGN_OR_RETURN(const std::string name, info.Attr<std::string>("keep_aspect_ratio_policy", "stretch"));
+    if (name == "stretch") {
+      policy_ = AspectPolicy::kStretch;
+    } else if (name == "not_larger") {
+      policy_ = AspectPolicy::kNotLarger;
+    } else if (name == "not_smaller") {
+      policy_ = AspectPolicy::kNotSmaller;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("keep_aspect_ratio_policy \"", name,
+                                                     "\": expected stretch, not_larger or not_smaller"));
+    }
+    return absl::OkStatus();
+  }
+
+  // The input index of scales (sizes follows it; roi precedes it from Resize-11).
+  int ScalesInput() const { return is_upsample_ || opset_ < 11 ? 1 : 2; }
+
+  // Sizes, scales and rois of every axis, from scales or sizes (exactly one is given) over `axes`.
+  absl::StatusOr<std::vector<AxisPlan>> Plan(const KernelContext& ctx, const Shape& in_shape) const {
+    const int64_t rank = static_cast<int64_t>(in_shape.size());
+    std::vector<AxisPlan> plan(static_cast<size_t>(rank));
+    for (int64_t d = 0; d < rank; ++d) plan[d] = AxisPlan{in_shape[d], in_shape[d], 1.0, 0.0, 1.0};
+    std::vector<int64_t> axes;
+    for (int64_t a : axes_) {
+      ASSIGN_OR_RETURN(const int64_t axis, NormalizeAxis(a, rank));
+      axes.push_back(axis);
+    }
+    if (axes.empty()) {
+      for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+    }
+    const int64_t n = static_cast<int64_t>(axes.size());
+
+    std::vector<double> scales;
+    if (is_upsample_ && opset_ < 9) {
+      scales.assign(attr_scales_.begin(), attr_scales_.end());
+    } else if (const Tensor* t = ctx.Input(ScalesInput()); t != nullptr) {
+      for (int64_t i = 0; i < t->NumElements(); ++i) scales.push_back(t->GetAsDouble(i));
+    }
+    const Tensor* sizes = ScalesInput() == 2 ? ctx.Input(3) : nullptr;
+    if (sizes != nullptr && sizes->NumElements() == 0) sizes = nullptr;
+    if (scales.empty() == (sizes == nullptr)) {
+      return absl::InvalidArgumentError("exactly one of scales and sizes must be given");
+    }
+    const int64_t given = sizes != nullptr ? sizes->NumElements() : static_cast<int64_t>(scales.size());
+    if (given != n) {
+      return absl::InvalidArgumentError(absl::StrCat(sizes != nullptr ? "sizes" : "scales", " has ", given,
+                                                     " values, expected ", n, " (one per resized axis)"));
+    }
+    if (sizes != nullptr) {
+      RETURN_IF_ERROR(PlanFromSizes(Int64Values(*sizes), axes, plan));
+    } else {
+      for (int64_t i = 0; i < n; ++i) {
+        if (!(scales[i] > 0)) return absl::InvalidArgumentError(absl::StrCat("scale ", scales[i], " must be > 0"));
+        AxisPlan& axis = plan[axes[i]];
+        axis.scale = scales[i];
+        axis.out = static_cast<int64_t>(std::floor(static_cast<double>(axis.in) * axis.scale));
+      }
+    }
+    if (opt_.coordinates == Coordinates::kTfCropAndResize) {
+      const Tensor* roi = ctx.Input(1);
+      if (roi == nullptr || roi->NumElements() != 2 * n) {
+        return absl::InvalidArgumentError(absl::StrCat("tf_crop_and_resize needs roi with ", 2 * n, " values"));
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        plan[axes[i]].roi_start = roi->GetAsDouble(i);
+        plan[axes[i]].roi_end = roi->GetAsDouble(n + i);
+      }
+    }
+    return plan;
+  }
+
+  // Output sizes from `sizes`; keeping the aspect ratio resizes every axis by one scale.
+  absl::Status PlanFromSizes(const std::vector<int64_t>& sizes, const std::vector<int64_t>& axes,
+                             std::vector<AxisPlan>& plan) const {
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      if (sizes[i] < 0) return absl::InvalidArgumentError(absl::StrCat("size ", sizes[i], " must be >= 0"));
+      AxisPlan& axis = plan[axes[i]];
+      axis.out = sizes[i];
+      axis.scale = static_cast<double>(sizes[i]) / static_cast<double>(axis.in);
+    }
+    if (policy_ == AspectPolicy::kStretch) return absl::OkStatus();
+    double scale = plan[axes[0]].scale;
+    for (int64_t axis : axes) {
+      scale = policy_ == AspectPolicy::kNotLarger ? std::min(scale, plan[axis].scale)
+                                                  : std::max(scale, plan[axis].scale);
+    }
+    for (int64_t axis : axes) {
+      plan[axis].scale = scale;
+      plan[axis].out = static_cast<int64_t>(std::floor(scale * static_cast<double>(plan[axis].in) + 0.5));
+    }
+    return absl::OkStatus();
+  }
+
+  bool is_upsample_ = false;
+  int opset_ = 0;
+  Options opt_;
+  std::vector<int64_t> axes_;
+  AspectPolicy policy_ = AspectPolicy::kStretch;
+  std::vector<float> attr_scales_;
+};
+
+// Kept for the error message: the spec removes Upsample from opset 10 in favour of Resize.
+class DeprecatedUpsample final : public OpKernel {
+ public:
+  absl::Status Init(const KernelInfo& info) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Upsample is deprecated since opset 10 (model opset ", info.opset(), "): use Resize"));
+  }
+  absl::Status Compute(KernelContext&) const override { return absl::InternalError("unreachable"); }
+};
+
+// Upsample-7 takes scales as an attribute, -9 as an input; -10 deprecates it.
+REGISTER_KERNEL(kOnnx, "Upsample", 7, 8, kAllTypes, Resize);
+REGISTER_KERNEL(kOnnx, "Upsample", 9, 9, kAllTypes, Resize);
+REGISTER_KERNEL(kOnnx, "Upsample", 10, kLatest, kAllTypes, DeprecatedUpsample);
+// Resize-10: X, scales; -11 adds roi, sizes, coordinate modes, cubic; -13 drops tf_half_pixel_for_nn and
+// makes roi/scales optional; -18 adds antialias, axes, keep_aspect_ratio_policy; -19 half_pixel_symmetric.
+REGISTER_KERNEL(kOnnx, "Resize", 10, 10, kAllTypes, Resize);
+REGISTER_KERNEL(kOnnx, "Resize", 11, 12, kAllTypes, Resize);
+REGISTER_KERNEL(kOnnx, "Resize", 13, 17, kAllTypes, Resize);
+REGISTER_KERNEL(kOnnx, "Resize", 18, 18, kAllTypes, Resize);
+REGISTER_KERNEL(kOnnx, "Resize", 19, kLatest, kAllTypes, Resize);
+
+}  // namespace
+}  // namespace onnxserve

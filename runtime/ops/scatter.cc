@@ -1,0 +1,231 @@
+// ScatterElements, ScatterND (and the deprecated Scatter): the output is a copy of `data` with the elements
+// picked by `indices` replaced by, or reduced (add/mul/max/min) with, `updates`. All indices are checked
+// before anything is written. Updates apply in order, so duplicate indices reduce deterministically.
+#include <algorithm>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "runtime/ops/common.h"
+#include "runtime/registry/registry.h"
+
+namespace onnxserve {
+namespace {
+
+enum class Reduction { kNone, kAdd, kMul, kMax, kMin };
+
+// The reductions each version defines: none before 16, add/mul from 16, max/min from 18.
+absl::StatusOr<Reduction> ParseReduction(const KernelInfo& info) {
+  const absl::StatusOr<std::string> attr = info.Attr<std::string>("reduction", "none");
+  if (!attr.ok()) return attr.status();
+  const std::string& name = *attr;
+  if (name == "none") return Reduction::kNone;
+  if (info.opset() >= 16 && name == "add") return Reduction::kAdd;
+  if (info.opset() >= 16 && name == "mul") return Reduction::kMul;
+  if (info.opset() >= 18 && name == "max") return Reduction::kMax;
+  if (info.opset() >= 18 && name == "min") return Reduction::kMin;
+  return absl::InvalidArgumentError(absl::StrCat("reduction \"", name, "\" is not defined at opset ",
+                                                 info.opset(), " (expected none",
+                                                 info.opset() >= 16 ? ", add, mul" : "",
+                                                 info.opset() >= 18 ? ", max, min" : "", ")"));
+}
+
+// Calls fn(combine) with combine(T& target, const T& update) for the reduction. Strings only replace.
+template <typename T, typename Fn>
+absl::Status WithCombine(Reduction reduction, Fn&& fn) {
+  if (reduction == Reduction::kNone) {
+    fn([](T& target, const T& update) { target = update; });
+    return absl::OkStatus();
+  }
+  if constexpr (std::is_same_v<T, std::string>) {
+    return absl::InvalidArgumentError("string tensors support only reduction \"none\"");
+  } else {
+    switch (reduction) {
+      case Reduction::kAdd:
+        if constexpr (std::is_same_v<T, bool>) {
+          fn([](T& t, const T& u) { t = t || u; });
+        } else {
+          fn([](T& t, const T& u) { t = FromCompute<T>(ToCompute(t) + ToCompute(u)); });
+        }
+        break;
+      case Reduction::kMul:
+        if constexpr (std::is_same_v<T, bool>) {
+          fn([](T& t, const T& u) { t = t && u; });
+        } else {
+          fn([](T& t, const T& u) { t = FromCompute<T>(ToCompute(t) * ToCompute(u)); });
+        }
+        break;
+      case Reduction::kMax:
+        fn([](T& t, const T& u) { t = FromCompute<T>(std::max(ToCompute(t), ToCompute(u))); });
+        break;
+      case Reduction::kMin:
+        fn([](T& t, const T& u) { t = FromCompute<T>(std::min(ToCompute(t), ToCompute(u))); });
+        break;
+      case Reduction::kNone:
+        break;
+    }
+    return absl::OkStatus();
+  }
+}
+
+absl::Status CheckIndexType(const Tensor& indices) {
+  if (indices.dtype() == DataType::kInt32 || indices.dtype() == DataType::kInt64) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("indices must be int32 or int64, got ", DataTypeName(indices.dtype())));
+}
+
+// Applies combine(out[targets[i]], updates[i * slice + k]) for every target and k < slice, in order.
+absl::Status ScatterInto(const Tensor& data, const Tensor& updates, const std::vector<int64_t>& targets,
+                         int64_t slice, Reduction reduction, Tensor& out) {
+  if (updates.dtype() != data.dtype()) {
+    return absl::InvalidArgumentError(absl::StrCat("updates are ", DataTypeName(updates.dtype()),
+                                                   ", expected the data type ", DataTypeName(data.dtype())));
+  }
+  absl::Status status = absl::OkStatus();
+  DispatchAny(data.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    T* dst = out.data<T>();
+    const T* src = data.data<T>();
+    std::copy(src, src + data.NumElements(), dst);
+    const T* upd = updates.data<T>();
+    status = WithCombine<T>(reduction, [&](auto combine) {
+      for (size_t i = 0; i < targets.size(); ++i) {
+        T* target = dst + targets[i];
+        const T* from = upd + static_cast<int64_t>(i) * slice;
+        for (int64_t k = 0; k < slice; ++k) combine(target[k], from[k]);
+      }
+    });
+  });
+  return status;
+}
+
+// ScatterElements (and Scatter-9): updates and indices share a shape of data's rank; the update at
+// position p goes to data at p with p[axis] replaced by indices[p].
+class ScatterElements final : public OpKernel {
+ public:
+  absl::Status Init(const KernelInfo& info) {
+    ASSIGN_OR_RETURN(axis_, info.Attr<int64_t>("axis", 0));
+    ASSIGN_OR_RETURN(reduction_, ParseReduction(info));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    RETURN_IF_ERROR(RequireInputs(ctx, 3));
+    const Tensor& data = *ctx.Input(0);
+    const Tensor& indices = *ctx.Input(1);
+    const Tensor& updates = *ctx.Input(2);
+    RETURN_IF_ERROR(CheckIndexType(indices));
+    if (data.rank() == 0 || indices.shape() != updates.shape() || indices.rank() != data.rank()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "indices ", ShapeToString(indices.shape()), " and updates ", ShapeToString(updates.shape()),
+          " must have the same shape, of the rank of data ", ShapeToString(data.shape()), " (>= 1)"));
+    }
+    ASSIGN_OR_RETURN(const int64_t axis, NormalizeAxis(axis_, data.rank()));
+    for (int64_t d = 0; d < data.rank(); ++d) {
+      if (d != axis && indices.dim(d) > data.dim(d)) {
+        return absl::InvalidArgumentError(absl::StrCat("indices ", ShapeToString(indices.shape()),
+                                                       " exceed data ", ShapeToString(data.shape()),
+                                                       " on axis ", d));
+      }
+    }
+    ASSIGN_OR_RETURN(const std::vector<int64_t> targets, TargetOffsets(data, indices, axis));
+    Tensor& out = ctx.Output(0, data.dtype(), data.shape());
+    return ScatterInto(data, updates, targets, 1, reduction_, out);
+  }
+
+ private:
+  // The data offset every update goes to.
+  static absl::StatusOr<std::vector<int64_t>> TargetOffsets(const Tensor& data, const Tensor& indices,
+                                                            int64_t axis) {
+    const std::vector<int64_t> strides = StridesOf(data.shape());
+    std::vector<int64_t> targets(static_cast<size_t>(indices.NumElements()));
+    std::vector<int64_t> position(static_cast<size_t>(indices.rank()), 0);
+    int64_t base = 0;  // Offset of `position` in data without the axis term.
+    for (int64_t i = 0; i < indices.NumElements(); ++i) {
+      ASSIGN_OR_RETURN(const int64_t index, ResolveIndex(indices.GetAsInt64(i), data.dim(axis), true));
+      targets[i] = base + index * strides[axis];
+      for (int64_t d = indices.rank() - 1; d >= 0; --d) {
+        const int64_t step = d == axis ? 0 : strides[d];
+        base += step;
+        if (++position[d] < indices.dim(d)) break;
+        base -= step * indices.dim(d);
+        position[d] = 0;
+      }
+    }
+    return targets;
+  }
+
+  int64_t axis_ = 0;
+  Reduction reduction_ = Reduction::kNone;
+};
+
+// ScatterND: with k = indices.shape[-1], each index tuple names the slice data[i_1..i_k] of shape
+// data.shape[k:]; updates has shape indices.shape[:-1] + data.shape[k:].
+class ScatterND final : public OpKernel {
+ public:
+  absl::Status Init(const KernelInfo& info) {
+    ASSIGN_OR_RETURN(reduction_, ParseReduction(info));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    RETURN_IF_ERROR(RequireInputs(ctx, 3));
+    const Tensor& data = *ctx.Input(0);
+    const Tensor& indices = *ctx.Input(1);
+    const Tensor& updates = *ctx.Input(2);
+    RETURN_IF_ERROR(CheckIndexType(indices));
+    const int64_t k = indices.rank() == 0 ? 0 : indices.dim(indices.rank() - 1);
+    if (indices.rank() < 1 || k > data.rank()) {
+      return absl::InvalidArgumentError(absl::StrCat("indices ", ShapeToString(indices.shape()),
+                                                     " must have rank >= 1 and a last dim <= the rank of data ",
+                                                     ShapeToString(data.shape())));
+    }
+    Shape expected(indices.shape().begin(), indices.shape().end() - 1);
+    expected.insert(expected.end(), data.shape().begin() + k, data.shape().end());
+    if (updates.shape() != expected) {
+      return absl::InvalidArgumentError(absl::StrCat("updates ", ShapeToString(updates.shape()),
+                                                     ": expected ", ShapeToString(expected)));
+    }
+    const std::vector<int64_t> strides = StridesOf(data.shape());
+    const int64_t tuples = NumElements(absl::MakeConstSpan(indices.shape()).subspan(0, indices.rank() - 1));
+    std::vector<int64_t> targets(static_cast<size_t>(tuples), 0);
+    for (int64_t t = 0; t < tuples; ++t) {
+      for (int64_t j = 0; j < k; ++j) {
+        ASSIGN_OR_RETURN(const int64_t i, ResolveIndex(indices.GetAsInt64(t * k + j), data.dim(j), true));
+        targets[t] += i * strides[j];
+      }
+    }
+    const int64_t slice = NumElements(absl::MakeConstSpan(data.shape()).subspan(k));
+    Tensor& out = ctx.Output(0, data.dtype(), data.shape());
+    return ScatterInto(data, updates, targets, slice, reduction_, out);
+  }
+
+ private:
+  Reduction reduction_ = Reduction::kNone;
+};
+
+// Kept for the error message: the spec removes Scatter from opset 11 in favour of ScatterElements.
+class DeprecatedScatter final : public OpKernel {
+ public:
+  absl::Status Init(const KernelInfo& info) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Scatter is deprecated since opset 11 (model opset ", info.opset(), "): use ScatterElements"));
+  }
+  absl::Status Compute(KernelContext&) const override { return absl::InternalError("unreachable"); }
+};
+
+REGISTER_KERNEL(kOnnx, "Scatter", 9, 10, kAllTypes, ScatterElements);
+REGISTER_KERNEL(kOnnx, "Scatter", 11, kLatest, kAllTypes, DeprecatedScatter);
+// ScatterElements-13 adds bfloat16; -16 adds reduction add/mul; -18 adds max/min.
+REGISTER_KERNEL(kOnnx, "ScatterElements", 11, 12, kAllTypes, ScatterElements);
+REGISTER_KERNEL(kOnnx, "ScatterElements", 13, 15, kAllTypes, ScatterElements);
+REGISTER_KERNEL(kOnnx, "ScatterElements", 16, 17, kAllTypes, ScatterElements);
+REGISTER_KERNEL(kOnnx, "ScatterElements", 18, kLatest, kAllTypes, ScatterElements);
+// ScatterND has the same history.
+REGISTER_KERNEL(kOnnx, "ScatterND", 11, 12, kAllTypes, ScatterND);
+REGISTER_KERNEL(kOnnx, "ScatterND", 13, 15, kAllTypes, ScatterND);
+REGISTER_KERNEL(kOnnx, "ScatterND", 16, 17, kAllTypes, ScatterND);
+REGISTER_KERNEL(kOnnx, "ScatterND", 18, kLatest, kAllTypes, ScatterND);
+
+}  // namespace
+}  // namespace onnxserve
