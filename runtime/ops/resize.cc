@@ -260,7 +260,7 @@ absl::Status Interpolate(const Tensor& in, Tensor& out, const std::vector<AxisTa
 
 enum class AspectPolicy { kStretch, kNotLarger, kNotSmaller };
 
-// Resize-10..19 and Upsample-7/9. Inputs by version: Upsample-7 X (scales attribute); Upsample-9 and
+// Resize-10..19 and Upsample-1/7/9. Inputs by version: Upsample-1/7 X (scales from attributes); Upsample-9 and
 // Resize-10 X, scales; Resize-11+ X, roi, scales, sizes.
 class Resize final : public OpKernel {
  public:
@@ -297,7 +297,11 @@ class Resize final : public OpKernel {
       ASSIGN_OR_RETURN(axes_, info.Attr<std::vector<int64_t>>("axes", {}));
       RETURN_IF_ERROR(ParsePolicy(info));
     }
-    if (is_upsample_ && opset_ < 9) {
+    if (is_upsample_ && opset_ < 7) {  // Upsample-1 (experimental) resizes NCHW by two attributes.
+      ASSIGN_OR_RETURN(const float height, info.Attr<float>("height_scale"));
+      ASSIGN_OR_RETURN(const float width, info.Attr<float>("width_scale"));
+      attr_scales_ = {1.0f, 1.0f, height, width};
+    } else if (is_upsample_ && opset_ < 9) {
       ASSIGN_OR_RETURN(attr_scales_, info.Attr<std::vector<float>>("scales"));
     }
     return absl::OkStatus();
@@ -406,7 +410,7 @@ class Resize final : public OpKernel {
     const int64_t n = static_cast<int64_t>(axes.size());
 
     std::vector<double> scales;
-    if (is_upsample_ && opset_ < 9) {
+    if (!attr_scales_.empty()) {
       scales.assign(attr_scales_.begin(), attr_scales_.end());
     } else if (const Tensor* t = ctx.Input(ScalesInput()); t != nullptr) {
       for (int64_t i = 0; i < t->NumElements(); ++i) scales.push_back(t->GetAsDouble(i));
@@ -484,7 +488,9 @@ class DeprecatedUpsample final : public OpKernel {
   absl::Status Compute(KernelContext&) const override { return absl::InternalError("unreachable"); }
 };
 
-// Upsample-7 takes scales as an attribute, -9 as an input; -10 deprecates it.
+// Upsample-1 (experimental) takes height_scale/width_scale, -7 a scales attribute, -9 a scales input;
+// -10 deprecates it.
+REGISTER_KERNEL(kOnnx, "Upsample", 1, 6, kAllTypes, Resize);
 REGISTER_KERNEL(kOnnx, "Upsample", 7, 8, kAllTypes, Resize);
 REGISTER_KERNEL(kOnnx, "Upsample", 9, 9, kAllTypes, Resize);
 REGISTER_KERNEL(kOnnx, "Upsample", 10, kLatest, kAllTypes, DeprecatedUpsample);
