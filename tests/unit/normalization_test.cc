@@ -1,0 +1,124 @@
+// Layer/Instance/Group normalization, MeanVarianceNormalization and LRN on small hand-worked inputs.
+#include <cmath>
+
+#include "gtest/gtest.h"
+#include "tests/support/op_test.h"
+
+namespace onnxserve {
+namespace {
+
+using testing::OpTest;
+using testing::TensorsClose;
+
+Tensor F(Shape shape, std::vector<float> v) { return Tensor::FromVector<float>(std::move(shape), v); }
+
+TEST(LayerNormalizationTest, NormalizesFromAxisAndReturnsStatistics) {
+  // Rows [1, 3] and [2, 6]: means 2 and 4, std 1 and 2 (epsilon 0), so both normalize to [-1, 1].
+  auto out = OpTest("LayerNormalization", 17)
+                 .Input("x", F({2, 2}, {1, 3, 2, 6}))
+                 .Input("scale", F({2}, {1, 2}))
+                 .Input("b", F({2}, {0, 1}))
+                 .Attr("epsilon", 0.0f)
+                 .Output("y")
+                 .Output("mean")
+                 .Output("inv_std")
+                 .Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(F({2, 2}, {-1, 3, -1, 3}), (*out)[0]));
+  EXPECT_TRUE(TensorsClose(F({2, 1}, {2, 4}), (*out)[1]));
+  EXPECT_TRUE(TensorsClose(F({2, 1}, {1, 0.5f}), (*out)[2]));
+}
+
+TEST(LayerNormalizationTest, ScaleBroadcastsOverTheNormalizedDims) {
+  // axis 0 normalizes all four values (mean 3, variance 2); the one-element scale 2 applies to each.
+  auto out = OpTest("LayerNormalization", 17)
+                 .Input("x", F({2, 2}, {1, 3, 3, 5}))
+                 .Input("scale", F({1}, {2}))
+                 .Attr("axis", int64_t{0})
+                 .Attr("epsilon", 0.0f)
+                 .Output("y")
+                 .Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  const float k = 2 * 2 / std::sqrt(2.0f);
+  EXPECT_TRUE(TensorsClose(F({2, 2}, {-k, 0, 0, k}), (*out)[0]));
+}
+
+TEST(InstanceNormalizationTest, PerInstancePerChannel) {
+  // Planes [1, 3] and [0, 4]: both normalize to [-1, 1]; scale 2, 1 and bias 0, 5.
+  auto out = OpTest("InstanceNormalization", 6)
+                 .Input("x", F({1, 2, 2}, {1, 3, 0, 4}))
+                 .Input("s", F({2}, {2, 1}))
+                 .Input("b", F({2}, {0, 5}))
+                 .Attr("epsilon", 0.0f)
+                 .Output("y")
+                 .Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(F({1, 2, 2}, {-2, 2, 4, 6}), (*out)[0]));
+}
+
+// X [1, 4, 1]: two groups of two channels, [1, 3] and [0, 4], each normalizing to [-1, 1].
+Tensor GroupX() { return F({1, 4, 1}, {1, 3, 0, 4}); }
+
+TEST(GroupNormalizationTest, Version18ScalesPerGroup) {
+  auto out = OpTest("GroupNormalization", 18)
+                 .Input("x", GroupX())
+                 .Input("scale", F({2}, {2, 1}))
+                 .Input("bias", F({2}, {0, 5}))
+                 .Attr("num_groups", int64_t{2})
+                 .Attr("epsilon", 0.0f)
+                 .Output("y")
+                 .Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(F({1, 4, 1}, {-2, 2, 4, 6}), (*out)[0]));
+}
+
+TEST(GroupNormalizationTest, Version21ScalesPerChannel) {
+  auto out = OpTest("GroupNormalization", 21)
+                 .Input("x", GroupX())
+                 .Input("scale", F({4}, {1, 2, 3, 4}))
+                 .Input("bias", F({4}, {0, 0, 1, 1}))
+                 .Attr("num_groups", int64_t{2})
+                 .Attr("epsilon", 0.0f)
+                 .Output("y")
+                 .Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(F({1, 4, 1}, {-1, 2, -2, 5}), (*out)[0]));
+  // A per-group scale is the wrong shape for version 21.
+  auto wrong = OpTest("GroupNormalization", 21)
+                   .Input("x", GroupX())
+                   .Input("scale", F({2}, {2, 1}))
+                   .Input("bias", F({2}, {0, 5}))
+                   .Attr("num_groups", int64_t{2})
+                   .Output("y")
+                   .Run();
+  EXPECT_FALSE(wrong.ok());
+}
+
+TEST(MeanVarianceNormalizationTest, StatisticsOverTheGivenAxes) {
+  // axes [1]: rows [1, 3] and [2, 6] each become [-1, 1].
+  auto out = OpTest("MeanVarianceNormalization", 13)
+                 .Input("x", F({2, 2}, {1, 3, 2, 6}))
+                 .Attr("axes", std::vector<int64_t>{1})
+                 .Output("y")
+                 .Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(F({2, 2}, {-1, 1, -1, 1}), (*out)[0]));
+}
+
+TEST(LRNTest, SumsSquaresOverTheChannelWindow) {
+  // size 2: channel c sums channels c-0..c+1. x = [1, 2]: sums 5 and 4; alpha 2, beta 1, bias 1:
+  // y0 = 1 / (1 + 2/2 * 5) = 1/6, y1 = 2 / (1 + 4) = 0.4.
+  auto out = OpTest("LRN", 13)
+                 .Input("x", F({1, 2, 1}, {1, 2}))
+                 .Attr("size", int64_t{2})
+                 .Attr("alpha", 2.0f)
+                 .Attr("beta", 1.0f)
+                 .Attr("bias", 1.0f)
+                 .Output("y")
+                 .Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(F({1, 2, 1}, {1.0f / 6, 0.4f}), (*out)[0]));
+}
+
+}  // namespace
+}  // namespace onnxserve
