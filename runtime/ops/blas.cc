@@ -1,0 +1,309 @@
+#include "runtime/ops/blas.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "runtime/core/status_macros.h"
+
+namespace onnxserve {
+namespace {
+
+// OpenBLAS would otherwise start one thread per core in every call, on top of our pool and of the other
+// requests the server runs at once. One BLAS thread per caller makes `--threads N` mean N threads.
+[[maybe_unused]] const bool kBlasSingleThreaded = [] {
+  openblas_set_num_threads(1);
+  return true;
+}();
+
+// Below this many multiply-adds a GEMM is not worth waking the pool for.
+constexpr int64_t kMinParallelGemmWork = int64_t{1} << 18;
+// Column blocks narrower than this lose more to packing than they gain from a second thread.
+constexpr int64_t kMinGemmBlock = 16;
+
+void BlasGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+              const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a,
+              lda, b, ldb, beta, c, ldc);
+}
+
+void BlasGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
+              const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a,
+              lda, b, ldb, beta, c, ldc);
+}
+
+// Integer GEMM as numpy does it: wrapping arithmetic (done unsigned, where overflow is defined).
+template <typename T>
+void LoopGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b,
+              int64_t ldb, T beta, T* c, int64_t ldc) {
+  using U = std::make_unsigned_t<T>;
+  for (int64_t i = 0; i < m; ++i) {
+    U* row = reinterpret_cast<U*>(c + i * ldc);
+    for (int64_t j = 0; j < n; ++j) row[j] = beta == T{0} ? U{0} : row[j] * static_cast<U>(beta);
+    for (int64_t p = 0; p < k; ++p) {
+      const U aip = static_cast<U>(alpha) * static_cast<U>(ta ? a[p * lda + i] : a[i * lda + p]);
+      if (tb) {
+        for (int64_t j = 0; j < n; ++j) row[j] += aip * static_cast<U>(b[j * ldb + p]);
+      } else {
+        const T* brow = b + p * ldb;
+        for (int64_t j = 0; j < n; ++j) row[j] += aip * static_cast<U>(brow[j]);
+      }
+    }
+  }
+}
+
+template <typename T>
+void SerialGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b,
+                int64_t ldb, T beta, T* c, int64_t ldc) {
+  if constexpr (std::is_floating_point_v<T>) {
+    BlasGemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  } else {
+    LoopGemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
+}
+
+int64_t CeilDiv(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
+
+// The grid positions g in [0, n) whose image coordinate g * stride + offset lies in [0, width).
+std::pair<int64_t, int64_t> ValidRange(int64_t width, int64_t offset, int64_t stride, int64_t n) {
+  const int64_t lo = std::clamp<int64_t>(CeilDiv(-offset, stride), 0, n);
+  const int64_t hi = std::clamp<int64_t>(CeilDiv(width - offset, stride), lo, n);
+  return {lo, hi};
+}
+
+// dst[g] = src[g * stride + offset] inside the image, 0 outside.
+template <typename T>
+void GatherRow(const T* src, int64_t width, int64_t offset, int64_t stride, int64_t n, T* dst) {
+  const auto [lo, hi] = ValidRange(width, offset, stride, n);
+  std::fill(dst, dst + lo, T{});
+  if (stride == 1) {
+    std::copy(src + lo + offset, src + hi + offset, dst + lo);
+  } else {
+    for (int64_t g = lo; g < hi; ++g) dst[g] = src[g * stride + offset];
+  }
+  std::fill(dst + hi, dst + n, T{});
+}
+
+// dst[g * stride + offset] += src[g] inside the image.
+template <typename T>
+void ScatterAddRow(const T* src, int64_t width, int64_t offset, int64_t stride, int64_t n, T* dst) {
+  const auto [lo, hi] = ValidRange(width, offset, stride, n);
+  for (int64_t g = lo; g < hi; ++g) dst[g * stride + offset] += src[g];
+}
+
+// Walks the rows of one channel's column matrix: for each kernel offset and each run of grid positions
+// along the last axis, calls row(kk, image_offset or -1 when outside the image, last_axis_offset, col_pos).
+template <typename RowFn>
+void ForEachColumnRun(const ConvGeometry& geo, RowFn&& row) {
+  const size_t rank = geo.image.size();
+  const size_t last = rank - 1;
+  std::vector<int64_t> image_strides(rank, 1);
+  for (size_t d = last; d-- > 0;) image_strides[d] = image_strides[d + 1] * geo.image[d + 1];
+  std::vector<int64_t> koff(rank, 0), gidx(rank, 0);
+  const int64_t kernel_size = geo.KernelSize();
+  const int64_t runs = geo.GridSize() / geo.grid[last];
+  for (int64_t kk = 0; kk < kernel_size; ++kk) {
+    for (size_t d = rank, rest = kk; d-- > 0;) {
+      koff[d] = static_cast<int64_t>(rest % geo.kernel[d]);
+      rest /= geo.kernel[d];
+    }
+    std::fill(gidx.begin(), gidx.end(), 0);
+    for (int64_t run = 0; run < runs; ++run) {
+      int64_t image_offset = 0;
+      for (size_t d = 0; d < last && image_offset >= 0; ++d) {
+        const int64_t x = gidx[d] * geo.strides[d] - geo.pad_begin[d] + koff[d] * geo.dilations[d];
+        image_offset = x < 0 || x >= geo.image[d] ? -1 : image_offset + x * image_strides[d];
+      }
+      const int64_t last_offset = koff[last] * geo.dilations[last] - geo.pad_begin[last];
+      row(kk, image_offset, last_offset, run * geo.grid[last]);
+      for (size_t d = last; d-- > 0;) {
+        if (++gidx[d] < geo.grid[d]) break;
+        gidx[d] = 0;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
+          const T* b, int64_t ldb, T beta, T* c, int64_t ldc, ThreadPool* pool) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {  // cblas may leave C untouched for an empty product; the contract is C = beta * C.
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == T{0} ? T{0} : c[i * ldc + j] * beta;
+    }
+    return;
+  }
+  const bool parallel = pool != nullptr && pool->num_threads() > 1 && m * n * k >= kMinParallelGemmWork &&
+                        std::max(m, n) >= 2 * kMinGemmBlock;
+  if (!parallel) return SerialGemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  if (n >= m) {
+    pool->ParallelFor(n, kMinGemmBlock, [&](int64_t begin, int64_t end) {
+      const T* b_block = trans_b ? b + begin * ldb : b + begin;
+      SerialGemm(trans_a, trans_b, m, end - begin, k, alpha, a, lda, b_block, ldb, beta, c + begin, ldc);
+    });
+  } else {
+    pool->ParallelFor(m, kMinGemmBlock, [&](int64_t begin, int64_t end) {
+      const T* a_block = trans_a ? a + begin : a + begin * lda;
+      SerialGemm(trans_a, trans_b, end - begin, n, k, alpha, a_block, lda, b, ldb, beta, c + begin * ldc, ldc);
+    });
+  }
+}
+
+#define ONNXSERVE_INSTANTIATE_GEMM(T)                                                                       \
+  template void Gemm<T>(bool, bool, int64_t, int64_t, int64_t, T, const T*, int64_t, const T*, int64_t, T, \
+                        T*, int64_t, ThreadPool*)
+ONNXSERVE_INSTANTIATE_GEMM(float);
+ONNXSERVE_INSTANTIATE_GEMM(double);
+ONNXSERVE_INSTANTIATE_GEMM(int32_t);
+ONNXSERVE_INSTANTIATE_GEMM(int64_t);
+ONNXSERVE_INSTANTIATE_GEMM(uint32_t);
+ONNXSERVE_INSTANTIATE_GEMM(uint64_t);
+#undef ONNXSERVE_INSTANTIATE_GEMM
+
+Tensor WidenToFloat(const Tensor* t) {
+  if (t == nullptr) return Tensor();
+  Tensor f(DataType::kFloat, t->shape());
+  float* out = f.data<float>();
+  if (t->dtype() == DataType::kFloat16) {
+    for (Float16 v : t->values<Float16>()) *out++ = static_cast<float>(v);
+  } else {
+    for (BFloat16 v : t->values<BFloat16>()) *out++ = static_cast<float>(v);
+  }
+  return f;
+}
+
+void NarrowFromFloat(const Tensor& f, Tensor& out) {
+  const float* in = f.data<float>();
+  if (out.dtype() == DataType::kFloat16) {
+    for (Float16& v : out.mutable_values<Float16>()) v = Float16(*in++);
+  } else {
+    for (BFloat16& v : out.mutable_values<BFloat16>()) v = BFloat16(*in++);
+  }
+}
+
+int64_t ConvGeometry::ImageSize() const { return NumElements(image); }
+int64_t ConvGeometry::GridSize() const { return NumElements(grid); }
+int64_t ConvGeometry::KernelSize() const { return NumElements(kernel); }
+
+bool ConvGeometry::IsPointwise() const {
+  for (size_t d = 0; d < image.size(); ++d) {
+    if (kernel[d] != 1 || strides[d] != 1 || pad_begin[d] != 0 || image[d] != grid[d]) return false;
+  }
+  return true;
+}
+
+absl::Status ConvAttributes::Parse(const KernelInfo& info) {
+  ASSIGN_OR_RETURN(std::string pad, info.Attr<std::string>("auto_pad", "NOTSET"));
+  if (pad == "NOTSET") {
+    auto_pad = AutoPad::kNotSet;
+  } else if (pad == "SAME_UPPER") {
+    auto_pad = AutoPad::kSameUpper;
+  } else if (pad == "SAME_LOWER") {
+    auto_pad = AutoPad::kSameLower;
+  } else if (pad == "VALID") {
+    auto_pad = AutoPad::kValid;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("auto_pad \"", pad, "\": expected NOTSET, SAME_UPPER, SAME_LOWER or VALID"));
+  }
+  ASSIGN_OR_RETURN(group, info.Attr<int64_t>("group", 1));
+  if (group < 1) return absl::InvalidArgumentError(absl::StrCat("group ", group, ": expected >= 1"));
+  ASSIGN_OR_RETURN(kernel_shape, info.Attr<std::vector<int64_t>>("kernel_shape", {}));
+  ASSIGN_OR_RETURN(strides, info.Attr<std::vector<int64_t>>("strides", {}));
+  ASSIGN_OR_RETURN(dilations, info.Attr<std::vector<int64_t>>("dilations", {}));
+  ASSIGN_OR_RETURN(pads, info.Attr<std::vector<int64_t>>("pads", {}));
+  auto check_positive = [](const char* name, const std::vector<int64_t>& values) -> absl::Status {
+    if (std::all_of(values.begin(), values.end(), [](int64_t v) { return v >= 1; })) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, " [", absl::StrJoin(values, ","), "]: expected positive values"));
+  };
+  RETURN_IF_ERROR(check_positive("kernel_shape", kernel_shape));
+  RETURN_IF_ERROR(check_positive("strides", strides));
+  RETURN_IF_ERROR(check_positive("dilations", dilations));
+  if (std::any_of(pads.begin(), pads.end(), [](int64_t v) { return v < 0; })) {
+    return absl::InvalidArgumentError(absl::StrCat("pads [", absl::StrJoin(pads, ","), "]: expected >= 0"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ConvAttributes::Resolve(absl::Span<const int64_t> weight_spatial, ConvGeometry* geo) const {
+  const size_t rank = weight_spatial.size();
+  auto check = [rank](const char* name, const std::vector<int64_t>& v, size_t expected) -> absl::Status {
+    if (v.empty() || v.size() == expected) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(name, " has ", v.size(), " values, expected ", expected,
+                                                   " for ", rank, " spatial axes"));
+  };
+  RETURN_IF_ERROR(check("kernel_shape", kernel_shape, rank));
+  RETURN_IF_ERROR(check("strides", strides, rank));
+  RETURN_IF_ERROR(check("dilations", dilations, rank));
+  RETURN_IF_ERROR(check("pads", pads, 2 * rank));
+  if (!kernel_shape.empty() && !std::equal(kernel_shape.begin(), kernel_shape.end(), weight_spatial.begin())) {
+    return absl::InvalidArgumentError(absl::StrCat("kernel_shape [", absl::StrJoin(kernel_shape, ","),
+                                                   "] does not match W's spatial dims ",
+                                                   ShapeToString(weight_spatial)));
+  }
+  geo->kernel.assign(weight_spatial.begin(), weight_spatial.end());
+  geo->strides = strides.empty() ? std::vector<int64_t>(rank, 1) : strides;
+  geo->dilations = dilations.empty() ? std::vector<int64_t>(rank, 1) : dilations;
+  return absl::OkStatus();
+}
+
+template <typename T>
+void Im2Col(const ConvGeometry& geo, int64_t channels, const T* image, T* col, ThreadPool& pool) {
+  const int64_t image_size = geo.ImageSize();
+  const int64_t grid_size = geo.GridSize();
+  const int64_t rows_per_channel = geo.KernelSize() * grid_size;
+  const int64_t width = geo.image.back();
+  const int64_t grid_width = geo.grid.back();
+  const int64_t stride = geo.strides.back();
+  pool.ParallelFor(channels, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) {
+      const T* src = image + c * image_size;
+      T* dst = col + c * rows_per_channel;
+      ForEachColumnRun(geo, [&](int64_t kk, int64_t image_offset, int64_t last_offset, int64_t pos) {
+        T* out = dst + kk * grid_size + pos;
+        if (image_offset < 0) {
+          std::fill(out, out + grid_width, T{});
+        } else {
+          GatherRow(src + image_offset, width, last_offset, stride, grid_width, out);
+        }
+      });
+    }
+  });
+}
+
+template <typename T>
+void Col2Im(const ConvGeometry& geo, int64_t channels, const T* col, T* image, ThreadPool& pool) {
+  const int64_t image_size = geo.ImageSize();
+  const int64_t grid_size = geo.GridSize();
+  const int64_t rows_per_channel = geo.KernelSize() * grid_size;
+  const int64_t width = geo.image.back();
+  const int64_t grid_width = geo.grid.back();
+  const int64_t stride = geo.strides.back();
+  pool.ParallelFor(channels, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) {
+      const T* src = col + c * rows_per_channel;
+      T* dst = image + c * image_size;
+      ForEachColumnRun(geo, [&](int64_t kk, int64_t image_offset, int64_t last_offset, int64_t pos) {
+        if (image_offset >= 0) {
+          ScatterAddRow(src + kk * grid_size + pos, width, last_offset, stride, grid_width, dst + image_offset);
+        }
+      });
+    }
+  });
+}
+
+template void Im2Col<float>(const ConvGeometry&, int64_t, const float*, float*, ThreadPool&);
+template void Im2Col<double>(const ConvGeometry&, int64_t, const double*, double*, ThreadPool&);
+template void Col2Im<float>(const ConvGeometry&, int64_t, const float*, float*, ThreadPool&);
+template void Col2Im<double>(const ConvGeometry&, int64_t, const double*, double*, ThreadPool&);
+
+}  // namespace onnxserve

@@ -1,0 +1,79 @@
+// BLAS lowering shared by MatMul, Gemm, Conv and ConvTranspose: a row-major GEMM over OpenBLAS that
+// parallelizes on our intra-op pool, and the im2col/col2im transforms that lower convolutions onto it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "runtime/core/tensor.h"
+#include "runtime/core/thread_pool.h"
+#include "runtime/registry/kernel.h"
+
+namespace onnxserve {
+
+// C[M,N] = alpha * op(A) * op(B) + beta * C, all row-major, op(X) = X^T when trans_X.
+// lda/ldb/ldc are the row strides of A, B and C as stored. T: float, double (cblas), int32_t, int64_t,
+// uint32_t, uint64_t (a plain loop; integer alpha/beta are 1/0 in practice, see the overloads' callers).
+//
+// Threads: OpenBLAS is pinned to one thread at first use so that `--threads N` means N threads in total;
+// when `pool` is given and the product is big enough, the output is split into column (or row) blocks,
+// one cblas call per pool thread. With pool == nullptr the call runs on the calling thread only.
+template <typename T>
+void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
+          const T* b, int64_t ldb, T beta, T* c, int64_t ldc, ThreadPool* pool);
+
+// float16 and bfloat16 compute in float (OpenBLAS has no half GEMM): inputs are widened into float
+// copies, the float result narrowed into the output.
+inline bool IsHalfType(DataType t) { return t == DataType::kFloat16 || t == DataType::kBFloat16; }
+// A float copy of a float16/bfloat16 tensor (its shape kept); nullptr stays nullptr.
+Tensor WidenToFloat(const Tensor* t);
+// out[i] = narrow(f[i]); `out` is float16 or bfloat16 with as many elements as `f`.
+void NarrowFromFloat(const Tensor& f, Tensor& out);
+
+// The spatial geometry of a convolution, one entry per spatial axis. For Conv the "image" is the input
+// and the "grid" the output; for ConvTranspose the image is the output and the grid the input. Both read
+// image[g * stride - pad_begin + k * dilation] for grid position g and kernel offset k.
+struct ConvGeometry {
+  std::vector<int64_t> image;   // spatial dims of the tensor that im2col reads / col2im writes
+  std::vector<int64_t> grid;    // spatial dims of the GEMM's column space
+  std::vector<int64_t> kernel;
+  std::vector<int64_t> strides;
+  std::vector<int64_t> dilations;
+  std::vector<int64_t> pad_begin;
+
+  int64_t ImageSize() const;
+  int64_t GridSize() const;
+  int64_t KernelSize() const;
+  // A 1x1 kernel, stride 1, no padding, same image and grid: the image already is the column matrix.
+  bool IsPointwise() const;
+};
+
+// Attributes common to Conv and ConvTranspose, parsed and checked once at load.
+struct ConvAttributes {
+  enum class AutoPad { kNotSet, kSameUpper, kSameLower, kValid };
+  AutoPad auto_pad = AutoPad::kNotSet;
+  int64_t group = 1;
+  std::vector<int64_t> kernel_shape;  // empty: taken from W
+  std::vector<int64_t> strides;       // empty: all 1
+  std::vector<int64_t> dilations;     // empty: all 1
+  std::vector<int64_t> pads;          // empty: all 0; else [begin..., end...]
+
+  absl::Status Parse(const KernelInfo& info);
+  // Fills kernel/strides/dilations with defaults for `spatial_rank` axes, checking the given lengths and
+  // that kernel_shape, when given, matches W's spatial dims.
+  absl::Status Resolve(absl::Span<const int64_t> weight_spatial, ConvGeometry* geometry) const;
+};
+
+// col[(c * K + kk), g] = image[c][...] for `channels` channels: rows are (channel, kernel offset), columns
+// grid positions; out-of-image reads are 0. Splits channels over `pool`.
+template <typename T>
+void Im2Col(const ConvGeometry& geo, int64_t channels, const T* image, T* col, ThreadPool& pool);
+
+// The adjoint of Im2Col: image[c][...] += col[(c * K + kk), g]. The caller zeroes (or biases) the image
+// first. Splits channels over `pool` (each channel's image is written by one thread).
+template <typename T>
+void Col2Im(const ConvGeometry& geo, int64_t channels, const T* col, T* image, ThreadPool& pool);
+
+}  // namespace onnxserve

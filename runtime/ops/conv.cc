@@ -1,0 +1,150 @@
+// Conv (1-D/2-D/3-D and beyond, grouped, dilated, strided, padded): im2col + one GEMM per (image, group);
+// a 1x1 stride-1 unpadded kernel multiplies the input directly, without im2col.
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "runtime/ops/blas.h"
+#include "runtime/ops/common.h"
+#include "runtime/registry/registry.h"
+
+namespace onnxserve {
+namespace {
+
+constexpr DataType kConv1Types[] = {DataType::kFloat16, DataType::kFloat, DataType::kDouble};
+constexpr DataType kConv22Types[] = {DataType::kBFloat16, DataType::kFloat16, DataType::kFloat, DataType::kDouble};
+
+// Output spatial dims and begin pads from the input dims, kernel, strides, dilations and padding mode.
+absl::Status PlaceOutput(const ConvAttributes& attrs, ConvGeometry& geo) {
+  const size_t rank = geo.image.size();
+  geo.grid.resize(rank);
+  geo.pad_begin.resize(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t in = geo.image[d], stride = geo.strides[d];
+    const int64_t extent = (geo.kernel[d] - 1) * geo.dilations[d] + 1;
+    int64_t padded = in;
+    switch (attrs.auto_pad) {
+      case ConvAttributes::AutoPad::kNotSet: {
+        const bool has_pads = !attrs.pads.empty();
+        geo.pad_begin[d] = has_pads ? attrs.pads[d] : 0;
+        padded = in + (has_pads ? attrs.pads[d] + attrs.pads[d + rank] : 0);
+        break;
+      }
+      case ConvAttributes::AutoPad::kValid:
+        geo.pad_begin[d] = 0;
+        break;
+      case ConvAttributes::AutoPad::kSameUpper:
+      case ConvAttributes::AutoPad::kSameLower: {
+        // Output ceil(in / stride); an odd total pad puts the extra element at the end for SAME_UPPER.
+        const int64_t out = (in + stride - 1) / stride;
+        const int64_t total = std::max<int64_t>(0, (out - 1) * stride + extent - in);
+        const bool upper = attrs.auto_pad == ConvAttributes::AutoPad::kSameUpper;
+        geo.pad_begin[d] = upper ? total / 2 : total - total / 2;
+        padded = in + total;
+        break;
+      }
+    }
+    if (padded < extent) {
+      return absl::InvalidArgumentError(absl::StrCat("spatial axis ", d, ": padded input size ", padded,
+                                                     " is smaller than the dilated kernel extent ", extent));
+    }
+    geo.grid[d] = (padded - extent) / stride + 1;
+  }
+  return absl::OkStatus();
+}
+
+// Y[n, m, ...] = B[m] for every position (so the GEMM accumulates onto the bias).
+template <typename T>
+void FillWithBias(const T* bias, int64_t batch, int64_t channels, int64_t size, T* y, ThreadPool& pool) {
+  pool.ParallelFor(batch * channels, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) std::fill(y + i * size, y + (i + 1) * size, bias[i % channels]);
+  });
+}
+
+class Conv final : public OpKernel {
+ public:
+  absl::Status Init(const KernelInfo& info) { return attrs_.Parse(info); }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    RETURN_IF_ERROR(RequireInputs(ctx, 2));
+    const Tensor& x = *ctx.Input(0);
+    const Tensor& w = *ctx.Input(1);
+    const Tensor* b = ctx.Input(2);
+    RETURN_IF_ERROR(CheckShapes(x, w, b));
+    ConvGeometry geo;
+    RETURN_IF_ERROR(attrs_.Resolve(absl::MakeConstSpan(w.shape()).subspan(2), &geo));
+    geo.image.assign(x.shape().begin() + 2, x.shape().end());
+    RETURN_IF_ERROR(PlaceOutput(attrs_, geo));
+    Shape y_shape = {x.dim(0), w.dim(0)};
+    y_shape.insert(y_shape.end(), geo.grid.begin(), geo.grid.end());
+    Tensor& y = ctx.Output(0, x.dtype(), y_shape);
+    if (IsHalfType(x.dtype())) {
+      Tensor y_float(DataType::kFloat, y_shape);
+      const Tensor b_float = WidenToFloat(b);
+      Run<float>(geo, WidenToFloat(&x), WidenToFloat(&w), b ? &b_float : nullptr, y_float, ctx.pool());
+      NarrowFromFloat(y_float, y);
+    } else if (x.dtype() == DataType::kDouble) {
+      Run<double>(geo, x, w, b, y, ctx.pool());
+    } else {
+      Run<float>(geo, x, w, b, y, ctx.pool());
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status CheckShapes(const Tensor& x, const Tensor& w, const Tensor* b) const {
+    if (x.dtype() != w.dtype() || (b != nullptr && b->dtype() != x.dtype())) {
+      return absl::InvalidArgumentError(absl::StrCat("X, W and B must share one type, got ",
+                                                     DataTypeName(x.dtype()), ", ", DataTypeName(w.dtype()),
+                                                     b ? absl::StrCat(", ", DataTypeName(b->dtype())) : ""));
+    }
+    if (x.rank() < 3 || w.rank() != x.rank()) {
+      return absl::InvalidArgumentError(absl::StrCat("X ", ShapeToString(x.shape()), " and W ",
+                                                     ShapeToString(w.shape()),
+                                                     ": expected [N,C,D1,...] and [M,C/group,k1,...] of one rank"));
+    }
+    const int64_t group = attrs_.group;
+    if (x.dim(1) != w.dim(1) * group || w.dim(0) % group != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("X ", ShapeToString(x.shape()), ", W ",
+                                                     ShapeToString(w.shape()), ", group ", group,
+                                                     ": expected C == W[1] * group and M divisible by group"));
+    }
+    if (b != nullptr && (b->rank() != 1 || b->dim(0) != w.dim(0))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("B ", ShapeToString(b->shape()), ": expected [", w.dim(0), "] (one bias per output map)"));
+    }
+    return absl::OkStatus();
+  }
+
+  template <typename T>
+  void Run(const ConvGeometry& geo, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y,
+           ThreadPool& pool) const {
+    const int64_t batch = x.dim(0), channels = x.dim(1), maps = w.dim(0), group = attrs_.group;
+    const int64_t group_channels = channels / group, group_maps = maps / group;
+    const int64_t image_size = geo.ImageSize(), grid_size = geo.GridSize();
+    const int64_t depth = group_channels * geo.KernelSize();  // the GEMM's K: one W row per output map
+    const bool pointwise = geo.IsPointwise();
+    // The column matrix of one (image, group): reused across them, allocated (not zeroed) once per run.
+    Tensor col_buffer(kTypeOf<T>, {pointwise ? 0 : depth * grid_size});
+    T* col = col_buffer.data<T>();
+    if (b != nullptr) FillWithBias(b->data<T>(), batch, maps, grid_size, y.data<T>(), pool);
+    const T beta = b != nullptr ? T{1} : T{0};
+    for (int64_t n = 0; n < batch; ++n) {
+      for (int64_t g = 0; g < group; ++g) {
+        const T* x_g = x.data<T>() + (n * channels + g * group_channels) * image_size;
+        if (!pointwise) Im2Col(geo, group_channels, x_g, col, pool);
+        Gemm<T>(false, false, group_maps, grid_size, depth, T{1}, w.data<T>() + g * group_maps * depth, depth,
+                pointwise ? x_g : col, grid_size, beta,
+                y.data<T>() + (n * maps + g * group_maps) * grid_size, grid_size, &pool);
+      }
+    }
+  }
+
+  ConvAttributes attrs_;
+};
+
+// Conv-1 and -11 differ only in documentation (dilations default to 1 in both); -22 adds bfloat16.
+REGISTER_KERNEL(kOnnx, "Conv", 1, 10, kConv1Types, Conv);
+REGISTER_KERNEL(kOnnx, "Conv", 11, 21, kConv1Types, Conv);
+REGISTER_KERNEL(kOnnx, "Conv", 22, kLatest, kConv22Types, Conv);
+
+}  // namespace
+}  // namespace onnxserve

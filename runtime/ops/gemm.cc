@@ -1,0 +1,244 @@
+// MatMul and Gemm over OpenBLAS (float, double; float16/bfloat16 through float) or a plain loop (integers).
+#include <array>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/ops/blas.h"
+#include "runtime/ops/common.h"
+#include "runtime/registry/registry.h"
+
+namespace onnxserve {
+namespace {
+
+// The spec's type lists, version by version.
+constexpr DataType kFloat16FloatDouble[] = {DataType::kFloat16, DataType::kFloat, DataType::kDouble};
+constexpr DataType kGemm9Types[] = {DataType::kFloat16, DataType::kFloat,  DataType::kDouble, DataType::kUint32,
+                                    DataType::kUint64,  DataType::kInt32, DataType::kInt64};
+constexpr DataType kGemm13Types[] = {DataType::kFloat16, DataType::kFloat,  DataType::kDouble,
+                                     DataType::kUint32,  DataType::kUint64, DataType::kInt32,
+                                     DataType::kInt64,   DataType::kBFloat16};
+
+absl::Status CheckSameType(const Tensor& a, const Tensor& b, const char* b_name) {
+  if (a.dtype() == b.dtype()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("input ", b_name, " is ", DataTypeName(b.dtype()),
+                                                 ", expected ", DataTypeName(a.dtype()), " like A"));
+}
+
+// Calls fn(T{}) for the types the GEMM runs natively; float16/bfloat16 are widened by the callers.
+template <typename Fn>
+absl::Status DispatchGemmType(DataType type, Fn&& fn) {
+  switch (type) {
+    case DataType::kFloat: return fn(float{});
+    case DataType::kDouble: return fn(double{});
+    case DataType::kInt32: return fn(int32_t{});
+    case DataType::kInt64: return fn(int64_t{});
+    case DataType::kUint32: return fn(uint32_t{});
+    case DataType::kUint64: return fn(uint64_t{});
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("unsupported element type ", DataTypeName(type)));
+  }
+}
+
+// ---- MatMul: numpy.matmul semantics --------------------------------------------------------------------
+
+// A batch of [m,k] x [k,n] products. 1-D operands become a [1,k] row / [k,1] column whose unit dim the
+// output drops; batch dims broadcast.
+struct MatMulPlan {
+  int64_t m = 1, n = 1, k = 1;
+  Shape batch;                        // broadcast batch dims of the output
+  std::array<std::vector<int64_t>, 2> batch_strides;  // per operand, in matrices (0 along broadcast dims)
+  int64_t b_matrices = 1;             // how many matrices B holds
+  Shape output;
+};
+
+absl::StatusOr<MatMulPlan> PlanMatMul(const Shape& a, const Shape& b) {
+  if (a.empty() || b.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("MatMul needs operands of rank >= 1, got A ",
+                                                   ShapeToString(a), " and B ", ShapeToString(b)));
+  }
+  MatMulPlan plan;
+  const size_t ra = a.size(), rb = b.size();
+  plan.m = ra >= 2 ? a[ra - 2] : 1;
+  plan.k = a[ra - 1];
+  const int64_t kb = rb >= 2 ? b[rb - 2] : b[0];
+  plan.n = rb >= 2 ? b[rb - 1] : 1;
+  if (plan.k != kb) {
+    return absl::InvalidArgumentError(absl::StrCat("A ", ShapeToString(a), " and B ", ShapeToString(b),
+                                                   ": inner dims ", plan.k, " and ", kb, " differ"));
+  }
+  const Shape a_batch(a.begin(), a.end() - std::min<size_t>(ra, 2));
+  const Shape b_batch(b.begin(), b.end() - std::min<size_t>(rb, 2));
+  ASSIGN_OR_RETURN(plan.batch, BroadcastShapes(a_batch, b_batch));
+  plan.b_matrices = NumElements(b_batch);
+  plan.batch_strides = {BroadcastStrides(a_batch, plan.batch), BroadcastStrides(b_batch, plan.batch)};
+  plan.output = plan.batch;
+  if (ra >= 2) plan.output.push_back(plan.m);
+  if (rb >= 2) plan.output.push_back(plan.n);
+  return plan;
+}
+
+template <typename T>
+void RunMatMul(const MatMulPlan& p, const T* a, const T* b, T* y, ThreadPool& pool) {
+  const int64_t batches = NumElements(p.batch);
+  // One B for every batch (a weight matrix): A's batches are then contiguous in output order, so the batch
+  // folds into M and the whole product is one big GEMM.
+  if (p.b_matrices == 1) {
+    Gemm<T>(false, false, batches * p.m, p.n, p.k, T{1}, a, p.k, b, p.n, T{0}, y, p.n, &pool);
+    return;
+  }
+  const int64_t a_size = p.m * p.k, b_size = p.k * p.n, y_size = p.m * p.n;
+  std::vector<std::pair<int64_t, int64_t>> offsets;
+  offsets.reserve(batches);
+  ForEachBroadcast<2>(p.batch, p.batch_strides,
+                      [&](int64_t, const std::array<int64_t, 2>& at) { offsets.push_back({at[0], at[1]}); });
+  auto multiply = [&](int64_t i, ThreadPool* gemm_pool) {
+    Gemm<T>(false, false, p.m, p.n, p.k, T{1}, a + offsets[i].first * a_size, p.k,
+            b + offsets[i].second * b_size, p.n, T{0}, y + i * y_size, p.n, gemm_pool);
+  };
+  // Many products: one per thread at a time. Few: each uses the whole pool.
+  if (batches >= pool.num_threads()) {
+    pool.ParallelFor(batches, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) multiply(i, nullptr);
+    });
+  } else {
+    for (int64_t i = 0; i < batches; ++i) multiply(i, &pool);
+  }
+}
+
+class MatMul final : public OpKernel {
+ public:
+  absl::Status Compute(KernelContext& ctx) const override {
+    RETURN_IF_ERROR(RequireInputs(ctx, 2));
+    const Tensor& a = *ctx.Input(0);
+    const Tensor& b = *ctx.Input(1);
+    RETURN_IF_ERROR(CheckSameType(a, b, "B"));
+    ASSIGN_OR_RETURN(MatMulPlan plan, PlanMatMul(a.shape(), b.shape()));
+    Tensor& y = ctx.Output(0, a.dtype(), plan.output);
+    if (IsHalfType(a.dtype())) {
+      Tensor y_float(DataType::kFloat, plan.output);
+      RunMatMul<float>(plan, WidenToFloat(&a).data<float>(), WidenToFloat(&b).data<float>(),
+                       y_float.data<float>(), ctx.pool());
+      NarrowFromFloat(y_float, y);
+      return absl::OkStatus();
+    }
+    return DispatchGemmType(a.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      RunMatMul<T>(plan, a.data<T>(), b.data<T>(), y.data<T>(), ctx.pool());
+      return absl::OkStatus();
+    });
+  }
+};
+
+// MatMul-1: float types; -9 adds 32/64-bit integers; -13 adds bfloat16. Same semantics throughout.
+REGISTER_KERNEL(kOnnx, "MatMul", 1, 8, kFloat16FloatDouble, MatMul);
+REGISTER_KERNEL(kOnnx, "MatMul", 9, 12, kGemm9Types, MatMul);
+REGISTER_KERNEL(kOnnx, "MatMul", 13, kLatest, kGemm13Types, MatMul);
+
+// ---- Gemm: Y = alpha * A' * B' + beta * C --------------------------------------------------------------
+
+// Y = beta * C with C unidirectionally broadcast to Y's [m, n].
+template <typename T>
+void FillWithScaledBias(const Tensor& c, T beta, int64_t m, int64_t n, T* y) {
+  const int64_t cm = c.rank() == 2 ? c.dim(0) : 1;
+  const int64_t cn = c.rank() >= 1 ? c.dim(c.rank() - 1) : 1;
+  const int64_t row_stride = cm == 1 ? 0 : cn;
+  const T* src = c.data<T>();
+  for (int64_t i = 0; i < m; ++i) {
+    const T* row = src + i * row_stride;
+    T* out = y + i * n;
+    if (cn == 1) {
+      std::fill(out, out + n, beta * row[0]);
+    } else {
+      for (int64_t j = 0; j < n; ++j) out[j] = beta * row[j];
+    }
+  }
+}
+
+class GemmOp final : public OpKernel {
+ public:
+  absl::Status Init(const KernelInfo& info) {
+    ASSIGN_OR_RETURN(alpha_, info.Attr<float>("alpha", 1.f));
+    ASSIGN_OR_RETURN(beta_, info.Attr<float>("beta", 1.f));
+    ASSIGN_OR_RETURN(int64_t trans_a, info.Attr<int64_t>("transA", 0));
+    ASSIGN_OR_RETURN(int64_t trans_b, info.Attr<int64_t>("transB", 0));
+    trans_a_ = trans_a != 0;
+    trans_b_ = trans_b != 0;
+    // Gemm-1..6 broadcast C only when asked; -7 on always broadcast unidirectionally.
+    ASSIGN_OR_RETURN(int64_t broadcast, info.Attr<int64_t>("broadcast", 0));
+    broadcast_c_ = info.opset() >= 7 || broadcast != 0;
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    RETURN_IF_ERROR(RequireInputs(ctx, 2));
+    const Tensor& a = *ctx.Input(0);
+    const Tensor& b = *ctx.Input(1);
+    const Tensor* c = ctx.Input(2);
+    RETURN_IF_ERROR(CheckSameType(a, b, "B"));
+    if (c != nullptr) RETURN_IF_ERROR(CheckSameType(a, *c, "C"));
+    if (a.rank() != 2 || b.rank() != 2) {
+      return absl::InvalidArgumentError(absl::StrCat("A ", ShapeToString(a.shape()), " and B ",
+                                                     ShapeToString(b.shape()), ": expected 2-D matrices"));
+    }
+    const int64_t m = trans_a_ ? a.dim(1) : a.dim(0);
+    const int64_t k = trans_a_ ? a.dim(0) : a.dim(1);
+    const int64_t n = trans_b_ ? b.dim(0) : b.dim(1);
+    if ((trans_b_ ? b.dim(1) : b.dim(0)) != k) {
+      return absl::InvalidArgumentError(absl::StrCat("A' is [", m, ",", k, "] but B' ", ShapeToString(b.shape()),
+                                                     trans_b_ ? " transposed" : "", " does not have ", k,
+                                                     " rows"));
+    }
+    if (c != nullptr) RETURN_IF_ERROR(CheckBias(*c, m, n));
+    Tensor& y = ctx.Output(0, a.dtype(), {m, n});
+    if (IsHalfType(a.dtype())) {
+      Tensor y_float(DataType::kFloat, {m, n});
+      const Tensor c_float = WidenToFloat(c);
+      Run<float>(WidenToFloat(&a), WidenToFloat(&b), c ? &c_float : nullptr, y_float, ctx.pool());
+      NarrowFromFloat(y_float, y);
+      return absl::OkStatus();
+    }
+    return DispatchGemmType(a.dtype(), [&](auto tag) {
+      Run<decltype(tag)>(a, b, c, y, ctx.pool());
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  absl::Status CheckBias(const Tensor& c, int64_t m, int64_t n) const {
+    const bool exact = c.rank() == 2 && c.dim(0) == m && c.dim(1) == n;
+    const bool broadcastable = c.rank() <= 2 && (c.rank() < 2 || c.dim(0) == 1 || c.dim(0) == m) &&
+                               (c.rank() < 1 || c.dim(c.rank() - 1) == 1 || c.dim(c.rank() - 1) == n);
+    if (exact || (broadcast_c_ && broadcastable)) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat("C ", ShapeToString(c.shape()), ": expected ",
+                                                   broadcast_c_ ? "a shape broadcastable to " : "",
+                                                   ShapeToString(Shape{m, n}),
+                                                   broadcast_c_ ? "" : " (broadcast=0)"));
+  }
+
+  template <typename T>
+  void Run(const Tensor& a, const Tensor& b, const Tensor* c, Tensor& y, ThreadPool& pool) const {
+    const int64_t m = y.dim(0), n = y.dim(1);
+    const int64_t k = trans_a_ ? a.dim(0) : a.dim(1);
+    const bool with_bias = c != nullptr && beta_ != 0.f;
+    if (with_bias) FillWithScaledBias<T>(*c, static_cast<T>(beta_), m, n, y.data<T>());
+    Gemm<T>(trans_a_, trans_b_, m, n, k, static_cast<T>(alpha_), a.data<T>(), a.dim(1), b.data<T>(), b.dim(1),
+            with_bias ? T{1} : T{0}, y.data<T>(), n, &pool);
+  }
+
+  float alpha_ = 1.f;
+  float beta_ = 1.f;
+  bool trans_a_ = false;
+  bool trans_b_ = false;
+  bool broadcast_c_ = true;
+};
+
+// Gemm-1/-6: `broadcast` attribute; -7: unidirectional broadcast of C; -9: integer types; -11: C optional;
+// -13: bfloat16.
+REGISTER_KERNEL(kOnnx, "Gemm", 1, 5, kFloat16FloatDouble, GemmOp);
+REGISTER_KERNEL(kOnnx, "Gemm", 6, 6, kFloat16FloatDouble, GemmOp);
+REGISTER_KERNEL(kOnnx, "Gemm", 7, 8, kFloat16FloatDouble, GemmOp);
+REGISTER_KERNEL(kOnnx, "Gemm", 9, 10, kGemm9Types, GemmOp);
+REGISTER_KERNEL(kOnnx, "Gemm", 11, 12, kGemm9Types, GemmOp);
+REGISTER_KERNEL(kOnnx, "Gemm", 13, kLatest, kGemm13Types, GemmOp);
+
+}  // namespace
+}  // namespace onnxserve
