@@ -1,5 +1,6 @@
 #include "server/datatype.h"
 
+#include <cstring>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -61,6 +62,107 @@ inference::DataType ConfigDataType(DataType type) {
     if (type == t.type) return t.config;
   }
   return inference::TYPE_INVALID;
+}
+
+}  // namespace onnxserve::server
+
+namespace onnxserve::server {
+namespace {
+
+std::string Described(DataType type, const Shape& shape) {
+  const char* name = KServeDataType(type);
+  return absl::StrCat(name ? name : DataTypeName(type), " ", ShapeToString(shape));
+}
+
+absl::StatusOr<Tensor> StringsFromRaw(const std::string& name, const Shape& shape, std::string_view raw) {
+  Tensor tensor(DataType::kString, shape);
+  std::string* out = tensor.data<std::string>();
+  size_t pos = 0;
+  for (int64_t i = 0; i < tensor.NumElements(); ++i) {
+    if (raw.size() - pos < 4) {
+      return absl::InvalidArgumentError(absl::StrCat("input \"", name, "\": raw content holds ", i,
+                                                     " BYTES elements, expected ", tensor.NumElements(),
+                                                     " for ", Described(DataType::kString, shape)));
+    }
+    const auto* p = reinterpret_cast<const unsigned char*>(raw.data() + pos);
+    const uint32_t length = p[0] | (p[1] << 8) | (p[2] << 16) | (static_cast<uint32_t>(p[3]) << 24);
+    pos += 4;
+    if (raw.size() - pos < length) {
+      return absl::InvalidArgumentError(absl::StrCat("input \"", name, "\": BYTES element ", i, " claims ",
+                                                     length, " bytes but only ", raw.size() - pos, " remain"));
+    }
+    out[i].assign(raw.data() + pos, length);
+    pos += length;
+  }
+  if (pos != raw.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("input \"", name, "\": raw content has ", raw.size() - pos,
+                                                   " bytes after the ", tensor.NumElements(), " elements of ",
+                                                   Described(DataType::kString, shape)));
+  }
+  return tensor;
+}
+
+template <typename T, typename Field>
+absl::StatusOr<Tensor> FromField(const std::string& name, DataType type, const Shape& shape, const Field& field) {
+  Tensor tensor(type, shape);
+  if (static_cast<int64_t>(field.size()) != tensor.NumElements()) {
+    return absl::InvalidArgumentError(absl::StrCat("input \"", name, "\": contents hold ", field.size(),
+                                                   " values, expected ", tensor.NumElements(), " for ",
+                                                   Described(type, shape)));
+  }
+  T* out = tensor.data<T>();
+  for (int i = 0; i < field.size(); ++i) out[i] = static_cast<T>(field.Get(i));
+  return tensor;
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> TensorFromRaw(const std::string& name, DataType type, const Shape& shape,
+                                     std::string_view raw) {
+  if (type == DataType::kString) return StringsFromRaw(name, shape, raw);
+  Tensor tensor(type, shape);
+  if (raw.size() != tensor.ByteSize()) {
+    return absl::InvalidArgumentError(absl::StrCat("input \"", name, "\": raw content is ", raw.size(),
+                                                   " bytes, expected ", tensor.ByteSize(), " for ",
+                                                   Described(type, shape)));
+  }
+  if (!raw.empty()) std::memcpy(tensor.raw_data(), raw.data(), raw.size());
+  return tensor;
+}
+
+absl::StatusOr<Tensor> TensorFromContents(const std::string& name, DataType type, const Shape& shape,
+                                          const inference::InferTensorContents& c) {
+  switch (type) {
+    case DataType::kBool: return FromField<bool>(name, type, shape, c.bool_contents());
+    case DataType::kInt8: return FromField<int8_t>(name, type, shape, c.int_contents());
+    case DataType::kInt16: return FromField<int16_t>(name, type, shape, c.int_contents());
+    case DataType::kInt32: return FromField<int32_t>(name, type, shape, c.int_contents());
+    case DataType::kInt64: return FromField<int64_t>(name, type, shape, c.int64_contents());
+    case DataType::kUint8: return FromField<uint8_t>(name, type, shape, c.uint_contents());
+    case DataType::kUint16: return FromField<uint16_t>(name, type, shape, c.uint_contents());
+    case DataType::kUint32: return FromField<uint32_t>(name, type, shape, c.uint_contents());
+    case DataType::kUint64: return FromField<uint64_t>(name, type, shape, c.uint64_contents());
+    case DataType::kFloat: return FromField<float>(name, type, shape, c.fp32_contents());
+    case DataType::kDouble: return FromField<double>(name, type, shape, c.fp64_contents());
+    case DataType::kString: return FromField<std::string>(name, type, shape, c.bytes_contents());
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("input \"", name, "\": ", Described(type, shape),
+                                                     " has no typed contents field; send it in raw_input_contents"));
+  }
+}
+
+void AppendRaw(const Tensor& tensor, std::string& out) {
+  if (tensor.dtype() != DataType::kString) {
+    out.append(static_cast<const char*>(tensor.raw_data()), tensor.ByteSize());
+    return;
+  }
+  for (const auto& s : tensor.values<std::string>()) {
+    const uint32_t n = static_cast<uint32_t>(s.size());
+    const char length[4] = {static_cast<char>(n), static_cast<char>(n >> 8), static_cast<char>(n >> 16),
+                            static_cast<char>(n >> 24)};
+    out.append(length, 4);
+    out.append(s);
+  }
 }
 
 }  // namespace onnxserve::server

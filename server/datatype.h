@@ -5,8 +5,10 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "grpc_service.pb.h"
 #include "model_config.pb.h"
 #include "runtime/core/data_type.h"
+#include "runtime/core/tensor.h"
 
 namespace onnxserve::server {
 
@@ -19,5 +21,16 @@ const char* KServeDataType(DataType type);
 absl::StatusOr<DataType> DataTypeFromConfig(inference::DataType type);
 // kFloat -> TYPE_FP32; TYPE_INVALID when the type has no config name.
 inference::DataType ConfigDataType(DataType type);
+
+// Tensor payloads. Raw form: the row-major elements little-endian, BYTES elements each preceded by a
+// 4-byte little-endian length. `name` only labels errors, which are INVALID_ARGUMENT and say what the
+// shape implies ("input \"x\": raw content is 12 bytes, expected 16 for FP32 [2,2]").
+absl::StatusOr<Tensor> TensorFromRaw(const std::string& name, DataType type, const Shape& shape,
+                                     std::string_view raw);
+// Typed form: the InferTensorContents field matching `type` (FP16 and BF16 have none: raw only).
+absl::StatusOr<Tensor> TensorFromContents(const std::string& name, DataType type, const Shape& shape,
+                                          const inference::InferTensorContents& contents);
+// Appends `tensor` in raw form.
+void AppendRaw(const Tensor& tensor, std::string& out);
 
 }  // namespace onnxserve::server

@@ -1,0 +1,208 @@
+// onnxserve serve: the KServe v2 gRPC server over a model repository, plus the HTTP metrics/health endpoint.
+//
+// Lifecycle: listen (not ready) -> load the repository -> ready -> on SIGTERM/SIGINT: not ready, health
+// NOT_SERVING, stop accepting, finish queued and in-flight requests within --shutdown-grace-secs, exit 0.
+#include <signal.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/server.h>
+#include <grpcpp/server_builder.h>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "server/commands.h"
+#include "server/log.h"
+#include "server/metrics.h"
+#include "server/repository.h"
+#include "server/service.h"
+
+// Flags are spelled with hyphens on the command line (--grpc-port); absl needs underscores, so ServeCommand
+// translates before parsing.
+ABSL_FLAG(std::string, model_repository, "", "--model-repository DIR: ROOT/<model>/<version>/model.onnx "
+                                             "and optional ROOT/<model>/config.pbtxt (required)");
+ABSL_FLAG(std::string, address, "0.0.0.0", "--address HOST: interface the gRPC server listens on");
+ABSL_FLAG(int, grpc_port, 8001, "--grpc-port N: gRPC (KServe v2) port; 0 picks a free one");
+ABSL_FLAG(int, http_port, 8002, "--http-port N: HTTP metrics and health port; 0 picks a free one, -1 disables");
+ABSL_FLAG(std::string, model_control_mode, "none",
+          "--model-control-mode none|poll|explicit: none loads everything once; poll also reloads changes "
+          "every --repository-poll-secs; explicit loads only on RepositoryModelLoad");
+ABSL_FLAG(int, repository_poll_secs, 15, "--repository-poll-secs N: rescan period in poll mode");
+ABSL_FLAG(int, shutdown_grace_secs, 30,
+          "--shutdown-grace-secs N: on SIGTERM/SIGINT, time given to queued and in-flight requests");
+ABSL_FLAG(int64_t, max_request_bytes, 64 << 20,
+          "--max-request-bytes N: largest accepted request message; bigger ones get RESOURCE_EXHAUSTED");
+ABSL_FLAG(int, threads, 1, "--threads N: intra-op threads of each model instance");
+ABSL_FLAG(std::string, log_level, "info", "--log-level debug|info|warning|error");
+
+namespace onnxserve::server {
+namespace {
+
+// "--grpc-port=1" -> "--grpc_port=1"; values are left alone. argv[1] ("serve") is dropped.
+std::vector<std::string> AbslStyleArgs(int argc, char** argv) {
+  std::vector<std::string> args = {argv[0]};
+  for (int i = 2; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.rfind("--", 0) == 0) {
+      const size_t end = std::min(arg.find('='), arg.size());
+      for (size_t k = 2; k < end; ++k) {
+        if (arg[k] == '-') arg[k] = '_';
+      }
+    }
+    args.push_back(std::move(arg));
+  }
+  return args;
+}
+
+absl::Status ParseFlags(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "onnxserve serve --model-repository DIR [--grpc-port 8001] [--http-port 8002] "
+      "[--model-control-mode none|poll|explicit] [--repository-poll-secs 15] [--shutdown-grace-secs 30] "
+      "[--max-request-bytes N] [--threads N] [--log-level info]");
+  std::vector<std::string> args = AbslStyleArgs(argc, argv);
+  std::vector<char*> pointers;
+  for (auto& arg : args) pointers.push_back(arg.data());
+  std::vector<char*> rest = absl::ParseCommandLine(static_cast<int>(pointers.size()), pointers.data());
+  if (rest.size() > 1) return absl::InvalidArgumentError(absl::StrCat("unexpected argument \"", rest[1], "\""));
+  if (absl::GetFlag(FLAGS_model_repository).empty()) {
+    return absl::InvalidArgumentError("--model-repository is required");
+  }
+  if (absl::GetFlag(FLAGS_max_request_bytes) < 1 || absl::GetFlag(FLAGS_max_request_bytes) > INT32_MAX) {
+    return absl::InvalidArgumentError("--max-request-bytes must be in [1, 2147483647]");
+  }
+  if (absl::GetFlag(FLAGS_threads) < 1) return absl::InvalidArgumentError("--threads must be >= 1");
+  if (absl::GetFlag(FLAGS_repository_poll_secs) < 1) {
+    return absl::InvalidArgumentError("--repository-poll-secs must be >= 1");
+  }
+  auto level = ParseLogLevel(absl::GetFlag(FLAGS_log_level));
+  if (!level.ok()) return level.status();
+  SetLogLevel(*level);
+  return absl::OkStatus();
+}
+
+// Blocks the shutdown signals in this thread and every thread it creates later, so that WaitForSignal
+// receives them synchronously instead of an async handler.
+sigset_t BlockShutdownSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+int WaitForSignal(const sigset_t& set) {
+  int signal = 0;
+  while (sigwait(&set, &signal) != 0) {
+  }
+  return signal;
+}
+
+// Everything a running server owns, in construction order (destroyed in reverse).
+struct Server {
+  std::unique_ptr<ServerMetrics> metrics;
+  grpc::HealthCheckServiceInterface* health = nullptr;
+  std::unique_ptr<ModelRepository> repository;
+  std::unique_ptr<InferenceService> service;
+  std::unique_ptr<grpc::Server> grpc;
+  std::unique_ptr<HttpServer> http;
+};
+
+absl::Status StartGrpc(Server& s, int& port) {
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  const std::string address = absl::StrCat(absl::GetFlag(FLAGS_address), ":", absl::GetFlag(FLAGS_grpc_port));
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(absl::GetFlag(FLAGS_max_request_bytes)));
+  builder.RegisterService(s.service.get());
+  s.grpc = builder.BuildAndStart();
+  if (!s.grpc || port == 0) return absl::UnavailableError(absl::StrCat("cannot listen on ", address));
+  s.health = s.grpc->GetHealthCheckService();
+  s.health->SetServingStatus("", false);
+  return absl::OkStatus();
+}
+
+absl::Status StartHttp(Server& s, int& port) {
+  if (absl::GetFlag(FLAGS_http_port) < 0) return absl::OkStatus();
+  HealthProbes probes;
+  probes.live = [] { return true; };
+  probes.ready = [&s] { return s.service->ready(); };
+  probes.model_ready = [&s](const std::string& model, const std::string& version) {
+    return s.service->ready() && s.repository->Find(model, version).ok();
+  };
+  auto http = StartHttpServer(absl::GetFlag(FLAGS_http_port), *s.metrics, std::move(probes));
+  if (!http.ok()) return http.status();
+  s.http = *std::move(http);
+  port = s.http->port();
+  return absl::OkStatus();
+}
+
+absl::Status Start(Server& s) {
+  auto mode = ParseControlMode(absl::GetFlag(FLAGS_model_control_mode));
+  if (!mode.ok()) return mode.status();
+  s.metrics = MakePrometheusMetrics();
+  RepositoryOptions options;
+  options.root = absl::GetFlag(FLAGS_model_repository);
+  options.mode = *mode;
+  options.intra_op_threads = absl::GetFlag(FLAGS_threads);
+  options.metrics = s.metrics.get();
+  options.on_model_ready = [&s](const std::string& model, bool ready) {
+    if (s.health) s.health->SetServingStatus(model, ready);
+  };
+  s.repository = std::make_unique<ModelRepository>(std::move(options));
+  s.service = std::make_unique<InferenceService>(*s.repository, s.metrics.get());
+  int grpc_port = 0, http_port = -1;
+  if (absl::Status status = StartGrpc(s, grpc_port); !status.ok()) return status;
+  if (absl::Status status = StartHttp(s, http_port); !status.ok()) return status;
+  Log(LogLevel::kInfo, "server_listening",
+      {{"grpc_port", absl::StrCat(grpc_port)}, {"http_port", absl::StrCat(http_port)}});
+  if (absl::Status status = s.repository->Start(); !status.ok()) return status;
+  if (*mode == ControlMode::kPoll) {
+    s.repository->StartPolling(absl::Seconds(absl::GetFlag(FLAGS_repository_poll_secs)));
+  }
+  s.service->SetReady(true);
+  s.health->SetServingStatus("", true);
+  Log(LogLevel::kInfo, "server_ready", {{"models", absl::StrCat(s.repository->ReadyVersions("").size())}});
+  return absl::OkStatus();
+}
+
+void Shutdown(Server& s, int signal) {
+  const absl::Duration grace = absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_secs));
+  Log(LogLevel::kInfo, "shutdown_started", {{"signal", strsignal(signal)}, {"grace_secs", absl::StrCat(grace / absl::Seconds(1))}});
+  s.service->SetReady(false);
+  s.health->Shutdown();  // every service NOT_SERVING, and it stays so
+  // Stops accepting calls, then waits for the running ones (queued requests included) up to the deadline,
+  // after which gRPC cancels what is left and the batcher drops it before compute.
+  s.grpc->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+  s.repository->UnloadAll();
+  s.http.reset();
+  Log(LogLevel::kInfo, "shutdown_complete");
+}
+
+}  // namespace
+
+int ServeCommand(int argc, char** argv) {
+  const sigset_t signals = BlockShutdownSignals();
+  if (absl::Status status = ParseFlags(argc, argv); !status.ok()) {
+    Log(LogLevel::kError, "bad_flags", {{"error", std::string(status.message())}});
+    return 2;
+  }
+  Server s;
+  if (absl::Status status = Start(s); !status.ok()) {
+    Log(LogLevel::kError, "start_failed", {{"error", status.ToString()}});
+    if (s.grpc) s.grpc->Shutdown(std::chrono::system_clock::now());
+    return 1;
+  }
+  Shutdown(s, WaitForSignal(signals));
+  return 0;
+}
+
+}  // namespace onnxserve::server

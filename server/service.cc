@@ -1,0 +1,430 @@
+#include "server/service.h"
+
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "runtime/core/status_macros.h"
+#include "server/datatype.h"
+#include "server/log.h"
+#include "server/status.h"
+
+namespace onnxserve::server {
+namespace {
+
+using inference::ModelInferRequest;
+using inference::ModelInferResponse;
+using inference::ModelStreamInferResponse;
+
+std::string Described(const TensorSpec& spec) {
+  const char* type = KServeDataType(spec.dtype);
+  return absl::StrCat(type ? type : "?", " ", ShapeToString(spec.dims));
+}
+
+bool ShapeMatches(const Shape& expected, const Shape& got) {
+  if (expected.size() != got.size()) return false;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i] < 0 || (expected[i] >= 0 && expected[i] != got[i])) return false;
+  }
+  return true;
+}
+
+// Decodes one request input into the tensor its spec expects.
+absl::StatusOr<Tensor> DecodeInput(const ModelVersion& mv, const TensorSpec& spec,
+                                   const ModelInferRequest::InferInputTensor& input, const std::string* raw) {
+  const Shape shape(input.shape().begin(), input.shape().end());
+  auto dtype = DataTypeFromKServe(input.datatype());
+  if (!dtype.ok() || *dtype != spec.dtype || !ShapeMatches(spec.dims, shape)) {
+    return absl::InvalidArgumentError(absl::StrCat("input \"", spec.name, "\": expected ", Described(spec),
+                                                   ", got ", input.datatype(), " ", ShapeToString(shape)));
+  }
+  const int64_t max_batch = mv.config.max_batch_size();
+  if (max_batch > 0 && shape[0] > max_batch) {
+    return absl::InvalidArgumentError(absl::StrCat("input \"", spec.name, "\": batch size ", shape[0],
+                                                   " exceeds max_batch_size ", max_batch, " of model \"",
+                                                   mv.name, "\""));
+  }
+  if (raw != nullptr) {
+    if (input.has_contents()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input \"", spec.name, "\": has both contents and raw_input_contents; send one form"));
+    }
+    return TensorFromRaw(spec.name, *dtype, shape, *raw);
+  }
+  return TensorFromContents(spec.name, *dtype, shape, input.contents());
+}
+
+// Fills `request.inputs` (in the model's input order) and `request.rows` from the wire request.
+absl::Status DecodeInputs(const ModelVersion& mv, const ModelInferRequest& wire, QueuedRequest& request) {
+  const int raw_count = wire.raw_input_contents_size();
+  if (raw_count != 0 && raw_count != wire.inputs_size()) {
+    return absl::InvalidArgumentError(absl::StrCat("raw_input_contents has ", raw_count, " entries for ",
+                                                   wire.inputs_size(), " inputs; expected one per input"));
+  }
+  request.inputs.assign(mv.inputs.size(), Tensor());
+  for (int i = 0; i < wire.inputs_size(); ++i) {
+    const auto& input = wire.inputs(i);
+    size_t k = 0;
+    while (k < mv.inputs.size() && mv.inputs[k].name != input.name()) ++k;
+    if (k == mv.inputs.size()) {
+      std::vector<std::string> names;
+      for (const auto& spec : mv.inputs) names.push_back(spec.name);
+      return absl::InvalidArgumentError(absl::StrCat("unknown input \"", input.name(), "\": model \"", mv.name,
+                                                     "\" has inputs ", absl::StrJoin(names, ", ")));
+    }
+    if (request.inputs[k].defined()) {
+      return absl::InvalidArgumentError(absl::StrCat("input \"", input.name(), "\" is given twice"));
+    }
+    ASSIGN_OR_RETURN(request.inputs[k],
+                     DecodeInput(mv, mv.inputs[k], input, raw_count ? &wire.raw_input_contents(i) : nullptr));
+  }
+  for (size_t k = 0; k < mv.inputs.size(); ++k) {
+    if (!request.inputs[k].defined()) {
+      return absl::InvalidArgumentError(absl::StrCat("missing input \"", mv.inputs[k].name, "\": model \"",
+                                                     mv.name, "\" expects ", Described(mv.inputs[k])));
+    }
+  }
+  request.rows = 1;
+  if (mv.config.max_batch_size() > 0 && !request.inputs.empty()) {
+    request.rows = request.inputs[0].dim(0);
+    for (size_t k = 1; k < request.inputs.size(); ++k) {
+      if (request.inputs[k].dim(0) != request.rows) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "inputs disagree on the batch size: \"", mv.inputs[0].name, "\" has ", request.rows, ", \"",
+            mv.inputs[k].name, "\" has ", request.inputs[k].dim(0)));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Indices (into the model's outputs) of the requested outputs; all of them when none is named.
+absl::StatusOr<std::vector<size_t>> RequestedOutputs(const ModelVersion& mv, const ModelInferRequest& wire) {
+  std::vector<size_t> picked;
+  for (const auto& out : wire.outputs()) {
+    size_t k = 0;
+    while (k < mv.outputs.size() && mv.outputs[k].name != out.name()) ++k;
+    if (k == mv.outputs.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown output \"", out.name(), "\" requested from model \"", mv.name, "\""));
+    }
+    picked.push_back(k);
+  }
+  if (picked.empty()) {
+    for (size_t k = 0; k < mv.outputs.size(); ++k) picked.push_back(k);
+  }
+  return picked;
+}
+
+// The earliest of the client's gRPC deadline and the queue policy's timeout (the request's "timeout"
+// parameter, in microseconds, when the policy allows overriding it).
+absl::Time DeadlineOf(const ModelVersion& mv, const ModelInferRequest& wire, grpc::CallbackServerContext* ctx,
+                      absl::Time arrival) {
+  absl::Time deadline = absl::InfiniteFuture();
+  const auto grpc_deadline = ctx->deadline();
+  if (grpc_deadline < std::chrono::system_clock::now() + std::chrono::hours(24 * 365)) {
+    deadline = absl::FromChrono(grpc_deadline);
+  }
+  const auto& policy = mv.config.dynamic_batching().default_queue_policy();
+  int64_t timeout_us = static_cast<int64_t>(policy.default_timeout_microseconds());
+  auto param = wire.parameters().find("timeout");
+  if (policy.allow_timeout_override() && param != wire.parameters().end() &&
+      param->second.parameter_choice_case() == inference::InferParameter::kInt64Param) {
+    timeout_us = param->second.int64_param();
+  }
+  if (timeout_us > 0) deadline = std::min(deadline, arrival + absl::Microseconds(timeout_us));
+  return deadline;
+}
+
+void FillResponse(const ModelVersion& mv, const std::string& id, const std::vector<size_t>& picked,
+                  const std::vector<Tensor>& outputs, ModelInferResponse& response) {
+  response.set_model_name(mv.name);
+  response.set_model_version(mv.version_str);
+  response.set_id(id);
+  for (size_t k : picked) {
+    const Tensor& tensor = outputs[k];
+    auto* out = response.add_outputs();
+    out->set_name(mv.outputs[k].name);
+    out->set_datatype(KServeDataType(tensor.dtype()));
+    for (int64_t d : tensor.shape()) out->add_shape(d);
+    AppendRaw(tensor, *response.add_raw_output_contents());
+  }
+}
+
+void FillTensorMetadata(const std::vector<TensorSpec>& specs,
+                        google::protobuf::RepeatedPtrField<inference::ModelMetadataResponse::TensorMetadata>& out) {
+  for (const auto& spec : specs) {
+    auto* meta = out.Add();
+    meta->set_name(spec.name);
+    meta->set_datatype(KServeDataType(spec.dtype));
+    for (int64_t d : spec.dims) meta->add_shape(d);
+  }
+}
+
+grpc::ServerUnaryReactor* Finished(grpc::CallbackServerContext* ctx, const absl::Status& status) {
+  auto* reactor = ctx->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+// ModelStreamInfer: reads requests one after another, runs them concurrently, writes one response per
+// request in completion order (errors in error_message), and finishes once the client has half-closed and
+// every response is written. Deletes itself in OnDone.
+class StreamInferReactor final : public grpc::ServerBidiReactor<ModelInferRequest, ModelStreamInferResponse> {
+ public:
+  StreamInferReactor(InferenceService& service, grpc::CallbackServerContext* ctx) : service_(service), ctx_(ctx) {
+    StartRead(&incoming_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      std::lock_guard<std::mutex> lock(mu_);
+      reads_done_ = true;
+      MaybeFinish();
+      return;
+    }
+    auto call = std::make_shared<Call>();
+    call->request = std::move(incoming_);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++in_flight_;
+    }
+    service_.Infer(call->request, ctx_, call->response.mutable_infer_response(),
+                   [this, call](const absl::Status& status) { Complete(*call, status); });
+    StartRead(&incoming_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    writes_.pop_front();
+    if (!ok) {
+      broken_ = true;
+      writes_.clear();
+    }
+    if (!writes_.empty()) {
+      StartWrite(&writes_.front());
+    } else {
+      writing_ = false;
+      MaybeFinish();
+    }
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  struct Call {
+    ModelInferRequest request;
+    ModelStreamInferResponse response;
+  };
+
+  void Complete(Call& call, const absl::Status& status) {
+    if (!status.ok()) {
+      call.response.Clear();
+      call.response.set_error_message(std::string(status.message()));
+      call.response.mutable_infer_response()->set_model_name(call.request.model_name());
+      call.response.mutable_infer_response()->set_id(call.request.id());
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    --in_flight_;
+    if (!broken_) {
+      writes_.push_back(std::move(call.response));
+      if (!writing_) {
+        writing_ = true;
+        StartWrite(&writes_.front());
+      }
+    }
+    MaybeFinish();
+  }
+
+  // Requires mu_.
+  void MaybeFinish() {
+    if (reads_done_ && in_flight_ == 0 && !writing_ && !finished_) {
+      finished_ = true;
+      Finish(grpc::Status::OK);
+    }
+  }
+
+  InferenceService& service_;
+  grpc::CallbackServerContext* ctx_;
+  ModelInferRequest incoming_;
+  std::mutex mu_;
+  std::deque<ModelStreamInferResponse> writes_;  // front is being written; deque keeps it in place
+  int in_flight_ = 0;
+  bool reads_done_ = false;
+  bool writing_ = false;
+  bool broken_ = false;
+  bool finished_ = false;
+};
+
+}  // namespace
+
+InferenceService::InferenceService(ModelRepository& repository, ServerMetrics* metrics)
+    : repository_(repository), metrics_(metrics) {}
+
+void InferenceService::Reply(const std::string& model, const std::string& version, absl::Time arrival,
+                             const absl::Status& status) {
+  if (metrics_) metrics_->OnRequest(model, version, ToGrpcCode(status.code()),
+                                    absl::ToDoubleSeconds(absl::Now() - arrival));
+  if (!status.ok()) {
+    Log(LogLevel::kDebug, "request_failed", {{"model", model}, {"version", version}, {"error", status.ToString()}});
+  }
+}
+
+void InferenceService::Infer(const ModelInferRequest& wire, grpc::CallbackServerContext* ctx,
+                             ModelInferResponse* response, std::function<void(const absl::Status&)> finish) {
+  const absl::Time arrival = absl::Now();
+  auto found = repository_.Find(wire.model_name(), wire.model_version());
+  if (!found.ok()) {
+    Reply(wire.model_name(), "", arrival, found.status());
+    return finish(found.status());
+  }
+  std::shared_ptr<const ModelVersion> mv = *std::move(found);
+  auto request = std::make_unique<QueuedRequest>();
+  absl::Status valid = DecodeInputs(*mv, wire, *request);
+  auto picked = RequestedOutputs(*mv, wire);
+  if (valid.ok()) valid = picked.status();
+  if (!valid.ok()) {
+    mv->stats->RecordRequest(false, absl::Now() - arrival, 0);
+    Reply(mv->name, mv->version_str, arrival, valid);
+    return finish(valid);
+  }
+  request->enqueued = arrival;
+  request->deadline = DeadlineOf(*mv, wire, ctx, arrival);
+  request->cancelled = [ctx] { return ctx->IsCancelled(); };
+  request->done = [this, mv, id = wire.id(), picked = *std::move(picked), rows = request->rows, response,
+                   arrival, finish = std::move(finish)](absl::StatusOr<std::vector<Tensor>> outputs) {
+    if (outputs.ok()) FillResponse(*mv, id, picked, *outputs, *response);
+    mv->stats->RecordRequest(outputs.ok(), absl::Now() - arrival, rows);
+    Reply(mv->name, mv->version_str, arrival, outputs.status());
+    finish(outputs.status());
+  };
+  mv->scheduler->Enqueue(std::move(request));
+}
+
+grpc::ServerUnaryReactor* InferenceService::ServerLive(grpc::CallbackServerContext* ctx,
+                                                       const inference::ServerLiveRequest*,
+                                                       inference::ServerLiveResponse* response) {
+  response->set_live(true);
+  return Finished(ctx, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* InferenceService::ServerReady(grpc::CallbackServerContext* ctx,
+                                                        const inference::ServerReadyRequest*,
+                                                        inference::ServerReadyResponse* response) {
+  response->set_ready(ready());
+  return Finished(ctx, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* InferenceService::ModelReady(grpc::CallbackServerContext* ctx,
+                                                       const inference::ModelReadyRequest* request,
+                                                       inference::ModelReadyResponse* response) {
+  auto found = repository_.Find(request->name(), request->version());
+  if (absl::IsNotFound(found.status())) return Finished(ctx, found.status());
+  response->set_ready(found.ok() && ready());
+  return Finished(ctx, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* InferenceService::ServerMetadata(grpc::CallbackServerContext* ctx,
+                                                           const inference::ServerMetadataRequest*,
+                                                           inference::ServerMetadataResponse* response) {
+  response->set_name(kServerName);
+  response->set_version(kServerVersion);
+  for (const char* extension : {"model_repository", "model_configuration", "statistics"}) {
+    response->add_extensions(extension);
+  }
+  return Finished(ctx, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* InferenceService::ModelMetadata(grpc::CallbackServerContext* ctx,
+                                                          const inference::ModelMetadataRequest* request,
+                                                          inference::ModelMetadataResponse* response) {
+  auto found = repository_.Find(request->name(), request->version());
+  if (!found.ok()) return Finished(ctx, found.status());
+  const ModelVersion& mv = **found;
+  response->set_name(mv.name);
+  response->set_platform(mv.config.platform());
+  for (const auto& ready : repository_.ReadyVersions(mv.name)) response->add_versions(ready->version_str);
+  FillTensorMetadata(mv.inputs, *response->mutable_inputs());
+  FillTensorMetadata(mv.outputs, *response->mutable_outputs());
+  return Finished(ctx, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* InferenceService::ModelInfer(grpc::CallbackServerContext* ctx,
+                                                       const ModelInferRequest* request,
+                                                       ModelInferResponse* response) {
+  auto* reactor = ctx->DefaultReactor();
+  Infer(*request, ctx, response, [reactor](const absl::Status& status) { reactor->Finish(ToGrpcStatus(status)); });
+  return reactor;
+}
+
+grpc::ServerBidiReactor<ModelInferRequest, ModelStreamInferResponse>* InferenceService::ModelStreamInfer(
+    grpc::CallbackServerContext* ctx) {
+  return new StreamInferReactor(*this, ctx);
+}
+
+grpc::ServerUnaryReactor* InferenceService::ModelConfig(grpc::CallbackServerContext* ctx,
+                                                        const inference::ModelConfigRequest* request,
+                                                        inference::ModelConfigResponse* response) {
+  auto found = repository_.Find(request->name(), request->version());
+  if (!found.ok()) return Finished(ctx, found.status());
+  *response->mutable_config() = (*found)->config;
+  return Finished(ctx, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* InferenceService::ModelStatistics(grpc::CallbackServerContext* ctx,
+                                                            const inference::ModelStatisticsRequest* request,
+                                                            inference::ModelStatisticsResponse* response) {
+  std::vector<std::shared_ptr<const ModelVersion>> versions;
+  if (!request->version().empty()) {
+    auto found = repository_.Find(request->name(), request->version());
+    if (!found.ok()) return Finished(ctx, found.status());
+    versions.push_back(*std::move(found));
+  } else {
+    versions = repository_.ReadyVersions(request->name());
+    if (versions.empty() && !request->name().empty()) {
+      return Finished(ctx, absl::NotFoundError(absl::StrCat("unknown model \"", request->name(), "\"")));
+    }
+  }
+  for (const auto& mv : versions) *response->add_model_stats() = mv->stats->Snapshot();
+  return Finished(ctx, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* InferenceService::RepositoryIndex(grpc::CallbackServerContext* ctx,
+                                                            const inference::RepositoryIndexRequest* request,
+                                                            inference::RepositoryIndexResponse* response) {
+  for (const auto& entry : repository_.Index(request->ready())) {
+    auto* model = response->add_models();
+    model->set_name(entry.name);
+    model->set_version(entry.version);
+    model->set_state(entry.state);
+    model->set_reason(entry.reason);
+  }
+  return Finished(ctx, absl::OkStatus());
+}
+
+// Loading takes seconds: it runs on its own thread so gRPC's callback threads stay free. Server shutdown
+// waits for the call, so the repository outlives the thread.
+grpc::ServerUnaryReactor* InferenceService::RepositoryModelLoad(grpc::CallbackServerContext* ctx,
+                                                                const inference::RepositoryModelLoadRequest* request,
+                                                                inference::RepositoryModelLoadResponse*) {
+  if (!request->parameters().empty()) {
+    return Finished(ctx, absl::InvalidArgumentError(
+                             "RepositoryModelLoad parameters (config override, files) are not supported"));
+  }
+  auto* reactor = ctx->DefaultReactor();
+  std::thread([this, reactor, name = request->model_name()] {
+    reactor->Finish(ToGrpcStatus(repository_.Load(name)));
+  }).detach();
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* InferenceService::RepositoryModelUnload(
+    grpc::CallbackServerContext* ctx, const inference::RepositoryModelUnloadRequest* request,
+    inference::RepositoryModelUnloadResponse*) {
+  return Finished(ctx, repository_.Unload(request->model_name()));
+}
+
+}  // namespace onnxserve::server

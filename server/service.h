@@ -1,0 +1,77 @@
+// GRPCInferenceService on gRPC's callback API. Inference requests are validated on the gRPC thread, then
+// queued in their model version's batcher; the call completes from the batch worker, so a queued request
+// holds no thread. Errors are absl::Status values mapped to gRPC codes in one place (status.h).
+#pragma once
+
+#include <atomic>
+#include <functional>
+
+#include "grpc_service.grpc.pb.h"
+#include "server/metrics.h"
+#include "server/repository.h"
+
+namespace onnxserve::server {
+
+inline constexpr const char* kServerName = "onnxserve";
+inline constexpr const char* kServerVersion = "0.1.0";
+
+class InferenceService final : public inference::GRPCInferenceService::CallbackService {
+ public:
+  // `repository` and `metrics` (may be null) must outlive the service.
+  InferenceService(ModelRepository& repository, ServerMetrics* metrics);
+
+  // ServerReady's answer: false until the repository has started, and again once shutdown begins.
+  void SetReady(bool ready) { ready_.store(ready); }
+  bool ready() const { return ready_.load(); }
+
+  // Validates `request`, queues it and eventually fills `response` and calls `finish` exactly once (on this
+  // thread for requests rejected up front, else on a batch worker). `request` and `context` must stay valid
+  // until then.
+  void Infer(const inference::ModelInferRequest& request, grpc::CallbackServerContext* context,
+             inference::ModelInferResponse* response, std::function<void(const absl::Status&)> finish);
+
+  grpc::ServerUnaryReactor* ServerLive(grpc::CallbackServerContext* context,
+                                       const inference::ServerLiveRequest* request,
+                                       inference::ServerLiveResponse* response) override;
+  grpc::ServerUnaryReactor* ServerReady(grpc::CallbackServerContext* context,
+                                        const inference::ServerReadyRequest* request,
+                                        inference::ServerReadyResponse* response) override;
+  grpc::ServerUnaryReactor* ModelReady(grpc::CallbackServerContext* context,
+                                       const inference::ModelReadyRequest* request,
+                                       inference::ModelReadyResponse* response) override;
+  grpc::ServerUnaryReactor* ServerMetadata(grpc::CallbackServerContext* context,
+                                           const inference::ServerMetadataRequest* request,
+                                           inference::ServerMetadataResponse* response) override;
+  grpc::ServerUnaryReactor* ModelMetadata(grpc::CallbackServerContext* context,
+                                          const inference::ModelMetadataRequest* request,
+                                          inference::ModelMetadataResponse* response) override;
+  grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* context,
+                                       const inference::ModelInferRequest* request,
+                                       inference::ModelInferResponse* response) override;
+  grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse>* ModelStreamInfer(
+      grpc::CallbackServerContext* context) override;
+  grpc::ServerUnaryReactor* ModelConfig(grpc::CallbackServerContext* context,
+                                        const inference::ModelConfigRequest* request,
+                                        inference::ModelConfigResponse* response) override;
+  grpc::ServerUnaryReactor* ModelStatistics(grpc::CallbackServerContext* context,
+                                            const inference::ModelStatisticsRequest* request,
+                                            inference::ModelStatisticsResponse* response) override;
+  grpc::ServerUnaryReactor* RepositoryIndex(grpc::CallbackServerContext* context,
+                                            const inference::RepositoryIndexRequest* request,
+                                            inference::RepositoryIndexResponse* response) override;
+  grpc::ServerUnaryReactor* RepositoryModelLoad(grpc::CallbackServerContext* context,
+                                                const inference::RepositoryModelLoadRequest* request,
+                                                inference::RepositoryModelLoadResponse* response) override;
+  grpc::ServerUnaryReactor* RepositoryModelUnload(grpc::CallbackServerContext* context,
+                                                  const inference::RepositoryModelUnloadRequest* request,
+                                                  inference::RepositoryModelUnloadResponse* response) override;
+
+ private:
+  void Reply(const std::string& model, const std::string& version, absl::Time arrival, const absl::Status& status);
+
+  ModelRepository& repository_;
+  ServerMetrics* metrics_;
+  std::atomic<bool> ready_{false};
+};
+
+}  // namespace onnxserve::server
