@@ -159,10 +159,15 @@ struct PReluOp : NumberOp {
 
 class PRelu final : public OpKernel {
  public:
+  absl::Status Init(const KernelInfo& info) {
+    channel_slope_ = info.opset() < 7;
+    return absl::OkStatus();
+  }
+
   absl::Status Compute(KernelContext& ctx) const override {
     RETURN_IF_ERROR(RequireInputs(ctx, 2));
     const Tensor& x = *ctx.Input(0);
-    const Tensor& slope = *ctx.Input(1);
+    const Tensor slope = ChannelAligned(x, *ctx.Input(1));
     if (x.dtype() != slope.dtype()) {
       return absl::InvalidArgumentError(absl::StrCat("slope must be ", DataTypeName(x.dtype()), ", got ",
                                                      DataTypeName(slope.dtype())));
@@ -183,6 +188,18 @@ class PRelu final : public OpKernel {
     });
     return status;
   }
+
+ private:
+  // Before opset 7 (no numpy broadcasting yet), a 1-D slope of C values is per channel (axis 1), as
+  // Caffe2 and PyTorch exported it.
+  Tensor ChannelAligned(const Tensor& x, const Tensor& slope) const {
+    if (!channel_slope_ || slope.rank() != 1 || x.rank() < 3 || slope.dim(0) != x.dim(1)) return slope;
+    Shape shape(static_cast<size_t>(x.rank() - 1), 1);
+    shape[0] = slope.dim(0);
+    return slope.Reshaped(shape);
+  }
+
+  bool channel_slope_ = false;
 };
 
 // -1 had consumed_inputs; -6 dropped it; -13/-14/-16/-22 widened types (Relu-14: signed integers).
