@@ -11,7 +11,9 @@ namespace onnxserve {
 namespace {
 
 // About 64K elements per task: below that, waking a worker costs more than the copy.
-int64_t MinBlocks(int64_t block_size) { return std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(block_size, 1)); }
+int64_t MinBlocks(int64_t block_size) {
+  return std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(block_size, 1));
+}
 
 absl::Status CheckIndexType(const Tensor& indices) {
   if (indices.dtype() == DataType::kInt32 || indices.dtype() == DataType::kInt64) return absl::OkStatus();
@@ -159,8 +161,8 @@ class GatherND final : public OpKernel {
     RETURN_IF_ERROR(CheckIndexType(indices));
     const int64_t b = batch_dims_;
     if (indices.rank() < 1 || b >= std::min(data.rank(), indices.rank())) {
-      return absl::InvalidArgumentError(absl::StrCat("batch_dims ", b, " must be less than the ranks of data ",
-                                                     ShapeToString(data.shape()), " and indices ",
+      return absl::InvalidArgumentError(absl::StrCat("batch_dims ", b, " must be less than the ranks of",
+                                                     " data ", ShapeToString(data.shape()), " and indices ",
                                                      ShapeToString(indices.shape())));
     }
     const int64_t m = indices.dim(indices.rank() - 1);

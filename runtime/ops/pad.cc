@@ -140,7 +140,8 @@ class Pad final : public OpKernel {
       T* dst = out.data<T>();
       const T value = *constant.data<T>();
       // About 64K elements per task: below that, waking a worker costs more than the copy.
-      ctx.pool().ParallelFor(rows, std::max<int64_t>(1, (int64_t{1} << 16) / width), [&](int64_t b, int64_t e) {
+      const int64_t min_rows = std::max<int64_t>(1, (int64_t{1} << 16) / width);
+      ctx.pool().ParallelFor(rows, min_rows, [&](int64_t b, int64_t e) {
         PadRows(src, dst, data.shape(), tables, value, b, e);
       });
     });

@@ -108,7 +108,8 @@ AxisTaps BuildTaps(const Options& opt, const AxisPlan& axis) {
   // Linear weighs neighbours within 1 (cubic: 2) of x; antialiasing widens that by 1/scale when downscaling.
   const double stretch = opt.antialias ? std::min(axis.scale, 1.0) : 1.0;
   const double reach = opt.mode == Mode::kCubic ? 2.0 : 1.0;
-  const int64_t first = opt.mode == Mode::kNearest ? 0 : static_cast<int64_t>(std::floor(-reach / stretch)) + 1;
+  const int64_t first =
+      opt.mode == Mode::kNearest ? 0 : static_cast<int64_t>(std::floor(-reach / stretch)) + 1;
   AxisTaps taps;
   taps.width = opt.mode == Mode::kNearest ? 1 : 2 - 2 * first;
   taps.index.resize(static_cast<size_t>(axis.out * taps.width));
@@ -191,7 +192,8 @@ void CopyNearest(const Tensor& in, Tensor& out, const std::vector<AxisTaps>& tap
     const T* src = in.data<T>();
     T* dst = out.data<T>();
     const T fill_value = *fill.data<T>();
-    pool.ParallelFor(out.NumElements() / width, std::max<int64_t>(1, 4096 / width), [&](int64_t b, int64_t e) {
+    const int64_t min_rows = std::max<int64_t>(1, 4096 / width);
+    pool.ParallelFor(out.NumElements() / width, min_rows, [&](int64_t b, int64_t e) {
       std::vector<Term> terms, scratch;
       for (int64_t row = b; row < e; ++row) {
         T* row_out = dst + row * width;
@@ -200,7 +202,9 @@ void CopyNearest(const Tensor& in, Tensor& out, const std::vector<AxisTaps>& tap
           continue;
         }
         const T* row_in = src + terms[0].offset;
-        for (int64_t o = 0; o < width; ++o) row_out[o] = inner.count[o] == 0 ? fill_value : row_in[inner.index[o]];
+        for (int64_t o = 0; o < width; ++o) {
+          row_out[o] = inner.count[o] == 0 ? fill_value : row_in[inner.index[o]];
+        }
       }
     });
   });
@@ -221,7 +225,8 @@ absl::Status Interpolate(const Tensor& in, Tensor& out, const std::vector<AxisTa
       const T* src = in.data<T>();
       T* dst = out.data<T>();
       const T fill_value = static_cast<T>(static_cast<ComputeType<T>>(fill));
-      pool.ParallelFor(out.NumElements() / width, std::max<int64_t>(1, 1024 / width), [&](int64_t b, int64_t e) {
+      const int64_t min_rows = std::max<int64_t>(1, 1024 / width);
+      pool.ParallelFor(out.NumElements() / width, min_rows, [&](int64_t b, int64_t e) {
         std::vector<Term> terms, scratch;
         for (int64_t row = b; row < e; ++row) {
           T* row_out = dst + row * width;
@@ -260,8 +265,8 @@ absl::Status Interpolate(const Tensor& in, Tensor& out, const std::vector<AxisTa
 
 enum class AspectPolicy { kStretch, kNotLarger, kNotSmaller };
 
-// Resize-10..19 and Upsample-1/7/9. Inputs by version: Upsample-1/7 X (scales from attributes); Upsample-9 and
-// Resize-10 X, scales; Resize-11+ X, roi, scales, sizes.
+// Resize-10..19 and Upsample-1/7/9. Inputs by version: Upsample-1/7 X (scales from attributes);
+// Upsample-9 and Resize-10 X, scales; Resize-11+ X, roi, scales, sizes.
 class Resize final : public OpKernel {
  public:
   absl::Status Init(const KernelInfo& info) {
@@ -337,7 +342,8 @@ class Resize final : public OpKernel {
 
  private:
   absl::Status ParseCoordinates(const KernelInfo& info) {
-    ASSIGN_OR_RETURN(const std::string name, info.Attr<std::string>("coordinate_transformation_mode", "half_pixel"));
+    ASSIGN_OR_RETURN(const std::string name,
+                     info.Attr<std::string>("coordinate_transformation_mode", "half_pixel"));
     if (name == "half_pixel") {
       opt_.coordinates = Coordinates::kHalfPixel;
     } else if (name == "half_pixel_symmetric" && opset_ >= 19) {
@@ -429,7 +435,9 @@ class Resize final : public OpKernel {
       RETURN_IF_ERROR(PlanFromSizes(Int64Values(*sizes), axes, plan));
     } else {
       for (int64_t i = 0; i < n; ++i) {
-        if (!(scales[i] > 0)) return absl::InvalidArgumentError(absl::StrCat("scale ", scales[i], " must be > 0"));
+        if (!(scales[i] > 0)) {
+          return absl::InvalidArgumentError(absl::StrCat("scale ", scales[i], " must be > 0"));
+        }
         AxisPlan& axis = plan[axes[i]];
         axis.scale = scales[i];
         axis.out = static_cast<int64_t>(std::floor(static_cast<double>(axis.in) * axis.scale));
@@ -438,7 +446,8 @@ class Resize final : public OpKernel {
     if (opt_.coordinates == Coordinates::kTfCropAndResize) {
       const Tensor* roi = ctx.Input(1);
       if (roi == nullptr || roi->NumElements() != 2 * n) {
-        return absl::InvalidArgumentError(absl::StrCat("tf_crop_and_resize needs roi with ", 2 * n, " values"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("tf_crop_and_resize needs roi with ", 2 * n, " values"));
       }
       for (int64_t i = 0; i < n; ++i) {
         plan[axes[i]].roi_start = roi->GetAsDouble(i);

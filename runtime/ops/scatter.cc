@@ -177,7 +177,8 @@ class ScatterND final : public OpKernel {
     const int64_t k = indices.rank() == 0 ? 0 : indices.dim(indices.rank() - 1);
     if (indices.rank() < 1 || k > data.rank()) {
       return absl::InvalidArgumentError(absl::StrCat("indices ", ShapeToString(indices.shape()),
-                                                     " must have rank >= 1 and a last dim <= the rank of data ",
+                                                     " must have rank >= 1 and a last dim <= the rank",
+                                                     " of data ",
                                                      ShapeToString(data.shape())));
     }
     Shape expected(indices.shape().begin(), indices.shape().end() - 1);

@@ -1,0 +1,144 @@
+// ScatterElements and ScatterND: spec examples, each reduction with duplicate indices, reductions rejected
+// by versions that lack them, negative and out-of-range indices, strings, the deprecated Scatter.
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/support/op_test.h"
+
+namespace onnxserve {
+namespace {
+
+using testing::OpTest;
+using testing::TensorsClose;
+
+Tensor Floats(Shape shape, const std::vector<float>& v) {
+  return Tensor::FromVector<float>(std::move(shape), v);
+}
+Tensor Ints(Shape shape, const std::vector<int64_t>& v) {
+  return Tensor::FromVector<int64_t>(std::move(shape), v);
+}
+
+absl::StatusOr<std::vector<Tensor>> ScatterElements(int opset, const std::string& reduction, Tensor data,
+                                                    Tensor indices, Tensor updates, int64_t axis = 0) {
+  OpTest test("ScatterElements", opset);
+  test.Input("data", std::move(data))
+      .Input("indices", std::move(indices))
+      .Input("updates", std::move(updates))
+      .Attr("axis", axis)
+      .Output("y");
+  if (!reduction.empty()) test.Attr("reduction", reduction);
+  return test.Run();
+}
+
+TEST(ScatterElementsTest, SpecExampleOnAxis1) {
+  // data [[1,2,3,4,5]], indices [[1,3]], updates [[1.1,2.1]], axis 1 -> [[1,1.1,3,2.1,5]].
+  auto out = ScatterElements(18, "", Floats({1, 5}, {1, 2, 3, 4, 5}), Ints({1, 2}, {1, 3}),
+                             Floats({1, 2}, {1.1f, 2.1f}), 1);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Floats({1, 5}, {1, 1.1f, 3, 2.1f, 5}), (*out)[0]));
+}
+
+TEST(ScatterElementsTest, ReductionsCombineDuplicateIndices) {
+  // Both updates (2 and 3) land on element 1 (data 4): add 4+2+3, mul 4*2*3, max 4, min 2.
+  const std::vector<std::pair<std::string, float>> cases = {{"add", 9}, {"mul", 24}, {"max", 4}, {"min", 2}};
+  for (const auto& [reduction, expected] : cases) {
+    auto out =
+        ScatterElements(18, reduction, Floats({3}, {1, 4, 7}), Ints({2}, {1, -2}), Floats({2}, {2, 3}));
+    ASSERT_TRUE(out.ok()) << reduction << ": " << out.status();
+    EXPECT_TRUE(TensorsClose(Floats({3}, {1, expected, 7}), (*out)[0])) << reduction;
+  }
+}
+
+TEST(ScatterElementsTest, ReductionsNeedTheVersionThatDefinesThem) {
+  // add/mul arrive in -16, max/min in -18.
+  EXPECT_FALSE(ScatterElements(13, "add", Floats({1}, {0}), Ints({1}, {0}), Floats({1}, {1})).ok());
+  EXPECT_TRUE(ScatterElements(16, "add", Floats({1}, {0}), Ints({1}, {0}), Floats({1}, {1})).ok());
+  EXPECT_FALSE(ScatterElements(16, "max", Floats({1}, {0}), Ints({1}, {0}), Floats({1}, {1})).ok());
+}
+
+TEST(ScatterElementsTest, OutOfRangeIndexIsAnErrorNamingIt) {
+  auto out = ScatterElements(18, "", Floats({3}, {0, 0, 0}), Ints({1}, {3}), Floats({1}, {1}));
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(out.status().message().find("index 3"), std::string::npos) << out.status();
+}
+
+TEST(ScatterElementsTest, ScattersStrings) {
+  auto out = ScatterElements(18, "", Tensor::FromVector<std::string>({3}, {"a", "b", "c"}), Ints({1}, {-1}),
+                             Tensor::FromVector<std::string>({1}, {"z"}));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<std::string>({3}, {"a", "b", "z"}), (*out)[0]));
+}
+
+TEST(ScatterTest, DeprecatedFromOpset11) {
+  auto old = OpTest("Scatter", 10)
+                 .Input("data", Floats({2}, {0, 0}))
+                 .Input("indices", Ints({1}, {1}))
+                 .Input("updates", Floats({1}, {5}))
+                 .Output("y")
+                 .Run();
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_TRUE(TensorsClose(Floats({2}, {0, 5}), (*old)[0]));
+  auto now = OpTest("Scatter", 11)
+                 .Input("data", Floats({2}, {0, 0}))
+                 .Input("indices", Ints({1}, {1}))
+                 .Input("updates", Floats({1}, {5}))
+                 .Output("y")
+                 .Run();
+  ASSERT_FALSE(now.ok());
+  EXPECT_NE(now.status().message().find("ScatterElements"), std::string::npos) << now.status();
+}
+
+TEST(ScatterNDTest, SpecExampleReplacesSlices) {
+  // Spec example 2: data 4x4x4, indices [[0],[2]] replace slices 0 and 2.
+  std::vector<float> data(64, 1.0f), updates(32);
+  for (int i = 0; i < 32; ++i) updates[i] = static_cast<float>(10 + i);
+  auto out = OpTest("ScatterND", 18)
+                 .Input("data", Floats({4, 4, 4}, data))
+                 .Input("indices", Ints({2, 1}, {0, 2}))
+                 .Input("updates", Floats({2, 4, 4}, updates))
+                 .Output("y")
+                 .Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  std::vector<float> expected(64, 1.0f);
+  for (int i = 0; i < 16; ++i) {
+    expected[i] = updates[i];
+    expected[32 + i] = updates[16 + i];
+  }
+  EXPECT_TRUE(TensorsClose(Floats({4, 4, 4}, expected), (*out)[0]));
+}
+
+TEST(ScatterNDTest, MulReducesDuplicateElementIndices) {
+  // Elements [0,1] (twice, once as [-2,-1]) and [1,0] of [[1,2],[3,4]]: 2*5*7 and 3*10.
+  auto out = OpTest("ScatterND", 16)
+                 .Input("data", Floats({2, 2}, {1, 2, 3, 4}))
+                 .Input("indices", Ints({3, 2}, {0, 1, -2, -1, 1, 0}))
+                 .Input("updates", Floats({3}, {5, 7, 10}))
+                 .Attr("reduction", std::string("mul"))
+                 .Output("y")
+                 .Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Floats({2, 2}, {1, 70, 30, 4}), (*out)[0]));
+}
+
+TEST(ScatterNDTest, RejectsOutOfRangeIndicesAndWrongUpdateShapes) {
+  auto bad_index = OpTest("ScatterND", 18)
+                       .Input("data", Floats({2}, {0, 0}))
+                       .Input("indices", Ints({1, 1}, {2}))
+                       .Input("updates", Floats({1}, {1}))
+                       .Output("y")
+                       .Run();
+  ASSERT_FALSE(bad_index.ok());
+  EXPECT_NE(bad_index.status().message().find("index 2"), std::string::npos) << bad_index.status();
+  auto bad_shape = OpTest("ScatterND", 18)
+                       .Input("data", Floats({2}, {0, 0}))
+                       .Input("indices", Ints({1, 1}, {0}))
+                       .Input("updates", Floats({2}, {1, 1}))
+                       .Output("y")
+                       .Run();
+  EXPECT_EQ(bad_shape.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace onnxserve
