@@ -1,0 +1,131 @@
+// Slice (clamping, negative steps, omitted axes/steps, attribute form) and Tile (both versions).
+#include <numeric>
+
+#include "gtest/gtest.h"
+#include "tests/support/op_test.h"
+
+namespace onnxserve {
+namespace {
+
+using testing::OpTest;
+using testing::TensorsClose;
+
+Tensor Ints(const std::vector<int64_t>& v) { return Tensor::FromVector<int64_t>({static_cast<int64_t>(v.size())}, v); }
+Tensor Floats(Shape shape, const std::vector<float>& v) { return Tensor::FromVector<float>(std::move(shape), v); }
+
+Tensor Iota(Shape shape) {
+  std::vector<float> v(static_cast<size_t>(NumElements(shape)));
+  std::iota(v.begin(), v.end(), 0.0f);
+  return Tensor::FromVector<float>(std::move(shape), v);
+}
+
+TEST(SliceTest, NegativeStepWalksBackwardsWithClampedBounds) {
+  // x[::-2] of 0..5 is 5, 3, 1 (start clamped to 5, end to -1).
+  auto out = OpTest("Slice", 13)
+                 .Input("x", Iota({6}))
+                 .Input("starts", Ints({100}))
+                 .Input("ends", Ints({-100}))
+                 .Input("axes", Ints({0}))
+                 .Input("steps", Ints({-2}))
+                 .Output("y")
+                 .Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Floats({3}, {5, 3, 1}), (*out)[0]));
+}
+
+TEST(SliceTest, OmittedAxesAndStepsDefaultToLeadingAxesAndOne) {
+  // x[1:, 0:2] of a 3x3.
+  auto out = OpTest("Slice", 10).Input("x", Iota({3, 3})).Input("starts", Ints({1, 0})).Input("ends", Ints({10, 2}))
+                 .Output("y").Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Floats({2, 2}, {3, 4, 6, 7}), (*out)[0]));
+}
+
+TEST(SliceTest, NegativeAxesAndIndicesCountFromTheEnd) {
+  // x[:, -2:-1] of a 2x4.
+  auto out = OpTest("Slice", 11)
+                 .Input("x", Iota({2, 4}))
+                 .Input("starts", Ints({-2}))
+                 .Input("ends", Ints({-1}))
+                 .Input("axes", Ints({-1}))
+                 .Output("y")
+                 .Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Floats({2, 1}, {2, 6}), (*out)[0]));
+}
+
+TEST(SliceTest, EmptyWhenStartIsPastEnd) {
+  auto out = OpTest("Slice", 13).Input("x", Iota({4})).Input("starts", Ints({3})).Input("ends", Ints({1}))
+                 .Output("y").Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), (Shape{0}));
+}
+
+TEST(SliceTest, Opset1TakesAttributes) {
+  auto out = OpTest("Slice", 1)
+                 .Input("x", Iota({2, 3}))
+                 .Attr("starts", std::vector<int64_t>{1})
+                 .Attr("ends", std::vector<int64_t>{3})
+                 .Attr("axes", std::vector<int64_t>{1})
+                 .Output("y")
+                 .Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Floats({2, 2}, {1, 2, 4, 5}), (*out)[0]));
+}
+
+TEST(SliceTest, SlicesStrings) {
+  auto out = OpTest("Slice", 13)
+                 .Input("x", Tensor::FromVector<std::string>({3}, {"a", "b", "c"}))
+                 .Input("starts", Ints({-1}))
+                 .Input("ends", Ints({-4}))
+                 .Input("axes", Ints({0}))
+                 .Input("steps", Ints({-1}))
+                 .Output("y")
+                 .Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<std::string>({3}, {"c", "b", "a"}), (*out)[0]));
+}
+
+TEST(SliceTest, RejectsAZeroStep) {
+  auto out = OpTest("Slice", 13).Input("x", Iota({4})).Input("starts", Ints({0})).Input("ends", Ints({4}))
+                 .Input("axes", Ints({0})).Input("steps", Ints({0})).Output("y").Run();
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(TileTest, RepeatsEachDim) {
+  // np.tile([[0,1],[2,3]], (2,3))
+  auto out = OpTest("Tile", 13).Input("x", Iota({2, 2})).Input("repeats", Ints({2, 3})).Output("y").Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  const std::vector<float> row0 = {0, 1, 0, 1, 0, 1}, row1 = {2, 3, 2, 3, 2, 3};
+  std::vector<float> expected;
+  for (int i = 0; i < 2; ++i) {
+    expected.insert(expected.end(), row0.begin(), row0.end());
+    expected.insert(expected.end(), row1.begin(), row1.end());
+  }
+  EXPECT_TRUE(TensorsClose(Floats({4, 6}, expected), (*out)[0]));
+}
+
+TEST(TileTest, ZeroRepeatsGiveAnEmptyTensor) {
+  auto out = OpTest("Tile", 6).Input("x", Iota({2, 2})).Input("repeats", Ints({0, 1})).Output("y").Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), (Shape{0, 2}));
+}
+
+TEST(TileTest, Opset1RepeatsAlongOneAxis) {
+  auto out = OpTest("Tile", 1)
+                 .Input("x", Iota({2, 2}))
+                 .Input("tiles", Tensor::Scalar<int64_t>(2))
+                 .Input("axis", Tensor::Scalar<int64_t>(1))
+                 .Output("y")
+                 .Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Floats({2, 4}, {0, 1, 0, 1, 2, 3, 2, 3}), (*out)[0]));
+}
+
+TEST(TileTest, RejectsTheWrongNumberOfRepeats) {
+  auto out = OpTest("Tile", 13).Input("x", Iota({2, 2})).Input("repeats", Ints({2})).Output("y").Run();
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace onnxserve
