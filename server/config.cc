@@ -111,12 +111,13 @@ absl::Status CompleteTensors(const std::string& what, const std::vector<ValueInf
     }
     RETURN_IF_ERROR(CheckTensor(what, *info, batching, t));
   }
-  if (!tensors.empty() && !all_required) return absl::OkStatus();
+  const bool listed_any = !tensors.empty();
+  if (listed_any && !all_required) return absl::OkStatus();
   for (const auto& info : model) {
     bool listed = false;
     for (const auto& t : tensors) listed = listed || t.name() == info.name;
     if (listed) continue;
-    if (!tensors.empty()) {
+    if (listed_any) {
       return absl::InvalidArgumentError(
           absl::StrCat("config lists some inputs but not the model's input \"", info.name, "\""));
     }

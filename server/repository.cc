@@ -255,7 +255,9 @@ absl::Status ModelRepository::Sync(const std::string& name, bool retry_failed) {
     if (!loaded.ok() && first_error.ok()) first_error = loaded.status();
     Publish(name, version, fingerprint, std::move(loaded));
   }
-  Retire(name, wanted);
+  // Older versions stay until every version the policy wants serves, so a failed load never leaves the
+  // model with less than it had.
+  if (AllServing(name, wanted)) Retire(name, wanted);
   NotifyReady(name);
   if (wanted.empty()) {
     return absl::NotFoundError(absl::StrCat("model \"", name, "\" has no version to serve"));
@@ -349,6 +351,17 @@ void ModelRepository::Retire(const std::string& name, const std::vector<int64_t>
     Log(LogLevel::kInfo, "model_unloaded", {{"model", name}, {"version", absl::StrCat(version)}});
     if (options_.metrics) options_.metrics->SetModelReady(name, absl::StrCat(version), false);
   }
+}
+
+bool ModelRepository::AllServing(const std::string& name, const std::vector<int64_t>& versions) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto model = models_.find(name);
+  for (int64_t version : versions) {
+    if (model == models_.end()) return false;
+    auto slot = model->second.versions.find(version);
+    if (slot == model->second.versions.end() || !slot->second.serving) return false;
+  }
+  return true;
 }
 
 void ModelRepository::NotifyReady(const std::string& name) {

@@ -101,6 +101,7 @@ class ModelRepository {
   void Retire(const std::string& name, const std::vector<int64_t>& keep);
   absl::StatusOr<std::shared_ptr<ModelVersion>> LoadVersion(const std::string& name, int64_t version,
                                                             inference::ModelConfig config, bool from_file) const;
+  bool AllServing(const std::string& name, const std::vector<int64_t>& versions) const;
   void NotifyReady(const std::string& name);
 
   const RepositoryOptions options_;
