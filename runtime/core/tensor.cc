@@ -69,6 +69,14 @@ double Tensor::GetAsDouble(int64_t i) const {
       result = static_cast<double>(data<T>()[i]);
     }
   });
+  DispatchLowPrecision(type_, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (kIsLowPrecisionFloat<T>) {
+      result = static_cast<float>(data<T>()[i]);
+    } else {
+      result = static_cast<int32_t>(data<T>()[i]);
+    }
+  });
   return result;
 }
 

@@ -64,7 +64,7 @@ class Tensor {
   // Same storage, another shape with as many elements.
   Tensor Reshaped(Shape shape) const;
   Tensor Clone() const;
-  // Element i as double (numbers and bool only); handy for shapes, indices and tests.
+  // Element i as double (numbers, bool and the low-precision types); handy for shapes, indices and tests.
   double GetAsDouble(int64_t i) const;
   int64_t GetAsInt64(int64_t i) const;
   // "float[1,3,224,224]"

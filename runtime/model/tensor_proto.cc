@@ -3,6 +3,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
@@ -43,13 +44,69 @@ absl::Status CopyTyped(const onnx::TensorProto& proto, const Field& field, Tenso
   return absl::OkStatus();
 }
 
+// Bytes `tensor` takes in the ONNX wire format: 4- and 2-bit types are packed (2 or 4 per byte), the rest
+// are stored as in memory.
+size_t WireByteSize(const Tensor& tensor) {
+  const size_t per_byte = static_cast<size_t>(ElementsPerWireByte(tensor.dtype()));
+  if (per_byte == 1) return tensor.ByteSize();
+  return (static_cast<size_t>(tensor.NumElements()) + per_byte - 1) / per_byte;
+}
+
+// Spreads packed sub-byte elements (the first in the least significant bits) one per byte into `out`.
+void UnpackSubByte(const uint8_t* packed, Tensor& out) {
+  const int per_byte = ElementsPerWireByte(out.dtype());
+  const int bits = 8 / per_byte;
+  DispatchLowPrecision(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* dst = out.data<T>();
+    for (int64_t i = 0; i < out.NumElements(); ++i) {
+      const int shift = static_cast<int>(i % per_byte) * bits;
+      dst[i] = T::FromBits(static_cast<uint8_t>(packed[i / per_byte] >> shift));
+    }
+  });
+}
+
+// The inverse of UnpackSubByte; unused high bits of the last byte are zero.
+std::string PackSubByte(const Tensor& tensor) {
+  const int per_byte = ElementsPerWireByte(tensor.dtype());
+  const int bits = 8 / per_byte;
+  std::string packed(WireByteSize(tensor), '\0');
+  DispatchLowPrecision(tensor.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* src = tensor.data<T>();
+    for (int64_t i = 0; i < tensor.NumElements(); ++i) {
+      const int shift = static_cast<int>(i % per_byte) * bits;
+      packed[static_cast<size_t>(i / per_byte)] |= static_cast<char>(src[i].ToBits() << shift);
+    }
+  });
+  return packed;
+}
+
+// Wire bytes (raw_data, external data, or int32_data narrowed to bytes) into `out`.
+void CopyWireBytes(const uint8_t* bytes, Tensor& out) {
+  if (ElementsPerWireByte(out.dtype()) > 1) {
+    UnpackSubByte(bytes, out);
+  } else if (out.ByteSize() > 0) {
+    std::memcpy(out.raw_data(), bytes, out.ByteSize());
+  }
+}
+
 absl::Status CopyRaw(const onnx::TensorProto& proto, const std::string& bytes, Tensor& out) {
-  if (bytes.size() != out.ByteSize()) {
+  if (bytes.size() != WireByteSize(out)) {
     return absl::InvalidArgumentError(absl::StrCat(Describe(proto), ": raw data has ", bytes.size(),
                                                    " bytes but ", out.DebugString(), " needs ",
-                                                   out.ByteSize()));
+                                                   WireByteSize(out)));
   }
-  if (!bytes.empty()) std::memcpy(out.raw_data(), bytes.data(), bytes.size());
+  CopyWireBytes(reinterpret_cast<const uint8_t*>(bytes.data()), out);
+  return absl::OkStatus();
+}
+
+// Low-precision types in int32_data: one byte of wire data per field element (a float8 bit pattern, or two
+// 4-bit / four 2-bit elements packed low bits first).
+absl::Status CopyLowPrecisionInt32Data(const onnx::TensorProto& proto, Tensor& out) {
+  RETURN_IF_ERROR(CheckCount(proto, proto.int32_data_size(), static_cast<int64_t>(WireByteSize(out))));
+  std::vector<uint8_t> bytes(proto.int32_data().begin(), proto.int32_data().end());
+  CopyWireBytes(bytes.data(), out);
   return absl::OkStatus();
 }
 
@@ -83,7 +140,7 @@ absl::Status ReadExternal(const onnx::TensorProto& proto, const std::string& mod
     else if (entry.key() == "length") length = std::stoll(entry.value());
   }
   ASSIGN_OR_RETURN(fs::path path, ResolveExternalPath(proto, location, model_dir));
-  const int64_t want = static_cast<int64_t>(out.ByteSize());
+  const int64_t want = static_cast<int64_t>(WireByteSize(out));
   if (length >= 0 && length != want) {
     return absl::InvalidArgumentError(absl::StrCat(Describe(proto), ": external data length ", length,
                                                    " but ", out.DebugString(), " needs ", want));
@@ -94,12 +151,16 @@ absl::Status ReadExternal(const onnx::TensorProto& proto, const std::string& mod
         absl::StrCat(Describe(proto), ": cannot open external data file ", path.string()));
   }
   in.seekg(offset);
-  in.read(static_cast<char*>(out.raw_data()), want);
+  // Packed sub-byte data goes through a buffer; everything else is read straight into the tensor.
+  const bool packed = ElementsPerWireByte(out.dtype()) > 1;
+  std::string buffer(packed ? static_cast<size_t>(want) : 0, '\0');
+  in.read(packed ? buffer.data() : static_cast<char*>(out.raw_data()), want);
   if (in.gcount() != want) {
     return absl::InvalidArgumentError(absl::StrCat(Describe(proto), ": external data file ", path.string(),
                                                    " is too short for offset ", offset, " + ", want,
                                                    " bytes"));
   }
+  if (packed) UnpackSubByte(reinterpret_cast<const uint8_t*>(buffer.data()), out);
   return absl::OkStatus();
 }
 
@@ -136,6 +197,10 @@ absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto, const std
     RETURN_IF_ERROR(CopyRaw(proto, proto.raw_data(), out));
     return out;
   }
+  if (IsLowPrecision(type)) {
+    RETURN_IF_ERROR(CopyLowPrecisionInt32Data(proto, out));
+    return out;
+  }
   switch (type) {
     case DataType::kFloat: RETURN_IF_ERROR(CopyTyped(proto, proto.float_data(), out)); break;
     case DataType::kDouble: RETURN_IF_ERROR(CopyTyped(proto, proto.double_data(), out)); break;
@@ -154,6 +219,8 @@ onnx::TensorProto TensorToProto(const Tensor& tensor, const std::string& name) {
   for (int64_t d : tensor.shape()) proto.add_dims(d);
   if (tensor.dtype() == DataType::kString) {
     for (const std::string& s : tensor.values<std::string>()) proto.add_string_data(s);
+  } else if (ElementsPerWireByte(tensor.dtype()) > 1) {
+    proto.set_raw_data(PackSubByte(tensor));
   } else {
     proto.set_raw_data(tensor.raw_data(), tensor.ByteSize());
   }

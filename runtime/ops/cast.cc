@@ -1,11 +1,15 @@
 // Cast and CastLike between every element type onnxserve stores: the numeric types, bool, float16,
-// bfloat16 and string. float8, 4-bit, 2-bit and float4 types are refused with UNIMPLEMENTED (naming the
-// type) when the model loads, never reinterpreted; the `saturate` and `round_mode` attributes only concern
-// those types.
+// bfloat16, string, and the low-precision storage types (float8 x5, float4e2m1, int4/uint4, int2/uint2).
 //
 // Numeric rules (Cast-25): float to float goes to +/-inf when out of range; integer to integer keeps the low
 // bits (two's complement); anything to bool is "nonzero". Float to integer out of range is undefined in the
 // spec; here it saturates (NaN gives 0) rather than invoking C++ undefined behaviour.
+//
+// Low-precision types convert through a wide value: float for the float formats, int32 for the sub-byte
+// integers. Into a float format, the value is rounded to nearest even with the `saturate` (Cast-19) and
+// `round_mode` (float8e8m0, Cast-24) rules of the spec tables. Into a sub-byte integer, the value becomes an
+// int64 (floats truncated, saturating) whose low bits are kept, as for other integer narrowing and as the
+// ONNX reference (ml_dtypes) does: 8.0 to int4 gives -8.
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -121,44 +125,128 @@ bool ParseNumber(const std::string& s, To* out) {
   }
 }
 
+// The attributes that only matter when the target is a float8 type.
+struct LowPrecisionOptions {
+  bool saturate = true;
+  E8M0Rounding rounding = E8M0Rounding::kUp;
+};
+
+// The value a low-precision type converts through (identity for the other types).
+template <typename T>
+auto Widen(T v) {
+  if constexpr (kIsLowPrecisionFloat<T>) {
+    return static_cast<float>(v);
+  } else if constexpr (kIsSubByteInt<T>) {
+    return static_cast<int32_t>(v);
+  } else {
+    return v;
+  }
+}
+template <typename T>
+using WideType = decltype(Widen(T{}));
+
+// One number (float, double, integer or bool) into a low-precision type.
+template <typename To, typename C>
+To Narrow(C v, const LowPrecisionOptions& options) {
+  if constexpr (std::is_same_v<To, Float8E8M0>) {
+    return To(static_cast<float>(v), options.saturate, options.rounding);
+  } else if constexpr (kIsLowPrecisionFloat<To>) {
+    return To(static_cast<float>(v), options.saturate);
+  } else if constexpr (std::is_floating_point_v<C>) {
+    return To(SaturatingFloatToInt<int64_t>(v));
+  } else {
+    return To(static_cast<int64_t>(v));
+  }
+}
+
+// One element between any two castable types; half types arrive as float (ComputeType).
+template <typename To, typename From>
+To ConvertValue(From v, const LowPrecisionOptions& options) {
+  if constexpr (kIsLowPrecision<From>) {
+    return ConvertValue<To>(Widen(v), options);
+  } else if constexpr (kIsLowPrecision<To>) {
+    return Narrow<To>(v, options);
+  } else {
+    return ConvertNumber<To>(v);
+  }
+}
+
+template <typename To>
+bool ParseValue(const std::string& s, const LowPrecisionOptions& options, To* out) {
+  if constexpr (kIsLowPrecision<To>) {
+    WideType<To> wide;
+    if (!ParseNumber(s, &wide)) return false;
+    *out = Narrow<To>(wide, options);
+    return true;
+  } else {
+    return ParseNumber(s, out);
+  }
+}
+
 template <typename From, typename To>
-absl::Status CastElements(ThreadPool& pool, const From* in, To* out, int64_t n) {
+absl::Status CastElements(ThreadPool& pool, const From* in, To* out, int64_t n,
+                          const LowPrecisionOptions& options) {
   if constexpr (std::is_same_v<From, std::string>) {
     for (int64_t i = 0; i < n; ++i) {
-      if (!ParseNumber(in[i], &out[i])) {
+      if (!ParseValue(in[i], options, &out[i])) {
         return absl::InvalidArgumentError(
             absl::StrCat("cannot cast string \"", in[i], "\" to ", DataTypeName(kTypeOf<To>)));
       }
     }
   } else if constexpr (std::is_same_v<To, std::string>) {
     ParallelRange(pool, n, kElementwiseGrain / 16, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) out[i] = NumberToString(ToCompute(in[i]));
+      for (int64_t i = begin; i < end; ++i) out[i] = NumberToString(Widen(ToCompute(in[i])));
     });
   } else {
-    MapUnary(pool, in, out, n, [](ComputeType<From> v) { return ConvertNumber<To>(v); });
+    MapUnary(pool, in, out, n, [&](ComputeType<From> v) { return ConvertValue<To>(v, options); });
   }
   return absl::OkStatus();
 }
 
+// DispatchAny plus the low-precision types: everything Cast converts.
+template <typename Fn>
+bool DispatchCastable(DataType type, Fn&& fn) {
+  return DispatchAny(type, fn) || DispatchLowPrecision(type, fn);
+}
+
 // Casts `in` to `to`, sharing storage when the type already matches.
-absl::Status CastTo(KernelContext& ctx, const Tensor& in, DataType to) {
+absl::Status CastTo(KernelContext& ctx, const Tensor& in, DataType to, const LowPrecisionOptions& options) {
   if (in.dtype() == to) {
     ctx.SetOutput(0, in);
     return absl::OkStatus();
   }
   absl::Status status = absl::UnimplementedError(
       absl::StrCat("cannot cast from ", DataTypeName(in.dtype()), " to ", DataTypeName(to)));
-  DispatchAny(in.dtype(), [&](auto from_tag) {
+  DispatchCastable(in.dtype(), [&](auto from_tag) {
     using From = decltype(from_tag);
-    DispatchAny(to, [&](auto to_tag) {
+    DispatchCastable(to, [&](auto to_tag) {
       using To = decltype(to_tag);
       if constexpr (!std::is_same_v<From, To>) {
         Tensor& out = ctx.Output(0, to, in.shape());
-        status = CastElements(ctx.pool(), in.data<From>(), out.data<To>(), in.NumElements());
+        status = CastElements(ctx.pool(), in.data<From>(), out.data<To>(), in.NumElements(), options);
       }
     });
   });
   return status;
+}
+
+// `saturate` (from version 19) and `round_mode` (from 24); absent attributes keep the defaults.
+absl::StatusOr<LowPrecisionOptions> ParseLowPrecisionOptions(const KernelInfo& info) {
+  LowPrecisionOptions options;
+  ASSIGN_OR_RETURN(const int64_t saturate, info.Attr<int64_t>("saturate", 1));
+  options.saturate = saturate != 0;
+  ASSIGN_OR_RETURN(const std::string round_mode, info.Attr<std::string>("round_mode", "up"));
+  if (round_mode == "up") {
+    options.rounding = E8M0Rounding::kUp;
+  } else if (round_mode == "down") {
+    options.rounding = E8M0Rounding::kDown;
+  } else if (round_mode == "nearest") {
+    options.rounding = E8M0Rounding::kNearest;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attribute round_mode: expected \"up\", \"down\" or \"nearest\", got \"", round_mode, "\""));
+  }
+  return options;
 }
 
 // A target type onnxserve can hold, or UNIMPLEMENTED naming it.
@@ -185,44 +273,62 @@ class Cast final : public OpKernel {
       onnx_type = parsed;
     }
     ASSIGN_OR_RETURN(to_, TargetType(onnx_type));
+    ASSIGN_OR_RETURN(options_, ParseLowPrecisionOptions(info));
     return absl::OkStatus();
   }
 
   absl::Status Compute(KernelContext& ctx) const override {
     RETURN_IF_ERROR(RequireInputs(ctx, 1));
-    return CastTo(ctx, *ctx.Input(0), to_);
+    return CastTo(ctx, *ctx.Input(0), to_, options_);
   }
 
  private:
   DataType to_ = DataType::kUndefined;
+  LowPrecisionOptions options_;
 };
 
 // CastLike(input, target_type): Cast to the element type of the second input.
 class CastLike final : public OpKernel {
  public:
+  absl::Status Init(const KernelInfo& info) {
+    ASSIGN_OR_RETURN(options_, ParseLowPrecisionOptions(info));
+    return absl::OkStatus();
+  }
+
   absl::Status Compute(KernelContext& ctx) const override {
     RETURN_IF_ERROR(RequireInputs(ctx, 2));
-    return CastTo(ctx, *ctx.Input(0), ctx.Input(1)->dtype());
+    return CastTo(ctx, *ctx.Input(0), ctx.Input(1)->dtype(), options_);
   }
+
+ private:
+  LowPrecisionOptions options_;
 };
+
+// Every type Cast takes: kAllTypes and the low-precision storage types.
+constexpr DataType kCastTypes[] = {
+    DataType::kFloat, DataType::kDouble, DataType::kFloat16, DataType::kBFloat16, DataType::kInt8,
+    DataType::kInt16, DataType::kInt32, DataType::kInt64, DataType::kUint8, DataType::kUint16,
+    DataType::kUint32, DataType::kUint64, DataType::kBool, DataType::kString, DataType::kFloat8E4M3FN,
+    DataType::kFloat8E4M3FNUZ, DataType::kFloat8E5M2, DataType::kFloat8E5M2FNUZ, DataType::kFloat8E8M0,
+    DataType::kFloat4E2M1, DataType::kInt4, DataType::kUint4, DataType::kInt2, DataType::kUint2};
 
 // Cast-1 `to` is a string, -6 an enum, -9 adds string casts, -13 bfloat16, -19 float8 + saturate, -21
 // int4/uint4, -23 float4e2m1, -24 float8e8m0 + round_mode, -25 int2/uint2. CastLike follows from -15.
-REGISTER_KERNEL(kOnnx, "Cast", 1, 5, kAllTypes, Cast);
-REGISTER_KERNEL(kOnnx, "Cast", 6, 8, kAllTypes, Cast);
-REGISTER_KERNEL(kOnnx, "Cast", 9, 12, kAllTypes, Cast);
-REGISTER_KERNEL(kOnnx, "Cast", 13, 18, kAllTypes, Cast);
-REGISTER_KERNEL(kOnnx, "Cast", 19, 20, kAllTypes, Cast);
-REGISTER_KERNEL(kOnnx, "Cast", 21, 22, kAllTypes, Cast);
-REGISTER_KERNEL(kOnnx, "Cast", 23, 23, kAllTypes, Cast);
-REGISTER_KERNEL(kOnnx, "Cast", 24, 24, kAllTypes, Cast);
-REGISTER_KERNEL(kOnnx, "Cast", 25, kLatest, kAllTypes, Cast);
-REGISTER_KERNEL(kOnnx, "CastLike", 15, 18, kAllTypes, CastLike);
-REGISTER_KERNEL(kOnnx, "CastLike", 19, 20, kAllTypes, CastLike);
-REGISTER_KERNEL(kOnnx, "CastLike", 21, 22, kAllTypes, CastLike);
-REGISTER_KERNEL(kOnnx, "CastLike", 23, 23, kAllTypes, CastLike);
-REGISTER_KERNEL(kOnnx, "CastLike", 24, 24, kAllTypes, CastLike);
-REGISTER_KERNEL(kOnnx, "CastLike", 25, kLatest, kAllTypes, CastLike);
+REGISTER_KERNEL(kOnnx, "Cast", 1, 5, kCastTypes, Cast);
+REGISTER_KERNEL(kOnnx, "Cast", 6, 8, kCastTypes, Cast);
+REGISTER_KERNEL(kOnnx, "Cast", 9, 12, kCastTypes, Cast);
+REGISTER_KERNEL(kOnnx, "Cast", 13, 18, kCastTypes, Cast);
+REGISTER_KERNEL(kOnnx, "Cast", 19, 20, kCastTypes, Cast);
+REGISTER_KERNEL(kOnnx, "Cast", 21, 22, kCastTypes, Cast);
+REGISTER_KERNEL(kOnnx, "Cast", 23, 23, kCastTypes, Cast);
+REGISTER_KERNEL(kOnnx, "Cast", 24, 24, kCastTypes, Cast);
+REGISTER_KERNEL(kOnnx, "Cast", 25, kLatest, kCastTypes, Cast);
+REGISTER_KERNEL(kOnnx, "CastLike", 15, 18, kCastTypes, CastLike);
+REGISTER_KERNEL(kOnnx, "CastLike", 19, 20, kCastTypes, CastLike);
+REGISTER_KERNEL(kOnnx, "CastLike", 21, 22, kCastTypes, CastLike);
+REGISTER_KERNEL(kOnnx, "CastLike", 23, 23, kCastTypes, CastLike);
+REGISTER_KERNEL(kOnnx, "CastLike", 24, 24, kCastTypes, CastLike);
+REGISTER_KERNEL(kOnnx, "CastLike", 25, kLatest, kCastTypes, CastLike);
 
 }  // namespace
 }  // namespace onnxserve

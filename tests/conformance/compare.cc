@@ -8,7 +8,9 @@ namespace onnxserve::conformance {
 namespace {
 
 bool IsFloating(DataType t) {
-  return t == DataType::kFloat || t == DataType::kDouble || t == DataType::kFloat16 || t == DataType::kBFloat16;
+  return t == DataType::kFloat || t == DataType::kDouble || t == DataType::kFloat16 || t == DataType::kBFloat16 ||
+         t == DataType::kFloat8E4M3FN || t == DataType::kFloat8E4M3FNUZ || t == DataType::kFloat8E5M2 ||
+         t == DataType::kFloat8E5M2FNUZ || t == DataType::kFloat8E8M0 || t == DataType::kFloat4E2M1;
 }
 
 template <typename T>
@@ -44,10 +46,11 @@ std::string CompareTensors(const Tensor& expected, const Tensor& actual, double 
       a_str = absl::StrCat(a);
     } else {
       ok = false;
-      DispatchNumeric(expected.dtype(), [&](auto tag) {
+      auto exact_equal = [&](auto tag) {
         using T = decltype(tag);
         ok = ExactEqual<T>(expected, actual, i);
-      });
+      };
+      DispatchNumeric(expected.dtype(), exact_equal) || DispatchLowPrecision(expected.dtype(), exact_equal);
       e_str = absl::StrCat(expected.GetAsInt64(i));
       a_str = absl::StrCat(actual.GetAsInt64(i));
     }
