@@ -1,9 +1,10 @@
-// Cast and CastLike (cast.cc): the numeric rules of Cast-25, strings both ways, half types bit-exact, and
-// the types onnxserve refuses.
+// Cast and CastLike (cast.cc): the numeric rules of Cast-25, strings both ways, half types bit-exact, the
+// low-precision types (saturate, round_mode, sub-byte wrapping), and the types onnxserve refuses.
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -107,18 +108,74 @@ TEST(CastTest, Version1NamesTheTypeAsAString) {
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({2}, {1, -3}), (*result)[0]));
 }
 
-TEST(CastTest, Float8AndSubByteTargetsAreUnimplementedByName) {
-  struct Case {
-    int64_t onnx_type;
-    const char* name;
-  };
-  for (const Case& c : {Case{17, "float8e4m3fn"}, Case{19, "float8e5m2"}, Case{22, "int4"},
-                        Case{23, "float4e2m1"}, Case{24, "float8e8m0"}, Case{26, "int2"}}) {
-    const auto result = CastTo(Tensor::Scalar(1.0f), static_cast<DataType>(c.onnx_type));
-    ASSERT_FALSE(result.ok()) << c.name;
+TEST(CastTest, ComplexTargetsAreUnimplementedByName) {
+  for (const auto& [onnx_type, name] : {std::pair<int64_t, const char*>{14, "complex64"}, {15, "complex128"}}) {
+    const auto result = CastTo(Tensor::Scalar(1.0f), static_cast<DataType>(onnx_type));
+    ASSERT_FALSE(result.ok()) << name;
     EXPECT_EQ(result.status().code(), absl::StatusCode::kUnimplemented) << result.status();
-    EXPECT_NE(result.status().message().find(c.name), std::string::npos) << result.status();
+    EXPECT_NE(result.status().message().find(name), std::string::npos) << result.status();
   }
+}
+
+absl::StatusOr<Tensor> CastWith(const Tensor& x, DataType to, int64_t saturate, const std::string& round_mode) {
+  auto result = OpTest("Cast", 25)
+                    .Input("x", x)
+                    .Attr("to", static_cast<int64_t>(to))
+                    .Attr("saturate", saturate)
+                    .Attr("round_mode", round_mode)
+                    .Output("y")
+                    .Run();
+  if (!result.ok()) return result.status();
+  return (*result)[0];
+}
+
+TEST(CastTest, Float8SaturatesByDefaultAndOverflowsToNaNOrInfWithout) {
+  const Tensor x = Tensor::FromVector<float>({3}, {1e6f, -kInf, 0.5f});
+  const Tensor saturated = MustCast(x, DataType::kFloat8E4M3FN);
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({3}, {448, -448, 0.5f}), MustCast(saturated, DataType::kFloat)));
+  auto e4m3 = CastWith(x, DataType::kFloat8E4M3FN, 0, "up");
+  ASSERT_TRUE(e4m3.ok()) << e4m3.status();
+  EXPECT_EQ(e4m3->data<Float8E4M3FN>()[0].bits, 0x7f);  // NaN: the format has no infinity
+  EXPECT_EQ(e4m3->data<Float8E4M3FN>()[1].bits, 0xff);
+  auto e5m2 = CastWith(x, DataType::kFloat8E5M2, 0, "up");
+  ASSERT_TRUE(e5m2.ok()) << e5m2.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({3}, {kInf, -kInf, 0.5f}), MustCast(*e5m2, DataType::kFloat)));
+}
+
+TEST(CastTest, FloatToSubByteIntegerTruncatesThenKeepsLowBits) {
+  const Tensor x = Tensor::FromVector<float>({4}, {-9, 8, 2.7f, -1.5f});
+  const Tensor int4 = MustCast(x, DataType::kInt4);
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<int8_t>({4}, {7, -8, 2, -1}), MustCast(int4, DataType::kInt8)));
+  const Tensor uint2 = MustCast(Tensor::FromVector<int32_t>({3}, {-1, 4, 6}), DataType::kUint2);
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<uint8_t>({3}, {3, 0, 2}), MustCast(uint2, DataType::kUint8)));
+}
+
+TEST(CastTest, LowPrecisionTypesConvertBetweenEachOtherAndStrings) {
+  // 448 = 1.75 * 2^8 is exact in E5M2 too: 0 10111 11.
+  const Tensor e4m3 = Tensor::FromVector<Float8E4M3FN>({1}, {Float8E4M3FN(448.0f)});
+  EXPECT_EQ(MustCast(e4m3, DataType::kFloat8E5M2).data<Float8E5M2>()[0].bits, 0x5f);
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<std::string>({2}, {"-8", "7"}),
+                           MustCast(Tensor::FromVector<Int4>({2}, {Int4(-8), Int4(7)}), DataType::kString)));
+  const Tensor parsed = MustCast(Tensor::FromVector<std::string>({2}, {"1.5", "-INF"}), DataType::kFloat4E2M1);
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({2}, {1.5f, -6}), MustCast(parsed, DataType::kFloat)));
+  const Tensor int4 = MustCast(Tensor::FromVector<Float8E5M2>({1}, {Float8E5M2(-3.0f)}), DataType::kInt4);
+  EXPECT_EQ(int4.data<Int4>()[0].value, -3);
+}
+
+TEST(CastTest, RoundModeChoosesTheE8M0Neighbour) {
+  const Tensor x = Tensor::FromVector<float>({2}, {3.0f, 2.9f});
+  const std::vector<std::pair<std::string, std::vector<uint8_t>>> cases = {
+      {"up", {129, 129}}, {"down", {128, 128}}, {"nearest", {129, 128}}};
+  for (const auto& [mode, bits] : cases) {
+    auto result = CastWith(x, DataType::kFloat8E8M0, 1, mode);
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(result->data<Float8E8M0>()[0].bits, bits[0]) << mode;
+    EXPECT_EQ(result->data<Float8E8M0>()[1].bits, bits[1]) << mode;
+  }
+  auto bad = CastWith(x, DataType::kFloat8E8M0, 1, "sideways");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("sideways"), std::string::npos) << bad.status();
 }
 
 TEST(CastTest, SaturateAttributeIsAcceptedForOtherTypes) {
