@@ -1,0 +1,453 @@
+// Recurrent layers: RNN, GRU and LSTM (forward, reverse, bidirectional; activations with alpha/beta,
+// clip, sequence_lens, initial states, LSTM peepholes and input_forget, GRU linear_before_reset, layout).
+//
+// Per direction, the input projection of every time step is one GEMM (X * W^T plus biases); each step then
+// adds H_{t-1} * R^T (one GEMM over the batch) and applies the gate math row by row. float16/bfloat16
+// compute in float.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "runtime/ops/blas.h"
+#include "runtime/ops/common.h"
+#include "runtime/registry/registry.h"
+
+namespace onnxserve {
+namespace {
+
+constexpr DataType kRnnTypes[] = {DataType::kFloat, DataType::kDouble, DataType::kFloat16};
+constexpr DataType kRnn22Types[] = {DataType::kFloat, DataType::kDouble, DataType::kFloat16, DataType::kBFloat16};
+
+enum class Cell { kRnn, kGru, kLstm };
+
+// An activation function of the spec's list with its alpha and beta.
+struct Activation {
+  enum class Kind { kRelu, kTanh, kSigmoid, kAffine, kLeakyRelu, kThresholdedRelu, kScaledTanh, kHardSigmoid,
+                    kElu, kSoftsign, kSoftplus };
+  Kind kind = Kind::kTanh;
+  float alpha = 0, beta = 0;
+
+  // Applies the function in place to n values (one switch per span, not per element).
+  template <typename T>
+  void Apply(T* v, int64_t n) const {
+    const T a = static_cast<T>(alpha), b = static_cast<T>(beta);
+    auto each = [&](auto f) { for (int64_t i = 0; i < n; ++i) v[i] = f(v[i]); };
+    switch (kind) {
+      case Kind::kRelu: each([](T x) { return std::max<T>(x, 0); }); break;
+      case Kind::kTanh: each([](T x) { return std::tanh(x); }); break;
+      case Kind::kSigmoid: each([](T x) { return T{1} / (T{1} + std::exp(-x)); }); break;
+      case Kind::kAffine: each([&](T x) { return a * x + b; }); break;
+      case Kind::kLeakyRelu: each([&](T x) { return x >= 0 ? x : a * x; }); break;
+      case Kind::kThresholdedRelu: each([&](T x) { return x > a ? x : T{0}; }); break;
+      case Kind::kScaledTanh: each([&](T x) { return a * std::tanh(b * x); }); break;
+      case Kind::kHardSigmoid: each([&](T x) { return std::clamp<T>(a * x + b, 0, 1); }); break;
+      case Kind::kElu: each([&](T x) { return x >= 0 ? x : a * (std::exp(x) - T{1}); }); break;
+      case Kind::kSoftsign: each([](T x) { return x / (T{1} + std::abs(x)); }); break;
+      case Kind::kSoftplus: each([](T x) { return std::log1p(std::exp(x)); }); break;
+    }
+  }
+};
+
+// Parses one activation name; alpha/beta come from the attribute lists in order, for the functions that
+// take them, else from the function's default.
+absl::StatusOr<Activation> ParseActivation(const std::string& name, const std::vector<float>& alphas,
+                                           const std::vector<float>& betas, size_t* next_alpha, size_t* next_beta) {
+  using Kind = Activation::Kind;
+  struct Known { const char* name; Kind kind; int params; float alpha, beta; };
+  static constexpr Known kKnown[] = {
+      {"relu", Kind::kRelu, 0, 0, 0},          {"tanh", Kind::kTanh, 0, 0, 0},
+      {"sigmoid", Kind::kSigmoid, 0, 0, 0},    {"affine", Kind::kAffine, 2, 1, 0},
+      {"leakyrelu", Kind::kLeakyRelu, 1, 0.01f, 0}, {"thresholdedrelu", Kind::kThresholdedRelu, 1, 1, 0},
+      {"scaledtanh", Kind::kScaledTanh, 2, 1, 1}, {"hardsigmoid", Kind::kHardSigmoid, 2, 0.2f, 0.5f},
+      {"elu", Kind::kElu, 1, 1, 0},            {"softsign", Kind::kSoftsign, 0, 0, 0},
+      {"softplus", Kind::kSoftplus, 0, 0, 0}};
+  const std::string lower = absl::AsciiStrToLower(name);
+  for (const Known& k : kKnown) {
+    if (lower != k.name) continue;
+    Activation a{k.kind, k.alpha, k.beta};
+    if (k.params >= 1 && *next_alpha < alphas.size()) a.alpha = alphas[(*next_alpha)++];
+    if (k.params >= 2 && *next_beta < betas.size()) a.beta = betas[(*next_beta)++];
+    return a;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown activation \"", name, "\""));
+}
+
+// Everything the attributes fix, parsed once at load.
+struct RnnConfig {
+  Cell cell = Cell::kRnn;
+  int64_t gates = 1;  // G: 1 (RNN), 3 (GRU: z, r, h), 4 (LSTM: i, o, f, c)
+  int64_t hidden = 0;
+  int64_t directions = 1;
+  bool reverse_only = false;
+  float clip = 0;  // 0: no clipping
+  bool linear_before_reset = false;
+  bool input_forget = false;
+  bool batch_major = false;  // layout 1: X [batch, seq, input]
+  std::vector<std::vector<Activation>> activations;  // per direction: f (RNN); f, g (GRU); f, g, h (LSTM)
+};
+
+absl::Status ParseConfig(const KernelInfo& info, Cell cell, RnnConfig* c) {
+  c->cell = cell;
+  c->gates = cell == Cell::kRnn ? 1 : cell == Cell::kGru ? 3 : 4;
+  ASSIGN_OR_RETURN(c->hidden, info.Attr<int64_t>("hidden_size"));
+  ASSIGN_OR_RETURN(const std::string direction, info.Attr<std::string>("direction", "forward"));
+  if (direction == "bidirectional") {
+    c->directions = 2;
+  } else if (direction == "reverse") {
+    c->reverse_only = true;
+  } else if (direction != "forward") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("direction \"", direction, "\": expected forward, reverse or bidirectional"));
+  }
+  ASSIGN_OR_RETURN(c->clip, info.Attr<float>("clip", 0.0f));
+  ASSIGN_OR_RETURN(const int64_t lbr, info.Attr<int64_t>("linear_before_reset", 0));
+  ASSIGN_OR_RETURN(const int64_t input_forget, info.Attr<int64_t>("input_forget", 0));
+  ASSIGN_OR_RETURN(const int64_t layout, info.Attr<int64_t>("layout", 0));
+  c->linear_before_reset = lbr != 0;
+  c->input_forget = input_forget != 0;
+  c->batch_major = layout == 1;
+  const std::vector<std::string> defaults =
+      cell == Cell::kRnn ? std::vector<std::string>{"Tanh"}
+      : cell == Cell::kGru ? std::vector<std::string>{"Sigmoid", "Tanh"}
+                           : std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"};
+  ASSIGN_OR_RETURN(std::vector<std::string> names, info.Attr<std::vector<std::string>>("activations", {}));
+  ASSIGN_OR_RETURN(const std::vector<float> alphas, info.Attr<std::vector<float>>("activation_alpha", {}));
+  ASSIGN_OR_RETURN(const std::vector<float> betas, info.Attr<std::vector<float>>("activation_beta", {}));
+  const size_t per_direction = defaults.size();
+  if (names.empty()) names = defaults;
+  if (names.size() == per_direction && c->directions == 2) names.insert(names.end(), names.begin(), names.end());
+  if (names.size() != per_direction * c->directions) {
+    return absl::InvalidArgumentError(absl::StrCat("activations has ", names.size(), " entries: expected ",
+                                                   per_direction * c->directions));
+  }
+  size_t next_alpha = 0, next_beta = 0;
+  c->activations.resize(c->directions);
+  for (size_t i = 0; i < names.size(); ++i) {
+    ASSIGN_OR_RETURN(Activation a, ParseActivation(names[i], alphas, betas, &next_alpha, &next_beta));
+    c->activations[i / per_direction].push_back(a);
+  }
+  return absl::OkStatus();
+}
+
+// One direction's weights and state, all in [seq, batch, ...] order. Pointers may be null for omitted
+// inputs (bias, initial states, peepholes) and unwanted outputs.
+template <typename T>
+struct DirectionData {
+  const T* w = nullptr;       // [G*H, I]
+  const T* r = nullptr;       // [G*H, H]
+  const T* bias = nullptr;    // [2*G*H]: Wb then Rb
+  const T* init_h = nullptr;  // [batch, H]
+  const T* init_c = nullptr;  // [batch, H]
+  const T* peep = nullptr;    // [3*H]: i, o, f
+  T* y = nullptr;             // [seq, directions, batch, H] at this direction's offset
+  T* y_h = nullptr;           // [batch, H]
+  T* y_c = nullptr;           // [batch, H]
+};
+
+template <typename T>
+class DirectionRunner {
+ public:
+  DirectionRunner(const RnnConfig& c, const std::vector<Activation>& act, int64_t seq, int64_t batch,
+                  int64_t input, const std::vector<int64_t>& lens, ThreadPool& pool)
+      : c_(c), act_(act), seq_(seq), batch_(batch), input_(input), lens_(lens), pool_(pool),
+        gh_(c.gates * c.hidden) {}
+
+  void Run(const T* x, const DirectionData<T>& d, bool reverse) {
+    const int64_t H = c_.hidden;
+    std::vector<T> xw(static_cast<size_t>(seq_ * batch_ * gh_));
+    Gemm<T>(false, true, seq_ * batch_, gh_, input_, T{1}, x, input_, d.w, input_, T{0}, xw.data(), gh_, &pool_);
+    if (d.bias != nullptr) AddBiases(d.bias, xw.data());
+    h_.assign(static_cast<size_t>(batch_ * H), T{0});
+    c_state_.assign(static_cast<size_t>(batch_ * H), T{0});
+    if (d.init_h != nullptr) std::copy(d.init_h, d.init_h + batch_ * H, h_.begin());
+    if (d.init_c != nullptr) std::copy(d.init_c, d.init_c + batch_ * H, c_state_.begin());
+    gates_.resize(static_cast<size_t>(batch_ * gh_));
+    scratch_.resize(static_cast<size_t>(batch_ * H));
+    for (int64_t step = 0; step < seq_; ++step) {
+      const int64_t t = reverse ? seq_ - 1 - step : step;
+      std::copy(xw.begin() + t * batch_ * gh_, xw.begin() + (t + 1) * batch_ * gh_, gates_.begin());
+      switch (c_.cell) {
+        case Cell::kRnn: StepRnn(d, t); break;
+        case Cell::kGru: StepGru(d, t); break;
+        case Cell::kLstm: StepLstm(d, t); break;
+      }
+      if (d.y != nullptr) WriteY(d.y + t * c_.directions * batch_ * H, t);
+    }
+    if (d.y_h != nullptr) std::copy(h_.begin(), h_.end(), d.y_h);
+    if (d.y_c != nullptr) std::copy(c_state_.begin(), c_state_.end(), d.y_c);
+  }
+
+ private:
+  // Wb + Rb join the input projection, except GRU's Rbh under linear_before_reset (it sits inside r * (...)).
+  void AddBiases(const T* bias, T* xw) const {
+    const T* wb = bias;
+    const T* rb = bias + gh_;
+    const int64_t rb_end = c_.cell == Cell::kGru && c_.linear_before_reset ? 2 * c_.hidden : gh_;
+    for (int64_t row = 0; row < seq_ * batch_; ++row) {
+      T* out = xw + row * gh_;
+      for (int64_t j = 0; j < gh_; ++j) out[j] += wb[j] + (j < rb_end ? rb[j] : T{0});
+    }
+  }
+
+  bool Active(int64_t b, int64_t t) const { return t < lens_[b]; }
+
+  void ClipAndApply(const Activation& a, T* v, int64_t n) const {
+    if (c_.clip > 0) {
+      const T lim = static_cast<T>(c_.clip);
+      for (int64_t i = 0; i < n; ++i) v[i] = std::clamp(v[i], -lim, lim);
+    }
+    a.Apply(v, n);
+  }
+
+  // gates[:, cols) += H_{t-1} * R[rows]^T
+  void AddRecurrent(const T* r, int64_t rows, T* out) {
+    Gemm<T>(false, true, batch_, rows, c_.hidden, T{1}, h_.data(), c_.hidden, r, c_.hidden, T{1}, out, gh_, &pool_);
+  }
+
+  void StepRnn(const DirectionData<T>& d, int64_t t) {
+    const int64_t H = c_.hidden;
+    AddRecurrent(d.r, H, gates_.data());
+    for (int64_t b = 0; b < batch_; ++b) {
+      if (!Active(b, t)) continue;
+      T* g = gates_.data() + b * gh_;
+      ClipAndApply(act_[0], g, H);
+      std::copy(g, g + H, h_.begin() + b * H);
+    }
+  }
+
+  void StepGru(const DirectionData<T>& d, int64_t t) {
+    const int64_t H = c_.hidden;
+    AddRecurrent(d.r, 2 * H, gates_.data());  // z and r
+    for (int64_t b = 0; b < batch_; ++b) ClipAndApply(act_[0], gates_.data() + b * gh_, 2 * H);
+    const T* rh = d.r + 2 * H * H;
+    if (c_.linear_before_reset) {
+      // h~ = g(Xt*Wh^T + Wbh + r * (H*Rh^T + Rbh))
+      Gemm<T>(false, true, batch_, H, H, T{1}, h_.data(), H, rh, H, T{0}, scratch_.data(), H, &pool_);
+      for (int64_t b = 0; b < batch_; ++b) {
+        T* g = gates_.data() + b * gh_;
+        for (int64_t j = 0; j < H; ++j) {
+          const T rbh = d.bias != nullptr ? d.bias[gh_ + 2 * H + j] : T{0};
+          g[2 * H + j] += g[H + j] * (scratch_[b * H + j] + rbh);
+        }
+      }
+    } else {
+      // h~ = g(Xt*Wh^T + (r * H)*Rh^T + Rbh + Wbh)
+      for (int64_t i = 0; i < batch_ * H; ++i) scratch_[i] = gates_[(i / H) * gh_ + H + i % H] * h_[i];
+      Gemm<T>(false, true, batch_, H, H, T{1}, scratch_.data(), H, rh, H, T{1}, gates_.data() + 2 * H, gh_, &pool_);
+    }
+    for (int64_t b = 0; b < batch_; ++b) {
+      if (!Active(b, t)) continue;
+      T* g = gates_.data() + b * gh_;
+      ClipAndApply(act_[1], g + 2 * H, H);
+      T* h = h_.data() + b * H;
+      for (int64_t j = 0; j < H; ++j) h[j] = (T{1} - g[j]) * g[2 * H + j] + g[j] * h[j];
+    }
+  }
+
+  void StepLstm(const DirectionData<T>& d, int64_t t) {
+    const int64_t H = c_.hidden;
+    AddRecurrent(d.r, gh_, gates_.data());
+    for (int64_t b = 0; b < batch_; ++b) {
+      if (!Active(b, t)) continue;
+      T* gi = gates_.data() + b * gh_;
+      T* go = gi + H;
+      T* gf = gi + 2 * H;
+      T* gc = gi + 3 * H;
+      T* c = c_state_.data() + b * H;
+      if (d.peep != nullptr) {
+        for (int64_t j = 0; j < H; ++j) {
+          gi[j] += d.peep[j] * c[j];
+          gf[j] += d.peep[2 * H + j] * c[j];
+        }
+      }
+      ClipAndApply(act_[0], gi, H);
+      ClipAndApply(act_[0], gf, H);
+      ClipAndApply(act_[1], gc, H);
+      if (c_.input_forget) {
+        for (int64_t j = 0; j < H; ++j) gf[j] = T{1} - gi[j];
+      }
+      for (int64_t j = 0; j < H; ++j) c[j] = gf[j] * c[j] + gi[j] * gc[j];
+      if (d.peep != nullptr) {
+        for (int64_t j = 0; j < H; ++j) go[j] += d.peep[H + j] * c[j];
+      }
+      ClipAndApply(act_[0], go, H);
+      T* h = h_.data() + b * H;
+      std::copy(c, c + H, h);
+      act_[2].Apply(h, H);
+      for (int64_t j = 0; j < H; ++j) h[j] *= go[j];
+    }
+  }
+
+  // Y[t, dir, b, :] = H_t for active rows; rows past their sequence length stay zero.
+  void WriteY(T* y, int64_t t) const {
+    for (int64_t b = 0; b < batch_; ++b) {
+      if (Active(b, t)) std::copy(h_.begin() + b * c_.hidden, h_.begin() + (b + 1) * c_.hidden, y + b * c_.hidden);
+    }
+  }
+
+  const RnnConfig& c_;
+  const std::vector<Activation>& act_;
+  const int64_t seq_, batch_, input_;
+  const std::vector<int64_t>& lens_;
+  ThreadPool& pool_;
+  const int64_t gh_;
+  std::vector<T> h_, c_state_, gates_, scratch_;
+};
+
+// Swaps the first two dims of a [a, b, rest] tensor into `out` ([b, a, rest]).
+template <typename T>
+void SwapLeadingDims(const T* in, int64_t a, int64_t b, int64_t rest, T* out) {
+  for (int64_t i = 0; i < a; ++i) {
+    for (int64_t j = 0; j < b; ++j) std::copy(in + (i * b + j) * rest, in + (i * b + j + 1) * rest, out + (j * a + i) * rest);
+  }
+}
+
+template <Cell kCell>
+class Recurrent final : public OpKernel {
+ public:
+  absl::Status Init(const KernelInfo& info) { return ParseConfig(info, kCell, &config_); }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    RETURN_IF_ERROR(RequireInputs(ctx, 3));
+    const Tensor& x = *ctx.Input(0);
+    if (IsHalfType(x.dtype())) return ComputeWidened(ctx);
+    if (x.dtype() == DataType::kDouble) return Run<double>(ctx, [&](int i) { return ctx.Input(i); });
+    return Run<float>(ctx, [&](int i) { return ctx.Input(i); });
+  }
+
+ private:
+  // float16/bfloat16: float copies of every float input, a float run, narrowed outputs.
+  absl::Status ComputeWidened(KernelContext& ctx) const {
+    std::vector<Tensor> widened(ctx.num_inputs());
+    for (int i = 0; i < ctx.num_inputs(); ++i) {
+      const Tensor* in = ctx.Input(i);
+      if (in != nullptr) widened[i] = i == 4 ? *in : WidenToFloat(in);
+    }
+    std::vector<Tensor> float_outputs(ctx.num_outputs());
+    std::vector<bool> wanted(ctx.num_outputs());
+    for (int i = 0; i < ctx.num_outputs(); ++i) wanted[i] = ctx.OutputWanted(i);
+    KernelContext float_ctx({}, &float_outputs, wanted, &ctx.pool(), {});
+    RETURN_IF_ERROR(Run<float>(float_ctx, [&](int i) -> const Tensor* {
+      return i < static_cast<int>(widened.size()) && widened[i].defined() ? &widened[i] : nullptr;
+    }));
+    for (int i = 0; i < ctx.num_outputs(); ++i) {
+      if (!float_outputs[i].defined()) continue;
+      NarrowFromFloat(float_outputs[i], ctx.Output(i, ctx.Input(0)->dtype(), float_outputs[i].shape()));
+    }
+    return absl::OkStatus();
+  }
+
+  template <typename T, typename InputFn>
+  absl::Status Run(KernelContext& ctx, InputFn input) const {
+    const RnnConfig& c = config_;
+    const Tensor& x = *input(0);
+    const Tensor& w = *input(1);
+    const Tensor& r = *input(2);
+    if (x.rank() != 3) return absl::InvalidArgumentError(absl::StrCat("X ", ShapeToString(x.shape()), ": expected rank 3"));
+    const int64_t seq = c.batch_major ? x.dim(1) : x.dim(0), batch = c.batch_major ? x.dim(0) : x.dim(1);
+    const int64_t in_size = x.dim(2), H = c.hidden, D = c.directions, gh = c.gates * H;
+    if (w.shape() != Shape{D, gh, in_size} || r.shape() != Shape{D, gh, H}) {
+      return absl::InvalidArgumentError(absl::StrCat("W ", ShapeToString(w.shape()), ", R ", ShapeToString(r.shape()),
+                                                     ": expected [", D, ",", gh, ",", in_size, "] and [", D, ",", gh, ",", H, "]"));
+    }
+    std::vector<int64_t> lens(static_cast<size_t>(batch), seq);
+    if (const Tensor* sl = input(4); sl != nullptr) {
+      if (sl->NumElements() != batch) return absl::InvalidArgumentError("sequence_lens: expected one length per batch row");
+      lens = Int64Values(*sl);
+    }
+    // Time-major copies of batch-major tensors.
+    auto time_major = [&](const Tensor* t, int64_t a, int64_t b, int64_t rest) -> std::vector<T> {
+      std::vector<T> out;
+      if (t == nullptr) return out;
+      out.resize(static_cast<size_t>(t->NumElements()));
+      if (c.batch_major) {
+        SwapLeadingDims(t->data<T>(), a, b, rest, out.data());
+      } else {
+        std::copy(t->data<T>(), t->data<T>() + t->NumElements(), out.begin());
+      }
+      return out;
+    };
+    const std::vector<T> xs = time_major(&x, batch, seq, in_size);
+    const int init_c_index = 6, peep_index = 7;
+    const std::vector<T> h0 = time_major(input(5), batch, D, H);
+    const std::vector<T> c0 = kCell == Cell::kLstm ? time_major(input(init_c_index), batch, D, H) : std::vector<T>{};
+    std::vector<T> y(ctx.OutputWanted(0) ? static_cast<size_t>(seq * D * batch * H) : 0, T{0});
+    std::vector<T> y_h(static_cast<size_t>(D * batch * H)), y_c(static_cast<size_t>(D * batch * H));
+    const Tensor* bias = input(3);
+    const Tensor* peep = kCell == Cell::kLstm ? input(peep_index) : nullptr;
+    for (int64_t d = 0; d < D; ++d) {
+      DirectionData<T> data;
+      data.w = w.data<T>() + d * gh * in_size;
+      data.r = r.data<T>() + d * gh * H;
+      if (bias != nullptr) data.bias = bias->data<T>() + d * 2 * gh;
+      if (!h0.empty()) data.init_h = h0.data() + d * batch * H;
+      if (!c0.empty()) data.init_c = c0.data() + d * batch * H;
+      if (peep != nullptr) data.peep = peep->data<T>() + d * 3 * H;
+      if (!y.empty()) data.y = y.data() + d * batch * H;
+      data.y_h = y_h.data() + d * batch * H;
+      data.y_c = y_c.data() + d * batch * H;
+      DirectionRunner<T> runner(c, c.activations[d], seq, batch, in_size, lens, ctx.pool());
+      runner.Run(xs.data(), data, c.reverse_only || d == 1);
+    }
+    WriteOutputs<T>(ctx, y, y_h, y_c, seq, batch);
+    return absl::OkStatus();
+  }
+
+  template <typename T>
+  void WriteOutputs(KernelContext& ctx, const std::vector<T>& y, const std::vector<T>& y_h, const std::vector<T>& y_c,
+                    int64_t seq, int64_t batch) const {
+    const int64_t H = config_.hidden, D = config_.directions;
+    const bool bm = config_.batch_major;
+    if (ctx.OutputWanted(0)) {
+      // Time-major [seq, D, batch, H]; batch-major [batch, seq, D, H].
+      Tensor& out = ctx.Output(0, kTypeOf<T>, bm ? Shape{batch, seq, D, H} : Shape{seq, D, batch, H});
+      if (bm) {
+        for (int64_t t = 0; t < seq; ++t)
+          for (int64_t d = 0; d < D; ++d)
+            for (int64_t b = 0; b < batch; ++b)
+              std::copy_n(y.data() + ((t * D + d) * batch + b) * H, H, out.data<T>() + ((b * seq + t) * D + d) * H);
+      } else {
+        std::copy(y.begin(), y.end(), out.data<T>());
+      }
+    }
+    auto state = [&](int i, const std::vector<T>& s) {
+      if (!ctx.OutputWanted(i)) return;
+      Tensor& out = ctx.Output(i, kTypeOf<T>, bm ? Shape{batch, D, H} : Shape{D, batch, H});
+      if (bm) {
+        SwapLeadingDims(s.data(), D, batch, H, out.data<T>());
+      } else {
+        std::copy(s.begin(), s.end(), out.data<T>());
+      }
+    };
+    state(1, y_h);
+    if (kCell == Cell::kLstm) state(2, y_c);
+  }
+
+  RnnConfig config_;
+};
+
+using Rnn = Recurrent<Cell::kRnn>;
+using Gru = Recurrent<Cell::kGru>;
+using Lstm = Recurrent<Cell::kLstm>;
+
+// -1 has output_sequence; -7 drops it (Y is simply optional); -14 adds layout; -22 adds bfloat16.
+// GRU-3 adds linear_before_reset.
+REGISTER_KERNEL(kOnnx, "RNN", 1, 6, kRnnTypes, Rnn);
+REGISTER_KERNEL(kOnnx, "RNN", 7, 13, kRnnTypes, Rnn);
+REGISTER_KERNEL(kOnnx, "RNN", 14, 21, kRnnTypes, Rnn);
+REGISTER_KERNEL(kOnnx, "RNN", 22, kLatest, kRnn22Types, Rnn);
+REGISTER_KERNEL(kOnnx, "GRU", 1, 2, kRnnTypes, Gru);
+REGISTER_KERNEL(kOnnx, "GRU", 3, 6, kRnnTypes, Gru);
+REGISTER_KERNEL(kOnnx, "GRU", 7, 13, kRnnTypes, Gru);
+REGISTER_KERNEL(kOnnx, "GRU", 14, 21, kRnnTypes, Gru);
+REGISTER_KERNEL(kOnnx, "GRU", 22, kLatest, kRnn22Types, Gru);
+REGISTER_KERNEL(kOnnx, "LSTM", 1, 6, kRnnTypes, Lstm);
+REGISTER_KERNEL(kOnnx, "LSTM", 7, 13, kRnnTypes, Lstm);
+REGISTER_KERNEL(kOnnx, "LSTM", 14, 21, kRnnTypes, Lstm);
+REGISTER_KERNEL(kOnnx, "LSTM", 22, kLatest, kRnn22Types, Lstm);
+
+}  // namespace
+}  // namespace onnxserve
