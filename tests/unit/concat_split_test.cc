@@ -1,4 +1,5 @@
 // Concat and Split: axes, empty pieces, every way Split is told the lengths across versions.
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/support/op_test.h"
 
@@ -37,7 +38,7 @@ TEST(ConcatTest, JoinsManyStringInputsOnAxisZero) {
   OpTest test("Concat", 13);
   std::vector<std::string> expected;
   for (int i = 0; i < 10; ++i) {
-    test.Input("s" + std::to_string(i), Tensor::FromVector<std::string>({1}, {std::to_string(i)}));
+    test.Input(absl::StrCat("s", i), Tensor::FromVector<std::string>({1}, {std::to_string(i)}));
     expected.push_back(std::to_string(i));
   }
   auto out = test.Attr("axis", int64_t{0}).Output("y").Run();
