@@ -1,0 +1,263 @@
+// Conv and ConvTranspose against direct-loop references on random shapes: 1-D/2-D/3-D, groups (incl.
+// depthwise), strides, dilations, asymmetric pads, every auto_pad, output_padding/output_shape, no bias.
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/support/op_test.h"
+
+namespace onnxserve {
+namespace {
+
+using testing::OpTest;
+using testing::TensorsClose;
+
+Tensor Random(const Shape& shape, int seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  Tensor t(DataType::kFloat, shape);
+  for (float& v : t.mutable_values<float>()) v = dist(rng);
+  return t;
+}
+
+// Row-major multi-index of flat position i in dims.
+std::vector<int64_t> Unflatten(int64_t i, const std::vector<int64_t>& dims) {
+  std::vector<int64_t> index(dims.size());
+  for (size_t d = dims.size(); d-- > 0;) {
+    index[d] = i % dims[d];
+    i /= dims[d];
+  }
+  return index;
+}
+
+struct ConvParams {
+  std::vector<int64_t> strides = {};  // empty: the defaults (all 1, all 1, all 0)
+  std::vector<int64_t> dilations = {};
+  std::vector<int64_t> pads = {};  // [begin..., end...]
+  int64_t group = 1;
+};
+
+// The definition: y[n,m,o] = b[m] + sum over c in m's group and kernel offsets of x[n,c,o*s-p+k*d] * w[m,c',k].
+Tensor ReferenceConv(const Tensor& x, const Tensor& w, const Tensor* b, const ConvParams& p) {
+  const size_t rank = x.rank() - 2;
+  const std::vector<int64_t> in(x.shape().begin() + 2, x.shape().end());
+  const std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
+  std::vector<int64_t> out(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    out[d] = (in[d] + p.pads[d] + p.pads[d + rank] - (kernel[d] - 1) * p.dilations[d] - 1) / p.strides[d] + 1;
+  }
+  const int64_t maps = w.dim(0), group_channels = w.dim(1), group_maps = maps / p.group;
+  Shape y_shape = {x.dim(0), maps};
+  y_shape.insert(y_shape.end(), out.begin(), out.end());
+  Tensor y(DataType::kFloat, y_shape);
+  const int64_t out_size = NumElements(out), in_size = NumElements(in), k_size = NumElements(kernel);
+  for (int64_t n = 0; n < x.dim(0); ++n) {
+    for (int64_t m = 0; m < maps; ++m) {
+      for (int64_t o = 0; o < out_size; ++o) {
+        const auto oi = Unflatten(o, out);
+        double sum = b ? b->data<float>()[m] : 0.0;
+        for (int64_t c = 0; c < group_channels; ++c) {
+          const int64_t channel = (m / group_maps) * group_channels + c;
+          for (int64_t kk = 0; kk < k_size; ++kk) {
+            const auto ki = Unflatten(kk, kernel);
+            int64_t offset = 0;
+            bool inside = true;
+            for (size_t d = 0; d < rank; ++d) {
+              const int64_t at = oi[d] * p.strides[d] - p.pads[d] + ki[d] * p.dilations[d];
+              inside = inside && at >= 0 && at < in[d];
+              offset = offset * in[d] + at;
+            }
+            if (!inside) continue;
+            sum += static_cast<double>(x.data<float>()[(n * x.dim(1) + channel) * in_size + offset]) *
+                   w.data<float>()[(m * group_channels + c) * k_size + kk];
+          }
+        }
+        y.data<float>()[(n * maps + m) * out_size + o] = static_cast<float>(sum);
+      }
+    }
+  }
+  return y;
+}
+
+ConvParams Defaults(size_t rank, ConvParams p) {
+  if (p.strides.empty()) p.strides.assign(rank, 1);
+  if (p.dilations.empty()) p.dilations.assign(rank, 1);
+  if (p.pads.empty()) p.pads.assign(2 * rank, 0);
+  return p;
+}
+
+void ExpectConvMatchesReference(const Shape& x_shape, const Shape& w_shape, ConvParams p, bool bias = true) {
+  p = Defaults(x_shape.size() - 2, p);
+  const Tensor x = Random(x_shape, 1), w = Random(w_shape, 2), b = Random({w_shape[0]}, 3);
+  OpTest test("Conv", 22);
+  test.Input("x", x).Input("w", w);
+  if (bias) test.Input("b", b);
+  auto result = test.Attr("strides", p.strides).Attr("dilations", p.dilations).Attr("pads", p.pads)
+                    .Attr("group", p.group).Output("y").Run();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_TRUE(TensorsClose(ReferenceConv(x, w, bias ? &b : nullptr, p), (*result)[0], 1e-4, 1e-5))
+      << "X " << ShapeToString(x_shape) << " W " << ShapeToString(w_shape);
+}
+
+TEST(ConvTest, TwoDimensionalWithStridesDilationsAndAsymmetricPads) {
+  ExpectConvMatchesReference({2, 3, 11, 9}, {4, 3, 3, 3}, {});
+  ExpectConvMatchesReference({1, 3, 11, 9}, {5, 3, 3, 2}, {.strides = {2, 3}, .pads = {1, 0, 2, 1}});
+  ExpectConvMatchesReference({1, 2, 12, 10}, {3, 2, 3, 3}, {.strides = {1, 2}, .dilations = {2, 3}, .pads = {0, 2, 1, 0}});
+  ExpectConvMatchesReference({1, 3, 7, 7}, {2, 3, 7, 7}, {.pads = {3, 3, 3, 3}}, false);  // no bias
+}
+
+TEST(ConvTest, OneAndThreeDimensional) {
+  ExpectConvMatchesReference({2, 4, 17}, {6, 4, 5}, {.strides = {2}, .dilations = {2}, .pads = {3, 1}});
+  ExpectConvMatchesReference({1, 2, 5, 6, 7}, {3, 2, 3, 2, 3}, {.strides = {1, 2, 1}, .pads = {1, 0, 1, 0, 1, 2}});
+}
+
+TEST(ConvTest, GroupsAndDepthwise) {
+  ExpectConvMatchesReference({2, 6, 9, 9}, {4, 3, 3, 3}, {.pads = {1, 1, 1, 1}, .group = 2});
+  ExpectConvMatchesReference({1, 8, 10, 10}, {8, 1, 3, 3}, {.strides = {2, 2}, .pads = {1, 1, 1, 1}, .group = 8});
+  ExpectConvMatchesReference({1, 4, 6, 6}, {8, 1, 3, 3}, {.group = 4});  // channel multiplier 2
+}
+
+TEST(ConvTest, PointwiseSkipsIm2colAndStillMatches) {
+  ExpectConvMatchesReference({2, 16, 7, 5}, {9, 16, 1, 1}, {});
+  ExpectConvMatchesReference({1, 16, 7, 5}, {8, 4, 1, 1}, {.group = 4}, false);
+  ExpectConvMatchesReference({1, 8, 7, 7}, {4, 8, 1, 1}, {.strides = {2, 2}});  // strided 1x1 uses im2col
+}
+
+TEST(ConvTest, AutoPadModesMatchTheirExplicitPads) {
+  // in 7, kernel 4, stride 2: SAME -> out 4, total pad (4-1)*2+4-7 = 3.
+  const Tensor x = Random({1, 2, 7, 7}, 1), w = Random({3, 2, 4, 4}, 2);
+  struct Mode {
+    const char* name;
+    std::vector<int64_t> pads;
+  };
+  for (const Mode& mode : {Mode{"SAME_UPPER", {1, 1, 2, 2}}, Mode{"SAME_LOWER", {2, 2, 1, 1}},
+                           Mode{"VALID", {0, 0, 0, 0}}}) {
+    auto result = OpTest("Conv", 11).Input("x", x).Input("w", w).Attr("auto_pad", std::string(mode.name))
+                      .Attr("strides", std::vector<int64_t>{2, 2}).Output("y").Run();
+    ASSERT_TRUE(result.ok()) << result.status();
+    const ConvParams p{.strides = {2, 2}, .dilations = {1, 1}, .pads = mode.pads};
+    EXPECT_TRUE(TensorsClose(ReferenceConv(x, w, nullptr, p), (*result)[0], 1e-4, 1e-5)) << mode.name;
+  }
+}
+
+TEST(ConvTest, Float16ComputesThroughFloat) {
+  const Tensor x = Random({1, 2, 5, 5}, 1), w = Random({2, 2, 3, 3}, 2);
+  Tensor x16(DataType::kFloat16, x.shape()), w16(DataType::kFloat16, w.shape());
+  for (int64_t i = 0; i < x.NumElements(); ++i) x16.data<Float16>()[i] = Float16(x.data<float>()[i]);
+  for (int64_t i = 0; i < w.NumElements(); ++i) w16.data<Float16>()[i] = Float16(w.data<float>()[i]);
+  auto result = OpTest("Conv", 11).Input("x", x16).Input("w", w16).Output("y").Run();
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ((*result)[0].dtype(), DataType::kFloat16);
+  // Inputs rounded to half first, so compare against the reference on the rounded values.
+  Tensor xr(DataType::kFloat, x.shape()), wr(DataType::kFloat, w.shape()), yr(DataType::kFloat16, {1, 2, 3, 3});
+  for (int64_t i = 0; i < x.NumElements(); ++i) xr.data<float>()[i] = static_cast<float>(x16.data<Float16>()[i]);
+  for (int64_t i = 0; i < w.NumElements(); ++i) wr.data<float>()[i] = static_cast<float>(w16.data<Float16>()[i]);
+  const Tensor expected = ReferenceConv(xr, wr, nullptr, Defaults(2, {}));
+  for (int64_t i = 0; i < yr.NumElements(); ++i) yr.data<Float16>()[i] = Float16(expected.data<float>()[i]);
+  EXPECT_TRUE(TensorsClose(yr, (*result)[0], 2e-3, 1e-3));
+}
+
+TEST(ConvTest, MismatchedChannelsAreRejected) {
+  auto result = OpTest("Conv", 22).Input("x", Random({1, 4, 5, 5}, 1)).Input("w", Random({2, 3, 3, 3}, 2))
+                    .Output("y").Run();
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.status().message().find("C == W[1] * group"), std::string::npos) << result.status();
+}
+
+// The definition of the transpose: every x[n,c,i] * w[c,m',k] lands on y[n,m,i*s-p+k*d] when inside.
+Tensor ReferenceConvTranspose(const Tensor& x, const Tensor& w, const Tensor* b, const ConvParams& p,
+                              const std::vector<int64_t>& out) {
+  const size_t rank = x.rank() - 2;
+  const std::vector<int64_t> in(x.shape().begin() + 2, x.shape().end());
+  const std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
+  const int64_t channels = x.dim(1), group_maps = w.dim(1), maps = group_maps * p.group;
+  const int64_t group_channels = channels / p.group;
+  Shape y_shape = {x.dim(0), maps};
+  y_shape.insert(y_shape.end(), out.begin(), out.end());
+  Tensor y(DataType::kFloat, y_shape);
+  const int64_t out_size = NumElements(out), in_size = NumElements(in), k_size = NumElements(kernel);
+  for (int64_t i = 0; i < y.NumElements(); ++i) y.data<float>()[i] = b ? b->data<float>()[(i / out_size) % maps] : 0;
+  for (int64_t n = 0; n < x.dim(0); ++n) {
+    for (int64_t c = 0; c < channels; ++c) {
+      for (int64_t i = 0; i < in_size; ++i) {
+        const auto ii = Unflatten(i, in);
+        for (int64_t mg = 0; mg < group_maps; ++mg) {
+          const int64_t m = (c / group_channels) * group_maps + mg;
+          for (int64_t kk = 0; kk < k_size; ++kk) {
+            const auto ki = Unflatten(kk, kernel);
+            int64_t offset = 0;
+            bool inside = true;
+            for (size_t d = 0; d < rank; ++d) {
+              const int64_t at = ii[d] * p.strides[d] - p.pads[d] + ki[d] * p.dilations[d];
+              inside = inside && at >= 0 && at < out[d];
+              offset = offset * out[d] + at;
+            }
+            if (!inside) continue;
+            y.data<float>()[(n * maps + m) * out_size + offset] +=
+                x.data<float>()[(n * channels + c) * in_size + i] * w.data<float>()[(c * group_maps + mg) * k_size + kk];
+          }
+        }
+      }
+    }
+  }
+  return y;
+}
+
+void ExpectConvTransposeMatchesReference(const Shape& x_shape, const Shape& w_shape, ConvParams p,
+                                         std::vector<int64_t> output_padding, bool bias = true) {
+  const size_t rank = x_shape.size() - 2;
+  p = Defaults(rank, p);
+  if (output_padding.empty()) output_padding.assign(rank, 0);
+  std::vector<int64_t> out(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    out[d] = p.strides[d] * (x_shape[d + 2] - 1) + output_padding[d] + (w_shape[d + 2] - 1) * p.dilations[d] + 1 -
+             p.pads[d] - p.pads[d + rank];
+  }
+  const Tensor x = Random(x_shape, 1), w = Random(w_shape, 2), b = Random({w_shape[1] * p.group}, 3);
+  OpTest test("ConvTranspose", 22);
+  test.Input("x", x).Input("w", w);
+  if (bias) test.Input("b", b);
+  auto result = test.Attr("strides", p.strides).Attr("dilations", p.dilations).Attr("pads", p.pads)
+                    .Attr("group", p.group).Attr("output_padding", output_padding).Output("y").Run();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_TRUE(TensorsClose(ReferenceConvTranspose(x, w, bias ? &b : nullptr, p, out), (*result)[0], 1e-4, 1e-5))
+      << "X " << ShapeToString(x_shape) << " W " << ShapeToString(w_shape);
+}
+
+TEST(ConvTransposeTest, StridesPadsDilationsAndOutputPadding) {
+  ExpectConvTransposeMatchesReference({2, 3, 5, 4}, {3, 2, 3, 3}, {}, {});
+  ExpectConvTransposeMatchesReference({1, 3, 5, 4}, {3, 4, 4, 3}, {.strides = {2, 3}, .pads = {1, 0, 2, 1}}, {1, 2});
+  ExpectConvTransposeMatchesReference({1, 2, 4, 4}, {2, 3, 3, 2}, {.strides = {2, 1}, .dilations = {2, 3}}, {1, 0},
+                                      false);
+}
+
+TEST(ConvTransposeTest, OneAndThreeDimensionalAndGrouped) {
+  ExpectConvTransposeMatchesReference({2, 4, 7}, {4, 3, 5}, {.strides = {3}, .pads = {2, 1}}, {});
+  ExpectConvTransposeMatchesReference({1, 2, 3, 4, 3}, {2, 2, 2, 3, 2}, {.strides = {2, 1, 2}}, {1, 0, 0});
+  ExpectConvTransposeMatchesReference({1, 6, 5, 5}, {6, 2, 3, 3}, {.strides = {2, 2}, .group = 3}, {});
+  ExpectConvTransposeMatchesReference({1, 8, 6, 5}, {8, 3, 1, 1}, {.group = 2}, {});  // pointwise GEMM path
+}
+
+TEST(ConvTransposeTest, OutputShapeDerivesThePads) {
+  // in 3, stride 2, kernel 3: full extent 7. output_shape 8 leaves total pad -1: floor halves put the
+  // extra (padding) element at the end, so the result is the unpadded one plus a row of bias.
+  const Tensor x = Random({1, 1, 3, 3}, 1), w = Random({1, 2, 3, 3}, 2);
+  auto result = OpTest("ConvTranspose", 11).Input("x", x).Input("w", w).Attr("strides", std::vector<int64_t>{2, 2})
+                    .Attr("output_shape", std::vector<int64_t>{8, 7}).Output("y").Run();
+  ASSERT_TRUE(result.ok()) << result.status();
+  const ConvParams p = Defaults(2, {.strides = {2, 2}});
+  EXPECT_TRUE(TensorsClose(ReferenceConvTranspose(x, w, nullptr, p, {8, 7}), (*result)[0], 1e-4, 1e-5));
+}
+
+TEST(ConvTransposeTest, SameUpperGivesInputTimesStride) {
+  // in 3, stride 2, kernel 3: out 6, total pad 7 - 6 = 1 at the end.
+  const Tensor x = Random({1, 2, 3, 3}, 1), w = Random({2, 2, 3, 3}, 2);
+  auto result = OpTest("ConvTranspose", 22).Input("x", x).Input("w", w).Attr("strides", std::vector<int64_t>{2, 2})
+                    .Attr("auto_pad", std::string("SAME_UPPER")).Output("y").Run();
+  ASSERT_TRUE(result.ok()) << result.status();
+  const ConvParams p = Defaults(2, {.strides = {2, 2}});
+  EXPECT_TRUE(TensorsClose(ReferenceConvTranspose(x, w, nullptr, p, {6, 6}), (*result)[0], 1e-4, 1e-5));
+}
+
+}  // namespace
+}  // namespace onnxserve
