@@ -69,10 +69,10 @@ class AxisSampler {
     hi_ = options.align_corners ? static_cast<float>(size - 1) : static_cast<float>(size) - 0.5f;
   }
 
-  // `rint_nearest`: 2-D nearest rounds half to even (PyTorch's nearbyint), 3-D half away from zero.
-  void Taps(float normalized, bool rint_nearest, AxisTaps& taps) const {
+  void Taps(float normalized, AxisTaps& taps) const {
     float x = Denormalize(normalized, size_, options_.align_corners);
-    if (options_.mode == Mode::kNearest) x = rint_nearest ? std::nearbyint(x) : std::round(x);
+    // Nearest rounds half to even in every rank (the spec says so; the volumetric node tests agree).
+    if (options_.mode == Mode::kNearest) x = std::nearbyint(x);
     if (x < lo_ || x > hi_) {
       if (options_.padding == Padding::kBorder) x = std::clamp(x, 0.0f, static_cast<float>(size_ - 1));
       if (options_.padding == Padding::kReflection) x = Reflect(x, lo_, hi_);
@@ -200,14 +200,13 @@ class GridSample final : public OpKernel {
     const int taps = TapCount(options_.mode);
     int64_t combos = 1;
     for (int64_t d = 0; d < rank; ++d) combos *= taps;
-    const bool rint_nearest = rank != 3;
     pool.ParallelFor(batch * points, 64, [&](int64_t begin, int64_t end) {
       std::vector<AxisTaps> axis_taps(rank);
       for (int64_t task = begin; task < end; ++task) {
         const int64_t n = task / points, p = task % points;
         // Grid coordinates list the innermost axis first.
         const float* g = grid.data<float>() + task * rank;
-        for (int64_t d = 0; d < rank; ++d) samplers[d].Taps(g[rank - 1 - d], rint_nearest, axis_taps[d]);
+        for (int64_t d = 0; d < rank; ++d) samplers[d].Taps(g[rank - 1 - d], axis_taps[d]);
         for (int64_t c = 0; c < channels; ++c) {
           const T* image = x.data<T>() + (n * channels + c) * in_size;
           double sum = 0;
