@@ -1,0 +1,62 @@
+"""Writes the e2e test model repository: make_models.py ROOT.
+
+Each model is tiny and uses only Add and Identity, so the tests exercise the server, not the kernels.
+"""
+import os
+import sys
+
+import onnx
+from onnx import TensorProto as T
+from onnx import helper
+
+
+def save(root, name, graph, config=None, version=1):
+    os.makedirs(os.path.join(root, name, str(version)), exist_ok=True)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    model.ir_version = 8
+    onnx.save(model, os.path.join(root, name, str(version), "model.onnx"))
+    if config is not None:
+        with open(os.path.join(root, name, "config.pbtxt"), "w") as f:
+            f.write(config)
+
+
+def add_graph():
+    """z = x + y and w = x, over float [N, 4]."""
+    return helper.make_graph(
+        [helper.make_node("Add", ["x", "y"], ["z"]), helper.make_node("Identity", ["x"], ["w"])], "add",
+        [helper.make_tensor_value_info("x", T.FLOAT, ["N", 4]),
+         helper.make_tensor_value_info("y", T.FLOAT, ["N", 4])],
+        [helper.make_tensor_value_info("z", T.FLOAT, ["N", 4]),
+         helper.make_tensor_value_info("w", T.FLOAT, ["N", 4])])
+
+
+def main(root):
+    # No config: the server completes it (batching on, since every first dim is dynamic).
+    save(root, "add", add_graph())
+    # Requests wait up to 100 ms to be batched with others.
+    save(root, "batched", add_graph(),
+         'max_batch_size: 16\ndynamic_batching { max_queue_delay_microseconds: 100000 }\n')
+    # A queue of two requests that wait 500 ms: the third concurrent request finds it full.
+    save(root, "tiny_queue", add_graph(),
+         'max_batch_size: 16\ndynamic_batching {\n  max_queue_delay_microseconds: 500000\n'
+         '  default_queue_policy { max_queue_size: 2 }\n}\n')
+    # Requests time out after 20 ms in the queue but the batch waits 300 ms.
+    save(root, "timeout", add_graph(),
+         'max_batch_size: 16\ndynamic_batching {\n  max_queue_delay_microseconds: 300000\n'
+         '  default_queue_policy { default_timeout_microseconds: 20000 }\n}\n')
+    save(root, "strings", helper.make_graph(
+        [helper.make_node("Identity", ["s"], ["t"])], "strings",
+        [helper.make_tensor_value_info("s", T.STRING, ["N"])],
+        [helper.make_tensor_value_info("t", T.STRING, ["N"])]))
+    # Fixed shapes: no batching.
+    save(root, "fixed", helper.make_graph(
+        [helper.make_node("Identity", ["a"], ["b"])], "fixed",
+        [helper.make_tensor_value_info("a", T.FLOAT, [2, 2])],
+        [helper.make_tensor_value_info("b", T.FLOAT, [2, 2])]))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[2] == "--add-version":
+        save(sys.argv[1], "add", add_graph(), version=int(sys.argv[3]))
+    else:
+        main(sys.argv[1])

@@ -1,0 +1,531 @@
+// End-to-end tests of `onnxserve serve`: every RPC, input validation, batching, queue limits, timeouts,
+// repository control modes and graceful shutdown, against the real binary through the generated stubs.
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <future>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include "grpc_service.grpc.pb.h"
+#include "health.grpc.pb.h"
+#include "reflection.grpc.pb.h"
+#include "tests/e2e/server_process.h"
+
+namespace onnxserve::e2e {
+namespace {
+
+using inference::GRPCInferenceService;
+using inference::ModelInferRequest;
+using inference::ModelInferResponse;
+
+constexpr auto kCallTimeout = std::chrono::seconds(10);
+
+std::unique_ptr<grpc::ClientContext> Context(std::chrono::milliseconds timeout = kCallTimeout) {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(std::chrono::system_clock::now() + timeout);
+  return ctx;
+}
+
+void AddRawInput(ModelInferRequest& req, const std::string& name, const std::vector<int64_t>& shape,
+                 const std::vector<float>& values) {
+  auto* input = req.add_inputs();
+  input->set_name(name);
+  input->set_datatype("FP32");
+  for (int64_t d : shape) input->add_shape(d);
+  req.add_raw_input_contents()->assign(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+}
+
+// A request for the add models: `rows` rows of x = base + i, y = 10 * (base + i).
+ModelInferRequest AddRequest(const std::string& model, int rows, float base) {
+  ModelInferRequest req;
+  req.set_model_name(model);
+  std::vector<float> x, y;
+  for (int i = 0; i < rows * 4; ++i) {
+    x.push_back(base + static_cast<float>(i));
+    y.push_back(10 * (base + static_cast<float>(i)));
+  }
+  AddRawInput(req, "x", {rows, 4}, x);
+  AddRawInput(req, "y", {rows, 4}, y);
+  return req;
+}
+
+// z = x + y = 11 * (base + i).
+std::vector<float> ExpectedSum(int rows, float base) {
+  std::vector<float> z;
+  for (int i = 0; i < rows * 4; ++i) z.push_back(11 * (base + static_cast<float>(i)));
+  return z;
+}
+
+std::vector<float> RawFloats(const ModelInferResponse& resp, int output) {
+  const std::string& raw = resp.raw_output_contents(output);
+  std::vector<float> values(raw.size() / sizeof(float));
+  std::memcpy(values.data(), raw.data(), raw.size());
+  return values;
+}
+
+grpc::Status Infer(GRPCInferenceService::Stub& stub, const ModelInferRequest& req, ModelInferResponse* resp,
+                   std::chrono::milliseconds timeout = kCallTimeout) {
+  return stub.ModelInfer(Context(timeout).get(), req, resp);
+}
+
+class ServerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    repository_ = new std::string(MakeRepository("shared"));
+    server_ = ServerProcess::Start(*repository_, {"--max-request-bytes", "65536"}).release();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    delete repository_;
+  }
+  void SetUp() override {
+    ASSERT_NE(server_, nullptr);
+    stub_ = GRPCInferenceService::NewStub(server_->channel());
+  }
+
+  static std::string* repository_;
+  static ServerProcess* server_;
+  std::unique_ptr<GRPCInferenceService::Stub> stub_;
+};
+std::string* ServerTest::repository_ = nullptr;
+ServerProcess* ServerTest::server_ = nullptr;
+
+TEST_F(ServerTest, LivenessReadinessAndServerMetadata) {
+  inference::ServerLiveResponse live;
+  ASSERT_TRUE(stub_->ServerLive(Context().get(), {}, &live).ok());
+  EXPECT_TRUE(live.live());
+  inference::ServerReadyResponse ready;
+  ASSERT_TRUE(stub_->ServerReady(Context().get(), {}, &ready).ok());
+  EXPECT_TRUE(ready.ready());
+  inference::ServerMetadataResponse meta;
+  ASSERT_TRUE(stub_->ServerMetadata(Context().get(), {}, &meta).ok());
+  EXPECT_EQ(meta.name(), "onnxserve");
+  EXPECT_FALSE(meta.version().empty());
+  EXPECT_NE(std::find(meta.extensions().begin(), meta.extensions().end(), "model_repository"),
+            meta.extensions().end());
+}
+
+TEST_F(ServerTest, ModelReadyAndMetadataDescribeTheModel) {
+  inference::ModelReadyRequest ready_req;
+  ready_req.set_name("add");
+  inference::ModelReadyResponse ready;
+  ASSERT_TRUE(stub_->ModelReady(Context().get(), ready_req, &ready).ok());
+  EXPECT_TRUE(ready.ready());
+
+  inference::ModelMetadataRequest req;
+  req.set_name("add");
+  inference::ModelMetadataResponse meta;
+  ASSERT_TRUE(stub_->ModelMetadata(Context().get(), req, &meta).ok());
+  EXPECT_EQ(meta.name(), "add");
+  EXPECT_EQ(meta.platform(), "onnxruntime_onnx");
+  ASSERT_EQ(meta.versions_size(), 1);
+  EXPECT_EQ(meta.versions(0), "1");
+  ASSERT_EQ(meta.inputs_size(), 2);
+  EXPECT_EQ(meta.inputs(0).name(), "x");
+  EXPECT_EQ(meta.inputs(0).datatype(), "FP32");
+  EXPECT_EQ(std::vector<int64_t>(meta.inputs(0).shape().begin(), meta.inputs(0).shape().end()),
+            (std::vector<int64_t>{-1, 4}));
+  ASSERT_EQ(meta.outputs_size(), 2);
+  EXPECT_EQ(meta.outputs(1).name(), "w");
+}
+
+TEST_F(ServerTest, ModelConfigIsCompletedFromTheModel) {
+  inference::ModelConfigRequest req;
+  req.set_name("add");
+  inference::ModelConfigResponse resp;
+  ASSERT_TRUE(stub_->ModelConfig(Context().get(), req, &resp).ok());
+  EXPECT_EQ(resp.config().name(), "add");
+  EXPECT_EQ(resp.config().max_batch_size(), 32);  // every first dim is dynamic: batching on
+  EXPECT_TRUE(resp.config().has_dynamic_batching());
+  ASSERT_EQ(resp.config().input_size(), 2);
+  EXPECT_EQ(resp.config().input(0).data_type(), inference::TYPE_FP32);
+  EXPECT_EQ(resp.config().input(0).dims_size(), 1);  // [4]: the batch dim is implied
+
+  req.set_name("fixed");
+  ASSERT_TRUE(stub_->ModelConfig(Context().get(), req, &resp).ok());
+  EXPECT_EQ(resp.config().max_batch_size(), 0);  // fixed shapes: no batching
+}
+
+TEST_F(ServerTest, RepositoryIndexListsEveryModelReady) {
+  inference::RepositoryIndexResponse index;
+  ASSERT_TRUE(stub_->RepositoryIndex(Context().get(), {}, &index).ok());
+  std::vector<std::string> names;
+  for (const auto& m : index.models()) {
+    names.push_back(m.name());
+    EXPECT_EQ(m.state(), "READY") << m.name() << ": " << m.reason();
+    EXPECT_EQ(m.version(), "1");
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"add", "batched", "fixed", "strings", "timeout", "tiny_queue"}));
+}
+
+TEST_F(ServerTest, InferRawAddsAndEchoesId) {
+  ModelInferRequest req = AddRequest("add", 2, 1);
+  req.set_id("req-7");
+  ModelInferResponse resp;
+  ASSERT_TRUE(Infer(*stub_, req, &resp).ok());
+  EXPECT_EQ(resp.id(), "req-7");
+  EXPECT_EQ(resp.model_name(), "add");
+  EXPECT_EQ(resp.model_version(), "1");
+  ASSERT_EQ(resp.outputs_size(), 2);
+  EXPECT_EQ(resp.outputs(0).name(), "z");
+  EXPECT_EQ(resp.outputs(0).datatype(), "FP32");
+  EXPECT_EQ(std::vector<int64_t>(resp.outputs(0).shape().begin(), resp.outputs(0).shape().end()),
+            (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(RawFloats(resp, 0), ExpectedSum(2, 1));
+}
+
+TEST_F(ServerTest, InferTypedContentsAndRequestedOutputSubset) {
+  ModelInferRequest req;
+  req.set_model_name("add");
+  req.set_model_version("1");
+  for (const char* name : {"x", "y"}) {
+    auto* input = req.add_inputs();
+    input->set_name(name);
+    input->set_datatype("FP32");
+    input->add_shape(1);
+    input->add_shape(4);
+    for (float v : {1.f, 2.f, 3.f, 4.f}) input->mutable_contents()->add_fp32_contents(v);
+  }
+  req.add_outputs()->set_name("w");
+  ModelInferResponse resp;
+  ASSERT_TRUE(Infer(*stub_, req, &resp).ok());
+  ASSERT_EQ(resp.outputs_size(), 1);
+  EXPECT_EQ(resp.outputs(0).name(), "w");
+  EXPECT_EQ(RawFloats(resp, 0), (std::vector<float>{1, 2, 3, 4}));
+}
+
+TEST_F(ServerTest, BytesTensorsRoundTripWithLengthPrefixes) {
+  ModelInferRequest req;
+  req.set_model_name("strings");
+  auto* input = req.add_inputs();
+  input->set_name("s");
+  input->set_datatype("BYTES");
+  input->add_shape(2);
+  std::string raw;
+  for (const std::string s : {"hi", "onnx"}) {
+    const uint32_t n = static_cast<uint32_t>(s.size());
+    raw.append(reinterpret_cast<const char*>(&n), 4);  // little-endian on every platform we run
+    raw += s;
+  }
+  req.add_raw_input_contents(raw);
+  ModelInferResponse resp;
+  ASSERT_TRUE(Infer(*stub_, req, &resp).ok());
+  ASSERT_EQ(resp.outputs_size(), 1);
+  EXPECT_EQ(resp.outputs(0).datatype(), "BYTES");
+  EXPECT_EQ(resp.raw_output_contents(0), raw);
+}
+
+TEST_F(ServerTest, StreamInferAnswersEveryRequestWithErrorsInline) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+  auto stream = stub_->ModelStreamInfer(&ctx);
+  ModelInferRequest good = AddRequest("add", 1, 5);
+  good.set_id("a");
+  ModelInferRequest bad = AddRequest("nope", 1, 5);
+  bad.set_id("b");
+  ModelInferRequest good2 = AddRequest("add", 3, 2);
+  good2.set_id("c");
+  ASSERT_TRUE(stream->Write(good));
+  ASSERT_TRUE(stream->Write(bad));
+  ASSERT_TRUE(stream->Write(good2));
+  ASSERT_TRUE(stream->WritesDone());
+  std::map<std::string, inference::ModelStreamInferResponse> by_id;
+  inference::ModelStreamInferResponse resp;
+  while (stream->Read(&resp)) by_id[resp.infer_response().id()] = resp;
+  ASSERT_TRUE(stream->Finish().ok());
+  ASSERT_EQ(by_id.size(), 3u);
+  EXPECT_EQ(by_id["a"].error_message(), "");
+  EXPECT_EQ(RawFloats(by_id["a"].infer_response(), 0), ExpectedSum(1, 5));
+  EXPECT_NE(by_id["b"].error_message().find("unknown model \"nope\""), std::string::npos);
+  EXPECT_EQ(RawFloats(by_id["c"].infer_response(), 0), ExpectedSum(3, 2));
+}
+
+struct BadCase {
+  const char* what;
+  std::function<void(ModelInferRequest&)> mutate;
+  grpc::StatusCode code;
+  const char* message;
+};
+
+TEST_F(ServerTest, BadRequestsGetTheirCodeAndAMessageNamingTheProblem) {
+  const std::vector<BadCase> cases = {
+      {"unknown model", [](auto& r) { r.set_model_name("nope"); }, grpc::NOT_FOUND, "unknown model \"nope\""},
+      {"unknown version", [](auto& r) { r.set_model_version("9"); }, grpc::NOT_FOUND, "has no version \"9\""},
+      {"wrong dtype", [](auto& r) { r.mutable_inputs(0)->set_datatype("INT32"); }, grpc::INVALID_ARGUMENT,
+       "input \"x\": expected FP32 [-1,4], got INT32 [1,4]"},
+      {"wrong shape", [](auto& r) { r.mutable_inputs(1)->set_shape(1, 5); }, grpc::INVALID_ARGUMENT,
+       "input \"y\": expected FP32 [-1,4], got FP32 [1,5]"},
+      {"wrong rank", [](auto& r) { r.mutable_inputs(1)->add_shape(1); }, grpc::INVALID_ARGUMENT,
+       "input \"y\": expected FP32 [-1,4], got FP32 [1,4,1]"},
+      {"byte size", [](auto& r) { r.mutable_raw_input_contents(0)->resize(12); }, grpc::INVALID_ARGUMENT,
+       "input \"x\": raw content is 12 bytes, expected 16 for FP32 [1,4]"},
+      {"missing input",
+       [](auto& r) {
+         r.mutable_inputs()->RemoveLast();
+         r.mutable_raw_input_contents()->RemoveLast();
+       },
+       grpc::INVALID_ARGUMENT, "missing input \"y\""},
+      {"unknown output", [](auto& r) { r.add_outputs()->set_name("q"); }, grpc::INVALID_ARGUMENT,
+       "unknown output \"q\""},
+      {"batch too big", [](auto& r) { r = AddRequest("add", 33, 0); }, grpc::INVALID_ARGUMENT,
+       "batch size 33 exceeds max_batch_size 32"},
+  };
+  for (const auto& c : cases) {
+    ModelInferRequest req = AddRequest("add", 1, 0);
+    c.mutate(req);
+    ModelInferResponse resp;
+    grpc::Status status = Infer(*stub_, req, &resp);
+    EXPECT_EQ(status.error_code(), c.code) << c.what << ": " << status.error_message();
+    EXPECT_NE(status.error_message().find(c.message), std::string::npos) << c.what << ": " << status.error_message();
+  }
+}
+
+TEST_F(ServerTest, OversizedRequestIsRejected) {
+  ModelInferRequest req = AddRequest("add", 32, 0);
+  req.mutable_raw_input_contents(0)->append(70000, 'x');  // past --max-request-bytes 65536
+  ModelInferResponse resp;
+  grpc::Status status = Infer(*stub_, req, &resp);
+  EXPECT_EQ(status.error_code(), grpc::RESOURCE_EXHAUSTED) << status.error_message();
+  EXPECT_NE(status.error_message().find("larger than max"), std::string::npos) << status.error_message();
+}
+
+TEST_F(ServerTest, ConcurrentRequestsAreBatchedWithUnbatchedResults) {
+  constexpr int kClients = 8;
+  std::vector<std::future<std::pair<grpc::Status, ModelInferResponse>>> calls;
+  for (int i = 0; i < kClients; ++i) {
+    calls.push_back(std::async(std::launch::async, [this, i] {
+      ModelInferResponse resp;
+      grpc::Status status = Infer(*stub_, AddRequest("batched", 1 + i % 2, 100.f * i), &resp);
+      return std::make_pair(status, resp);
+    }));
+  }
+  for (int i = 0; i < kClients; ++i) {
+    auto [status, resp] = calls[i].get();
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    // What the same request gives alone, computed independently: x + y.
+    EXPECT_EQ(RawFloats(resp, 0), ExpectedSum(1 + i % 2, 100.f * i)) << "client " << i;
+    EXPECT_EQ(resp.outputs(0).shape(0), 1 + i % 2);
+  }
+  inference::ModelStatisticsRequest req;
+  req.set_name("batched");
+  inference::ModelStatisticsResponse stats;
+  ASSERT_TRUE(stub_->ModelStatistics(Context().get(), req, &stats).ok());
+  ASSERT_EQ(stats.model_stats_size(), 1);
+  const auto& s = stats.model_stats(0);
+  EXPECT_EQ(s.inference_stats().success().count(), static_cast<uint64_t>(kClients));
+  EXPECT_EQ(s.inference_count(), 12u);  // 4 clients x 1 row + 4 x 2 rows
+  EXPECT_LT(s.execution_count(), static_cast<uint64_t>(kClients));
+  EXPECT_GT(s.inference_stats().queue().ns(), 0u);
+  uint64_t executions = 0;
+  for (const auto& b : s.batch_stats()) executions += b.compute_infer().count();
+  EXPECT_EQ(executions, s.execution_count());
+}
+
+TEST_F(ServerTest, FullQueueRejectsWithResourceExhausted) {
+  std::vector<std::future<grpc::Status>> calls;
+  for (int i = 0; i < 6; ++i) {
+    calls.push_back(std::async(std::launch::async, [this] {
+      ModelInferResponse resp;
+      return Infer(*stub_, AddRequest("tiny_queue", 1, 0), &resp);
+    }));
+  }
+  int ok = 0, exhausted = 0;
+  for (auto& call : calls) {
+    grpc::Status status = call.get();
+    if (status.ok()) ++ok;
+    if (status.error_code() == grpc::RESOURCE_EXHAUSTED) {
+      ++exhausted;
+      EXPECT_NE(status.error_message().find("queue full"), std::string::npos) << status.error_message();
+    }
+  }
+  EXPECT_EQ(ok + exhausted, 6);
+  EXPECT_GE(exhausted, 1);
+  EXPECT_GE(ok, 2);
+}
+
+TEST_F(ServerTest, QueueTimeoutAndClientDeadlineAreDeadlineExceeded) {
+  ModelInferResponse resp;
+  grpc::Status status = Infer(*stub_, AddRequest("timeout", 1, 0), &resp);
+  EXPECT_EQ(status.error_code(), grpc::DEADLINE_EXCEEDED) << status.error_message();
+  // The client's own deadline (50 ms) runs out while the batched model waits 100 ms for company.
+  status = Infer(*stub_, AddRequest("batched", 1, 0), &resp, std::chrono::milliseconds(50));
+  EXPECT_EQ(status.error_code(), grpc::DEADLINE_EXCEEDED) << status.error_message();
+  inference::ModelStatisticsRequest req;
+  req.set_name("timeout");
+  inference::ModelStatisticsResponse stats;
+  ASSERT_TRUE(stub_->ModelStatistics(Context().get(), req, &stats).ok());
+  EXPECT_EQ(stats.model_stats(0).execution_count(), 0u);  // dropped before compute
+  EXPECT_EQ(stats.model_stats(0).inference_stats().fail().count(), 1u);
+}
+
+TEST_F(ServerTest, HealthServiceReportsServerAndModels) {
+  auto health = grpc::health::v1::Health::NewStub(server_->channel());
+  grpc::health::v1::HealthCheckRequest req;
+  grpc::health::v1::HealthCheckResponse resp;
+  ASSERT_TRUE(health->Check(Context().get(), req, &resp).ok());
+  EXPECT_EQ(resp.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+  req.set_service("add");
+  ASSERT_TRUE(health->Check(Context().get(), req, &resp).ok());
+  EXPECT_EQ(resp.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+  req.set_service("nope");
+  EXPECT_EQ(health->Check(Context().get(), req, &resp).error_code(), grpc::NOT_FOUND);
+}
+
+TEST_F(ServerTest, ReflectionListsTheInferenceAndHealthServices) {
+  auto reflection = grpc::reflection::v1alpha::ServerReflection::NewStub(server_->channel());
+  auto ctx = Context();
+  auto stream = reflection->ServerReflectionInfo(ctx.get());
+  grpc::reflection::v1alpha::ServerReflectionRequest req;
+  req.set_list_services("");
+  ASSERT_TRUE(stream->Write(req));
+  stream->WritesDone();
+  grpc::reflection::v1alpha::ServerReflectionResponse resp;
+  ASSERT_TRUE(stream->Read(&resp));
+  std::vector<std::string> services;
+  for (const auto& s : resp.list_services_response().service()) services.push_back(s.name());
+  EXPECT_NE(std::find(services.begin(), services.end(), "inference.GRPCInferenceService"), services.end());
+  EXPECT_NE(std::find(services.begin(), services.end(), "grpc.health.v1.Health"), services.end());
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
+TEST_F(ServerTest, RepositoryLoadIsRefusedOutsideExplicitMode) {
+  inference::RepositoryModelLoadRequest req;
+  req.set_model_name("add");
+  inference::RepositoryModelLoadResponse resp;
+  EXPECT_EQ(stub_->RepositoryModelLoad(Context().get(), req, &resp).error_code(), grpc::FAILED_PRECONDITION);
+}
+
+TEST(ExplicitModeTest, LoadAndUnloadDriveReadinessAndHealth) {
+  const std::string repo = MakeRepository("explicit");
+  auto server = ServerProcess::Start(repo, {"--model-control-mode", "explicit"});
+  ASSERT_NE(server, nullptr);
+  auto stub = GRPCInferenceService::NewStub(server->channel());
+  auto health = grpc::health::v1::Health::NewStub(server->channel());
+  grpc::health::v1::HealthCheckRequest check;
+  check.set_service("add");
+  grpc::health::v1::HealthCheckResponse health_resp;
+  EXPECT_EQ(health->Check(Context().get(), check, &health_resp).error_code(), grpc::NOT_FOUND);
+
+  inference::RepositoryIndexResponse index;
+  ASSERT_TRUE(stub->RepositoryIndex(Context().get(), {}, &index).ok());
+  EXPECT_EQ(index.models_size(), 6);  // listed, none loaded
+  ModelInferResponse resp;
+  EXPECT_EQ(Infer(*stub, AddRequest("add", 1, 0), &resp).error_code(), grpc::NOT_FOUND);
+
+  inference::RepositoryModelLoadRequest load;
+  load.set_model_name("add");
+  inference::RepositoryModelLoadResponse load_resp;
+  ASSERT_TRUE(stub->RepositoryModelLoad(Context().get(), load, &load_resp).ok());
+  ASSERT_TRUE(Infer(*stub, AddRequest("add", 1, 3), &resp).ok());
+  EXPECT_EQ(RawFloats(resp, 0), ExpectedSum(1, 3));
+  ASSERT_TRUE(health->Check(Context().get(), check, &health_resp).ok());
+  EXPECT_EQ(health_resp.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+
+  inference::RepositoryModelUnloadRequest unload;
+  unload.set_model_name("add");
+  inference::RepositoryModelUnloadResponse unload_resp;
+  ASSERT_TRUE(stub->RepositoryModelUnload(Context().get(), unload, &unload_resp).ok());
+  EXPECT_EQ(Infer(*stub, AddRequest("add", 1, 0), &resp).error_code(), grpc::NOT_FOUND);
+  ASSERT_TRUE(health->Check(Context().get(), check, &health_resp).ok());
+  EXPECT_EQ(health_resp.status(), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+
+  load.set_model_name("missing");
+  EXPECT_EQ(stub->RepositoryModelLoad(Context().get(), load, &load_resp).error_code(), grpc::NOT_FOUND);
+  EXPECT_EQ(server->Terminate(std::chrono::seconds(20)), 0);
+}
+
+// Runs `clients` threads sending add requests until `stop`; returns every status seen.
+std::vector<grpc::Status> Hammer(std::shared_ptr<grpc::Channel> channel, const std::string& model, int clients,
+                                 std::atomic<bool>& stop, std::vector<std::string>* versions_seen) {
+  std::mutex mu;
+  std::vector<grpc::Status> statuses;
+  std::vector<std::thread> threads;
+  for (int c = 0; c < clients; ++c) {
+    threads.emplace_back([&, c] {
+      auto stub = GRPCInferenceService::NewStub(channel);
+      for (int i = 0; !stop.load(); ++i) {
+        ModelInferResponse resp;
+        grpc::Status status = Infer(*stub, AddRequest(model, 1, static_cast<float>(c * 1000 + i)), &resp);
+        if (status.ok() && RawFloats(resp, 0) != ExpectedSum(1, static_cast<float>(c * 1000 + i))) {
+          status = grpc::Status(grpc::DATA_LOSS, "wrong result");
+        }
+        std::lock_guard<std::mutex> lock(mu);
+        statuses.push_back(status);
+        if (versions_seen && status.ok()) versions_seen->push_back(resp.model_version());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return statuses;
+}
+
+TEST(PollModeTest, NewVersionsSwapInUnderLoadWithoutFailedRequests) {
+  const std::string repo = MakeRepository("poll");
+  auto server = ServerProcess::Start(repo, {"--model-control-mode", "poll", "--repository-poll-secs", "1"});
+  ASSERT_NE(server, nullptr);
+  std::atomic<bool> stop{false};
+  std::vector<std::string> versions;
+  auto load = std::async(std::launch::async, [&] { return Hammer(server->channel(), "add", 3, stop, &versions); });
+  AddVersion(repo, 2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  // A broken version 3: its load fails and version 2 keeps serving.
+  std::filesystem::create_directories(repo + "/add/3");
+  std::ofstream(repo + "/add/3/model.onnx") << "not an onnx model";
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  stop = true;
+  const auto statuses = load.get();
+  ASSERT_FALSE(statuses.empty());
+  for (const auto& status : statuses) ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(versions.front(), "1");
+  EXPECT_EQ(versions.back(), "2");
+
+  auto stub = GRPCInferenceService::NewStub(server->channel());
+  inference::RepositoryIndexResponse index;
+  ASSERT_TRUE(stub->RepositoryIndex(Context().get(), {}, &index).ok());
+  bool saw_failure = false;
+  for (const auto& m : index.models()) {
+    if (m.name() == "add" && m.version() == "3") {
+      saw_failure = true;
+      EXPECT_EQ(m.state(), "UNAVAILABLE");
+      EXPECT_FALSE(m.reason().empty());
+    }
+  }
+  EXPECT_TRUE(saw_failure);
+  inference::ModelReadyRequest ready_req;
+  ready_req.set_name("add");
+  ready_req.set_version("3");
+  inference::ModelReadyResponse ready;
+  ASSERT_TRUE(stub->ModelReady(Context().get(), ready_req, &ready).ok());
+  EXPECT_FALSE(ready.ready());
+  EXPECT_NE(server->Log().find("event=model_load_failed model=add version=3"), std::string::npos);
+  EXPECT_EQ(server->Terminate(std::chrono::seconds(20)), 0);
+}
+
+TEST(ShutdownTest, SigtermFinishesAcceptedRequestsAndExitsZero) {
+  const std::string repo = MakeRepository("shutdown");
+  auto server = ServerProcess::Start(repo, {"--shutdown-grace-secs", "10"});
+  ASSERT_NE(server, nullptr);
+  std::atomic<bool> stop{false};
+  // "batched" holds each request up to 100 ms, so requests are queued when the signal lands.
+  auto load = std::async(std::launch::async, [&] { return Hammer(server->channel(), "batched", 6, stop, nullptr); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  const int exit_code = server->Terminate(std::chrono::seconds(20));
+  stop = true;
+  const auto statuses = load.get();
+  EXPECT_EQ(exit_code, 0);
+  int ok = 0;
+  for (const auto& status : statuses) {
+    // Accepted requests complete; after the server stops accepting, calls fail to connect (UNAVAILABLE).
+    if (status.ok()) ++ok;
+    else EXPECT_EQ(status.error_code(), grpc::UNAVAILABLE) << status.error_message();
+  }
+  EXPECT_GT(ok, 0);
+  EXPECT_NE(server->Log().find("event=shutdown_complete"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace onnxserve::e2e
