@@ -1,7 +1,7 @@
 // Linear quantization: QuantizeLinear, DequantizeLinear (per-tensor, per-axis, blocked),
 // DynamicQuantizeLinear, and the integer products MatMulInteger, QLinearMatMul and ConvInteger.
-// Quantized types: int8, uint8, int16, uint16 (and int32 for DequantizeLinear). float8 and 4/2-bit types
-// are not stored by onnxserve: asking for one is UNIMPLEMENTED, naming the type.
+// Quantized types: int8, uint8, int16, uint16, the 4- and 2-bit integers, float8 and float4 (and int32 for
+// DequantizeLinear); any other is UNIMPLEMENTED, naming the type.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -16,13 +16,17 @@ namespace {
 
 constexpr DataType kQuantizeInputTypes[] = {DataType::kFloat, DataType::kFloat16, DataType::kBFloat16,
                                             DataType::kInt32};
-constexpr DataType kDequantizeInputTypes[] = {DataType::kInt8, DataType::kUint8, DataType::kInt16,
-                                              DataType::kUint16, DataType::kInt32};
+constexpr DataType kDequantizeInputTypes[] = {
+    DataType::kInt8,         DataType::kUint8,          DataType::kInt16,       DataType::kUint16,
+    DataType::kInt32,        DataType::kFloat8E4M3FN,   DataType::kFloat8E4M3FNUZ, DataType::kFloat8E5M2,
+    DataType::kFloat8E5M2FNUZ, DataType::kFloat4E2M1,   DataType::kInt4,        DataType::kUint4,
+    DataType::kInt2,         DataType::kUint2};
 constexpr DataType kInt8Types[] = {DataType::kInt8, DataType::kUint8};
 constexpr DataType kFloatOnly[] = {DataType::kFloat};
 
 bool IsQuantizedType(DataType t) {
-  return t == DataType::kInt8 || t == DataType::kUint8 || t == DataType::kInt16 || t == DataType::kUint16;
+  return t == DataType::kInt8 || t == DataType::kUint8 || t == DataType::kInt16 || t == DataType::kUint16 ||
+         (IsLowPrecision(t) && t != DataType::kFloat8E8M0);
 }
 bool IsScaleType(DataType t) {
   return t == DataType::kFloat || t == DataType::kFloat16 || t == DataType::kBFloat16;
@@ -31,6 +35,9 @@ bool IsScaleType(DataType t) {
 // Calls fn(Q{}) for a quantized storage type (plus int32 when `with_int32`).
 template <typename Fn>
 void DispatchQuantized(DataType type, bool with_int32, Fn&& fn) {
+  DispatchLowPrecision(type, [&](auto tag) {
+    if constexpr (!std::is_same_v<decltype(tag), Float8E8M0>) fn(tag);
+  });
   DispatchNumeric(type, [&](auto tag) {
     using Q = decltype(tag);
     if constexpr (std::is_same_v<Q, int8_t> || std::is_same_v<Q, uint8_t> || std::is_same_v<Q, int16_t> ||
@@ -62,11 +69,37 @@ Q Saturate(float v) {
   return static_cast<Q>(std::clamp(v, lo, hi));
 }
 
+// y = saturate(round(x / scale) + zero_point) for integers; float8/float4 convert x / scale + zero_point
+// (rounding to nearest even), saturating to the largest finite value when `saturate`.
+template <typename Q>
+Q QuantizeValue(float scaled, float zero_point, bool saturate) {
+  if constexpr (kIsLowPrecisionFloat<Q>) {
+    return Q(scaled + zero_point, saturate);
+  } else if constexpr (kIsSubByteInt<Q>) {
+    return Q(static_cast<int64_t>(std::clamp<float>(std::nearbyint(scaled) + zero_point, Q::kMin, Q::kMax)));
+  } else {
+    return Saturate<Q>(std::nearbyint(scaled) + zero_point);
+  }
+}
+
+// A quantized value as double: exact for every integer type, the value of a float8/float4.
+template <typename Q>
+double QuantizedAsDouble(Q v) {
+  if constexpr (kIsLowPrecisionFloat<Q>) {
+    return static_cast<float>(v);
+  } else if constexpr (kIsSubByteInt<Q>) {
+    return static_cast<int32_t>(v);
+  } else {
+    return static_cast<double>(v);
+  }
+}
+
 // Quantized tensors without a supported storage type (float8, 4-bit, 2-bit) are reported by name.
 absl::Status CheckQuantizedType(DataType t, const char* what) {
   if (IsQuantizedType(t)) return absl::OkStatus();
-  return absl::UnimplementedError(absl::StrCat(what, " type ", DataTypeName(t),
-                                               " is not supported: expected int8, uint8, int16 or uint16"));
+  return absl::UnimplementedError(absl::StrCat(
+      what, " type ", DataTypeName(t),
+      " is not supported: expected an 8-, 16-, 4- or 2-bit integer type, a float8 type or float4e2m1"));
 }
 
 // ---- Granularity: where each element finds its scale and zero point -------------------------------------
@@ -130,9 +163,11 @@ std::vector<float> FloatValues(const Tensor& t) {
   return v;
 }
 
-// Zero points as int64 (zeros when omitted), one per scale.
-std::vector<int64_t> ZeroPoints(const Tensor* zp, int64_t count) {
-  return zp != nullptr ? Int64Values(*zp) : std::vector<int64_t>(static_cast<size_t>(count), 0);
+// Zero points as double (exact for every quantized type; zeros when omitted), one per scale.
+std::vector<double> ZeroPoints(const Tensor* zp, int64_t count) {
+  std::vector<double> v(static_cast<size_t>(zp != nullptr ? zp->NumElements() : count), 0.0);
+  for (int64_t i = 0; zp != nullptr && i < zp->NumElements(); ++i) v[i] = zp->GetAsDouble(i);
+  return v;
 }
 
 absl::Status CheckZeroPointShape(const Tensor* zp, const Tensor& scale) {
@@ -150,6 +185,8 @@ class QuantizeLinear final : public OpKernel {
   absl::Status Init(const KernelInfo& info) {
     ASSIGN_OR_RETURN(axis_, info.Attr<int64_t>("axis", 1));
     ASSIGN_OR_RETURN(block_size_, info.Attr<int64_t>("block_size", 0));
+    ASSIGN_OR_RETURN(const int64_t saturate, info.Attr<int64_t>("saturate", 1));
+    saturate_ = saturate != 0;
     ASSIGN_OR_RETURN(const int64_t output_dtype, info.Attr<int64_t>("output_dtype", 0));
     output_dtype_ = static_cast<DataType>(output_dtype);
     if (output_dtype != 0) RETURN_IF_ERROR(CheckQuantizedType(output_dtype_, "output_dtype"));
@@ -171,7 +208,7 @@ class QuantizeLinear final : public OpKernel {
     RETURN_IF_ERROR(CheckZeroPointShape(zp, scale));
     ASSIGN_OR_RETURN(const QuantLayout layout, PlanLayout(x.shape(), scale.shape(), axis_, block_size_));
     const std::vector<float> scales = FloatValues(scale);
-    const std::vector<int64_t> zero_points = ZeroPoints(zp, scale.NumElements());
+    const std::vector<double> zero_points = ZeroPoints(zp, scale.NumElements());
     Tensor& y = ctx.Output(0, y_type, x.shape());
     bool handled = false;
     DispatchScaleType(x.dtype(), /*with_int32=*/true, [&](auto x_tag) {
@@ -180,10 +217,10 @@ class QuantizeLinear final : public OpKernel {
         using Q = decltype(q_tag);
         const X* in = x.data<X>();
         Q* out = y.data<Q>();
-        // Division in float, rounding half to even (the default rounding mode), then saturation.
+        // Division in float; nearbyint rounds half to even (the default rounding mode).
         ForEachQuantized(layout, ctx.pool(), [&](int64_t i, int64_t s) {
-          out[i] = Saturate<Q>(std::nearbyint(static_cast<float>(in[i]) / scales[s]) +
-                               static_cast<float>(zero_points[s]));
+          out[i] = QuantizeValue<Q>(static_cast<float>(in[i]) / scales[s], static_cast<float>(zero_points[s]),
+                                    saturate_);
         });
         handled = true;
       });
@@ -198,6 +235,7 @@ class QuantizeLinear final : public OpKernel {
  private:
   int64_t axis_ = 1;
   int64_t block_size_ = 0;
+  bool saturate_ = true;
   DataType output_dtype_ = DataType::kUndefined;
 };
 
@@ -246,7 +284,7 @@ class DequantizeLinear final : public OpKernel {
     RETURN_IF_ERROR(CheckZeroPointShape(zp, scale));
     ASSIGN_OR_RETURN(const QuantLayout layout, PlanLayout(x.shape(), scale.shape(), axis_, block_size_));
     const std::vector<float> scales = FloatValues(scale);
-    const std::vector<int64_t> zero_points = ZeroPoints(zp, scale.NumElements());
+    const std::vector<double> zero_points = ZeroPoints(zp, scale.NumElements());
     Tensor& y = ctx.Output(0, y_type, x.shape());
     DispatchQuantized(x.dtype(), /*with_int32=*/true, [&](auto q_tag) {
       using Q = decltype(q_tag);
@@ -254,9 +292,9 @@ class DequantizeLinear final : public OpKernel {
         using Y = decltype(y_tag);
         const Q* in = x.data<Q>();
         Y* out = y.data<Y>();
-        // The difference is exact in int64; only the product rounds.
+        // The difference is exact in double; only the product rounds.
         ForEachQuantized(layout, ctx.pool(), [&](int64_t i, int64_t s) {
-          out[i] = static_cast<Y>(static_cast<float>(static_cast<int64_t>(in[i]) - zero_points[s]) * scales[s]);
+          out[i] = static_cast<Y>(static_cast<float>(QuantizedAsDouble(in[i]) - zero_points[s]) * scales[s]);
         });
       });
     });
@@ -353,15 +391,15 @@ absl::StatusOr<std::vector<int32_t>> WidenMinusZeroPoint(const Tensor& t, const 
     return absl::InvalidArgumentError(absl::StrCat(name, " zero point ", ShapeToString(zp->shape()),
                                                    ": expected a scalar or ", count, " values"));
   }
-  const std::vector<int64_t> zps = ZeroPoints(zp, 1);
+  const std::vector<double> zps = ZeroPoints(zp, 1);
   std::vector<int32_t> out(static_cast<size_t>(t.NumElements()));
   DispatchNumeric(t.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, int8_t> || std::is_same_v<T, uint8_t>) {
       const T* in = t.data<T>();
       for (int64_t i = 0; i < t.NumElements(); ++i) {
-        const int64_t zero = zps.size() == 1 ? zps[0] : zps[i / divisor % count];
-        out[i] = static_cast<int32_t>(in[i] - zero);
+        const double zero = zps.size() == 1 ? zps[0] : zps[i / divisor % count];
+        out[i] = static_cast<int32_t>(in[i]) - static_cast<int32_t>(zero);
       }
     }
   });
@@ -432,7 +470,7 @@ class QLinearMatMul final : public OpKernel {
         const int64_t row = i / p.n % p.m, col = i % p.n;
         const float multiplier =
             a_scale[a_scale.size() == 1 ? 0 : row] * b_scale[b_scale.size() == 1 ? 0 : col] / y_scale;
-        out[i] = Saturate<Q>(std::nearbyint(static_cast<float>(in[i]) * multiplier) + y_zero);
+        out[i] = QuantizeValue<Q>(static_cast<float>(in[i]) * multiplier, y_zero, /*saturate=*/true);
       }
     });
     return absl::OkStatus();

@@ -118,7 +118,10 @@ absl::Status ParseConfig(const KernelInfo& info, Cell cell, RnnConfig* c) {
   ASSIGN_OR_RETURN(const std::vector<float> betas, info.Attr<std::vector<float>>("activation_beta", {}));
   const size_t per_direction = defaults.size();
   if (names.empty()) names = defaults;
-  if (names.size() == per_direction && c->directions == 2) names.insert(names.end(), names.begin(), names.end());
+  if (names.size() == per_direction && c->directions == 2) {
+    const std::vector<std::string> forward = names;  // both directions use the one list given
+    names.insert(names.end(), forward.begin(), forward.end());
+  }
   if (names.size() != per_direction * c->directions) {
     return absl::InvalidArgumentError(absl::StrCat("activations has ", names.size(), " entries: expected ",
                                                    per_direction * c->directions));

@@ -1,0 +1,158 @@
+// Quantization ops: rounding and saturation, the three granularities, unsupported types, and the integer
+// products, with expected values worked out from the spec formulas.
+#include "gtest/gtest.h"
+#include "tests/support/op_test.h"
+
+namespace onnxserve {
+namespace {
+
+using testing::OpTest;
+using testing::TensorsClose;
+
+TEST(QuantizeLinearTest, RoundsHalfToEvenThenSaturates) {
+  // x / 2 + 128: 3/2 = 1.5 -> 2, 5/2 = 2.5 -> 2, 1000 saturates at 255, -1000 at 0.
+  auto out = OpTest("QuantizeLinear", 13)
+                 .Input("x", Tensor::FromVector<float>({6}, {0, 2, 3, 5, 1000, -1000}))
+                 .Input("scale", Tensor::Scalar(2.0f))
+                 .Input("zp", Tensor::Scalar<uint8_t>(128))
+                 .Output("y").Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<uint8_t>({6}, {128, 129, 130, 130, 255, 0}), (*out)[0]));
+}
+
+TEST(QuantizeLinearTest, WithoutZeroPointIsUint8) {
+  auto out = OpTest("QuantizeLinear", 10).Input("x", Tensor::FromVector<float>({2}, {4, -4}))
+                 .Input("scale", Tensor::Scalar(1.0f)).Output("y").Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<uint8_t>({2}, {4, 0}), (*out)[0]));
+}
+
+TEST(QuantizeLinearTest, PerAxisUsesOneScaleAndZeroPointPerChannel) {
+  // Axis 1 (default): channel 0 scale 1 zp 0; channel 1 scale 2 zp -1.
+  auto out = OpTest("QuantizeLinear", 13)
+                 .Input("x", Tensor::FromVector<float>({1, 2, 2}, {1, 2, 3, 4}))
+                 .Input("scale", Tensor::FromVector<float>({2}, {1, 2}))
+                 .Input("zp", Tensor::FromVector<int8_t>({2}, {0, -1}))
+                 .Output("y").Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<int8_t>({1, 2, 2}, {1, 2, 1, 1}), (*out)[0]));
+}
+
+TEST(QuantizeLinearTest, BlockedRepeatsEachScaleOverItsBlock) {
+  // x [2,4], axis 1, block 2: scale [2,2]; the last block of row 1 uses scale 4.
+  auto out = OpTest("QuantizeLinear", 21)
+                 .Input("x", Tensor::FromVector<float>({2, 4}, {2, 4, 6, 8, 8, 8, 8, 16}))
+                 .Input("scale", Tensor::FromVector<float>({2, 2}, {2, 1, 1, 4}))
+                 .Attr("axis", int64_t{1}).Attr("block_size", int64_t{2}).Attr("output_dtype", int64_t{5})
+                 .Output("y").Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<int16_t>({2, 4}, {1, 2, 6, 8, 8, 8, 2, 4}), (*out)[0]));
+}
+
+TEST(QuantizeLinearTest, UnsupportedOutputTypeIsUnimplementedAndNamed) {
+  auto out = OpTest("QuantizeLinear", 21).Input("x", Tensor::FromVector<float>({1}, {1}))
+                 .Input("scale", Tensor::Scalar(1.0f)).Attr("output_dtype", int64_t{7}).Output("y").Run();
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kUnimplemented) << out.status();
+  EXPECT_NE(out.status().message().find("int64"), std::string::npos) << out.status();
+}
+
+TEST(QuantizeLinearTest, Float8SaturatesToTheLargestFiniteValue) {
+  // float8e4m3fn's largest finite value is 448: 500 and -1000 saturate; 1.5 is exact.
+  auto out = OpTest("QuantizeLinear", 21).Input("x", Tensor::FromVector<float>({3}, {3, 1000, -2000}))
+                 .Input("scale", Tensor::Scalar(2.0f)).Attr("output_dtype", int64_t{17}).Output("y").Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ((*out)[0].dtype(), DataType::kFloat8E4M3FN);
+  EXPECT_EQ((*out)[0].GetAsDouble(0), 1.5);
+  EXPECT_EQ((*out)[0].GetAsDouble(1), 448);
+  EXPECT_EQ((*out)[0].GetAsDouble(2), -448);
+}
+
+TEST(QuantizeLinearTest, Int4SaturatesToItsRange) {
+  // round(x / 2) + 1: -10 + 1 -> -8 (clamped), 1.5 -> 2 (+1 = 3), 10 + 1 -> 7 (clamped).
+  auto out = OpTest("QuantizeLinear", 21).Input("x", Tensor::FromVector<float>({3}, {-20, 3, 20}))
+                 .Input("scale", Tensor::Scalar(2.0f)).Input("zp", Tensor::Scalar(Int4(1))).Output("y").Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ((*out)[0].dtype(), DataType::kInt4);
+  EXPECT_EQ((*out)[0].GetAsDouble(0), -8);
+  EXPECT_EQ((*out)[0].GetAsDouble(1), 3);
+  EXPECT_EQ((*out)[0].GetAsDouble(2), 7);
+}
+
+TEST(DequantizeLinearTest, PerAxisAndInt32) {
+  auto axis = OpTest("DequantizeLinear", 13)
+                  .Input("x", Tensor::FromVector<uint8_t>({2, 2}, {10, 20, 10, 20}))
+                  .Input("scale", Tensor::FromVector<float>({2}, {0.5f, 2}))
+                  .Input("zp", Tensor::FromVector<uint8_t>({2}, {10, 0}))
+                  .Attr("axis", int64_t{0}).Output("y").Run();
+  ASSERT_TRUE(axis.ok()) << axis.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({2, 2}, {0, 5, 20, 40}), (*axis)[0]));
+
+  auto wide = OpTest("DequantizeLinear", 10).Input("x", Tensor::FromVector<int32_t>({2}, {-3, 1 << 20}))
+                  .Input("scale", Tensor::Scalar(0.25f)).Output("y").Run();
+  ASSERT_TRUE(wide.ok()) << wide.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({2}, {-0.75f, 262144}), (*wide)[0]));
+}
+
+TEST(DequantizeLinearTest, BlockedAndOutputTypeFromScale) {
+  // x [1,4], axis 1, block 2, float16 scales {1, 0.5}: y is float16.
+  auto out = OpTest("DequantizeLinear", 21)
+                 .Input("x", Tensor::FromVector<int8_t>({1, 4}, {1, 2, 4, 8}))
+                 .Input("scale", Tensor::FromVector<Float16>({1, 2}, {Float16(1.0f), Float16(0.5f)}))
+                 .Attr("axis", int64_t{1}).Attr("block_size", int64_t{2}).Output("y").Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<Float16>({1, 4}, {Float16(1.0f), Float16(2.0f), Float16(2.0f),
+                                                                Float16(4.0f)}),
+                           (*out)[0]));
+}
+
+TEST(DynamicQuantizeLinearTest, MapsTheRangeWithZeroOntoUint8) {
+  // The spec's example: range [-3, 2], scale 5/255, zero point 153.
+  auto out = OpTest("DynamicQuantizeLinear", 11)
+                 .Input("x", Tensor::FromVector<float>({6}, {0, 2, -3, -2.5f, 1.34f, 0.5f}))
+                 .Output("y").Output("scale").Output("zp").Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<uint8_t>({6}, {153, 255, 0, 26, 221, 179}), (*out)[0]));
+  EXPECT_TRUE(TensorsClose(Tensor::Scalar(5.0f / 255), (*out)[1]));
+  EXPECT_TRUE(TensorsClose(Tensor::Scalar<uint8_t>(153), (*out)[2]));
+}
+
+TEST(MatMulIntegerTest, SubtractsZeroPointsBeforeMultiplying) {
+  // (A - 10) = [[0,10],[20,30]], (B - 1) = [[0,1],[2,3]].
+  auto out = OpTest("MatMulInteger", 10)
+                 .Input("a", Tensor::FromVector<uint8_t>({2, 2}, {10, 20, 30, 40}))
+                 .Input("b", Tensor::FromVector<int8_t>({2, 2}, {1, 2, 3, 4}))
+                 .Input("a_zp", Tensor::Scalar<uint8_t>(10)).Input("b_zp", Tensor::Scalar<int8_t>(1))
+                 .Output("y").Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<int32_t>({2, 2}, {20, 30, 60, 110}), (*out)[0]));
+}
+
+TEST(QLinearMatMulTest, RequantizesTheProduct) {
+  // acc = 2*3 + 4*5 = 26; 26 * 0.5 * 1 / 2 = 6.5 -> 6 (half to even); + 10.
+  auto out = OpTest("QLinearMatMul", 10)
+                 .Input("a", Tensor::FromVector<uint8_t>({1, 2}, {2, 4})).Input("a_scale", Tensor::Scalar(0.5f))
+                 .Input("a_zp", Tensor::Scalar<uint8_t>(0))
+                 .Input("b", Tensor::FromVector<uint8_t>({2, 1}, {3, 5})).Input("b_scale", Tensor::Scalar(1.0f))
+                 .Input("b_zp", Tensor::Scalar<uint8_t>(0))
+                 .Input("y_scale", Tensor::Scalar(2.0f)).Input("y_zp", Tensor::Scalar<uint8_t>(10))
+                 .Output("y").Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<uint8_t>({1, 1}, {16}), (*out)[0]));
+}
+
+TEST(ConvIntegerTest, ConvolvesTheZeroPointShiftedInput) {
+  // x - 1 = 0..8 on a 3x3 image, a 2x2 kernel of ones: sums of each 2x2 window.
+  std::vector<uint8_t> x(9);
+  for (int i = 0; i < 9; ++i) x[i] = static_cast<uint8_t>(i + 1);
+  auto out = OpTest("ConvInteger", 10)
+                 .Input("x", Tensor::FromVector<uint8_t>({1, 1, 3, 3}, x))
+                 .Input("w", Tensor::FromVector<uint8_t>({1, 1, 2, 2}, {1, 1, 1, 1}))
+                 .Input("x_zp", Tensor::Scalar<uint8_t>(1))
+                 .Output("y").Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<int32_t>({1, 1, 2, 2}, {8, 12, 20, 24}), (*out)[0]));
+}
+
+}  // namespace
+}  // namespace onnxserve

@@ -1,0 +1,136 @@
+// RNN, GRU and LSTM against scalar references (hidden size 1, input size 1) written from the spec's
+// equations, plus the layout, direction and sequence_lens plumbing.
+#include <cmath>
+
+#include "gtest/gtest.h"
+#include "tests/support/op_test.h"
+
+namespace onnxserve {
+namespace {
+
+using testing::OpTest;
+using testing::TensorsClose;
+
+float Sigmoid(float x) { return 1 / (1 + std::exp(-x)); }
+
+Tensor W1(float v) { return Tensor::FromVector<float>({1, 1, 1}, {v}); }
+
+TEST(RnnTest, ForwardMatchesTheRecurrence) {
+  // Ht = tanh(0.5 * xt + 0.25 * Ht-1 + (0.1 + 0.2)), H0 = 0.
+  const std::vector<float> xs = {1, -2, 3};
+  auto out = OpTest("RNN", 14)
+                 .Input("X", Tensor::FromVector<float>({3, 1, 1}, xs)).Input("W", W1(0.5f)).Input("R", W1(0.25f))
+                 .Input("B", Tensor::FromVector<float>({1, 2}, {0.1f, 0.2f}))
+                 .Attr("hidden_size", int64_t{1}).Output("Y").Output("Y_h").Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  std::vector<float> expected;
+  float h = 0;
+  for (float x : xs) expected.push_back(h = std::tanh(0.5f * x + 0.25f * h + 0.3f));
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({3, 1, 1, 1}, expected), (*out)[0]));
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1, 1, 1}, {h}), (*out)[1]));
+}
+
+TEST(RnnTest, ReverseWithSequenceLensStartsAtEachRowsLastStep) {
+  // Batch row 0 has 2 steps, row 1 has 1: row 1's Y is zero at t = 1 and its Y_h is tanh(x[0, 1]).
+  auto out = OpTest("RNN", 7)
+                 .Input("X", Tensor::FromVector<float>({2, 2, 1}, {1, 2, 3, 4})).Input("W", W1(1)).Input("R", W1(1))
+                 .NoInput().Input("lens", Tensor::FromVector<int32_t>({2}, {2, 1}))
+                 .Attr("hidden_size", int64_t{1}).Attr("direction", std::string("reverse"))
+                 .Output("Y").Output("Y_h").Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  const float row0_t1 = std::tanh(3.0f), row0_t0 = std::tanh(1.0f + row0_t1), row1_t0 = std::tanh(2.0f);
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({2, 1, 2, 1}, {row0_t0, row1_t0, row0_t1, 0}), (*out)[0]));
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1, 2, 1}, {row0_t0, row1_t0}), (*out)[1]));
+}
+
+TEST(RnnTest, BidirectionalStacksForwardAndReverseAndLayoutOneIsBatchMajor) {
+  const Tensor x = Tensor::FromVector<float>({2, 1, 1}, {1, 2});
+  auto run = [&](int64_t layout, const Tensor& input) {
+    return OpTest("RNN", 14).Input("X", input).Input("W", Tensor::FromVector<float>({2, 1, 1}, {1, 1}))
+        .Input("R", Tensor::FromVector<float>({2, 1, 1}, {1, 1})).Attr("hidden_size", int64_t{1})
+        .Attr("direction", std::string("bidirectional")).Attr("layout", layout).Output("Y").Output("Y_h").Run();
+  };
+  auto out = run(0, x);
+  ASSERT_TRUE(out.ok()) << out.status();
+  const float f0 = std::tanh(1.0f), f1 = std::tanh(2.0f + f0);  // forward
+  const float r1 = std::tanh(2.0f), r0 = std::tanh(1.0f + r1);  // reverse
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({2, 2, 1, 1}, {f0, r0, f1, r1}), (*out)[0]));
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({2, 1, 1}, {f1, r0}), (*out)[1]));
+  auto batch_major = run(1, x.Reshaped({1, 2, 1}));
+  ASSERT_TRUE(batch_major.ok()) << batch_major.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1, 2, 2, 1}, {f0, r0, f1, r1}), (*batch_major)[0]));
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1, 2, 1}, {f1, r0}), (*batch_major)[1]));
+}
+
+TEST(RnnTest, ActivationsWithAlphaAndClip) {
+  // LeakyRelu(alpha 0.5) of clip(-3 * x, -2, 2) with R = 0: x = 1 -> -2 -> -1.
+  auto out = OpTest("RNN", 14).Input("X", Tensor::FromVector<float>({1, 1, 1}, {1})).Input("W", W1(-3))
+                 .Input("R", W1(0)).Attr("hidden_size", int64_t{1}).Attr("clip", 2.0f)
+                 .Attr("activations", std::vector<std::string>{"LeakyRelu"})
+                 .Attr("activation_alpha", std::vector<float>{0.5f}).NoOutput().Output("Y_h").Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1, 1, 1}, {-1}), (*out)[0]));
+}
+
+// GRU, hidden 1: gates z, r, h with weights w = {wz, wr, wh}, r = {rz, rr, rh}, biases Wb then Rb.
+float GruReference(const std::vector<float>& xs, bool linear_before_reset) {
+  const float wz = 0.3f, wr = -0.4f, wh = 0.8f, rz = 0.5f, rr = 0.6f, rh = -0.7f;
+  const float wbz = 0.1f, wbr = 0.2f, wbh = 0.3f, rbz = -0.1f, rbr = 0.4f, rbh = 0.5f;
+  float h = 0.2f;  // initial_h
+  for (float x : xs) {
+    const float z = Sigmoid(wz * x + rz * h + wbz + rbz);
+    const float r = Sigmoid(wr * x + rr * h + wbr + rbr);
+    const float cand = linear_before_reset ? std::tanh(wh * x + r * (rh * h + rbh) + wbh)
+                                           : std::tanh(wh * x + rh * (r * h) + rbh + wbh);
+    h = (1 - z) * cand + z * h;
+  }
+  return h;
+}
+
+TEST(GruTest, MatchesTheEquationsWithAndWithoutLinearBeforeReset) {
+  const std::vector<float> xs = {1, -1, 2};
+  for (int64_t lbr : {0, 1}) {
+    auto out = OpTest("GRU", 14)
+                   .Input("X", Tensor::FromVector<float>({3, 1, 1}, xs))
+                   .Input("W", Tensor::FromVector<float>({1, 3, 1}, {0.3f, -0.4f, 0.8f}))
+                   .Input("R", Tensor::FromVector<float>({1, 3, 1}, {0.5f, 0.6f, -0.7f}))
+                   .Input("B", Tensor::FromVector<float>({1, 6}, {0.1f, 0.2f, 0.3f, -0.1f, 0.4f, 0.5f}))
+                   .NoInput().Input("h0", Tensor::FromVector<float>({1, 1, 1}, {0.2f}))
+                   .Attr("hidden_size", int64_t{1}).Attr("linear_before_reset", lbr).NoOutput().Output("Y_h")
+                   .Run();
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1, 1, 1}, {GruReference(xs, lbr != 0)}), (*out)[0]))
+        << "linear_before_reset " << lbr;
+  }
+}
+
+TEST(LstmTest, PeepholesAndInitialStatesMatchTheEquations) {
+  // Gates i, o, f, c; peepholes i, o, f.
+  const float wi = 0.1f, wo = 0.2f, wf = 0.3f, wc = 0.4f, ri = -0.5f, ro = 0.6f, rf = -0.7f, rc = 0.8f;
+  const float pi = 0.9f, po = -0.3f, pf = 0.2f, bias = 0.05f;  // every Wb and Rb is `bias`
+  const std::vector<float> xs = {1, 2};
+  float h = 0.1f, c = -0.2f;
+  for (float x : xs) {
+    const float i = Sigmoid(wi * x + ri * h + pi * c + 2 * bias);
+    const float f = Sigmoid(wf * x + rf * h + pf * c + 2 * bias);
+    const float g = std::tanh(wc * x + rc * h + 2 * bias);
+    c = f * c + i * g;
+    const float o = Sigmoid(wo * x + ro * h + po * c + 2 * bias);
+    h = o * std::tanh(c);
+  }
+  auto out = OpTest("LSTM", 22)
+                 .Input("X", Tensor::FromVector<float>({2, 1, 1}, xs))
+                 .Input("W", Tensor::FromVector<float>({1, 4, 1}, {wi, wo, wf, wc}))
+                 .Input("R", Tensor::FromVector<float>({1, 4, 1}, {ri, ro, rf, rc}))
+                 .Input("B", Tensor::FromVector<float>({1, 8}, std::vector<float>(8, bias)))
+                 .NoInput().Input("h0", Tensor::FromVector<float>({1, 1, 1}, {0.1f}))
+                 .Input("c0", Tensor::FromVector<float>({1, 1, 1}, {-0.2f}))
+                 .Input("P", Tensor::FromVector<float>({1, 3}, {pi, po, pf}))
+                 .Attr("hidden_size", int64_t{1}).NoOutput().Output("Y_h").Output("Y_c").Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1, 1, 1}, {h}), (*out)[0]));
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1, 1, 1}, {c}), (*out)[1]));
+}
+
+}  // namespace
+}  // namespace onnxserve

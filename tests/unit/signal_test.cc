@@ -1,0 +1,63 @@
+// DFT, STFT and MelWeightMatrix: transforms of impulses and of known signals, worked out by hand.
+#include <cmath>
+#include <numbers>
+
+#include "gtest/gtest.h"
+#include "tests/support/op_test.h"
+
+namespace onnxserve {
+namespace {
+
+using testing::OpTest;
+using testing::TensorsClose;
+
+TEST(DftTest, ShiftedImpulseGivesTheTwiddles) {
+  // DFT of [0, 1, 0, 0] is exp(-2 pi i k / 4) = 1, -i, -1, i.
+  auto out = OpTest("DFT", 17).Input("x", Tensor::FromVector<float>({1, 4, 1}, {0, 1, 0, 0})).Output("y").Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1, 4, 2}, {1, 0, 0, -1, -1, 0, 0, 1}), (*out)[0], 1e-5, 1e-6));
+}
+
+TEST(DftTest, OnesidedForwardThenInverseOnesidedRoundTrips) {
+  const Tensor x = Tensor::FromVector<float>({1, 4, 1}, {1, 2, 3, 4});
+  auto spectrum = OpTest("DFT", 20).Input("x", x).NoInput().Input("axis", Tensor::Scalar<int64_t>(1))
+                      .Attr("onesided", int64_t{1}).Output("y").Run();
+  ASSERT_TRUE(spectrum.ok()) << spectrum.status();
+  // Sum 10; k=1: -2+2i; k=2 (Nyquist): -2.
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1, 3, 2}, {10, 0, -2, 2, -2, 0}), (*spectrum)[0], 1e-5, 1e-5));
+  auto back = OpTest("DFT", 20).Input("x", (*spectrum)[0]).NoInput().Input("axis", Tensor::Scalar<int64_t>(-2))
+                  .Attr("onesided", int64_t{1}).Attr("inverse", int64_t{1}).Output("y").Run();
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(TensorsClose(x, (*back)[0], 1e-5, 1e-5));
+}
+
+TEST(DftTest, DftLengthZeroPadsAndAxisSelectsTheDimension) {
+  // Along axis 2 of [1, 1, 2, 1], padded to 4: [1, 1, 0, 0] -> 2, 1-i, 0, 1+i.
+  auto out = OpTest("DFT", 17).Input("x", Tensor::FromVector<float>({1, 1, 2, 1}, {1, 1}))
+                 .Input("len", Tensor::Scalar<int64_t>(4)).Attr("axis", int64_t{2}).Output("y").Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1, 1, 4, 2}, {2, 0, 1, -1, 0, 0, 1, 1}), (*out)[0], 1e-5, 1e-6));
+}
+
+TEST(StftTest, FramesAreWindowedDfts) {
+  // Frames of 2 every 2 samples of [1, 2, 3, 4] with window [1, 0.5]: [1, 1] and [3, 2]; one-sided bins
+  // (sum, difference).
+  auto out = OpTest("STFT", 17).Input("signal", Tensor::FromVector<float>({1, 4, 1}, {1, 2, 3, 4}))
+                 .Input("step", Tensor::Scalar<int64_t>(2)).Input("window", Tensor::FromVector<float>({2}, {1, 0.5f}))
+                 .Output("y").Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1, 2, 2, 2}, {2, 0, 0, 0, 5, 0, 1, 0}), (*out)[0], 1e-5, 1e-6));
+}
+
+TEST(MelWeightMatrixTest, OneFilterOverTheLowBins) {
+  // 8-point DFT at 8 kHz, one mel bin over [0, 4000] Hz: edges fall on bins 0, 0, 2, so the filter is 1 at
+  // bin 0 and falls to 0.5 at bin 1.
+  auto out = OpTest("MelWeightMatrix", 17).Input("bins", Tensor::Scalar<int32_t>(1))
+                 .Input("dft", Tensor::Scalar<int32_t>(8)).Input("rate", Tensor::Scalar<int32_t>(8000))
+                 .Input("lo", Tensor::Scalar(0.0f)).Input("hi", Tensor::Scalar(4000.0f)).Output("y").Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({5, 1}, {1, 0.5f, 0, 0, 0}), (*out)[0]));
+}
+
+}  // namespace
+}  // namespace onnxserve

@@ -1,0 +1,51 @@
+// Unique: the spec's examples (sorted, unsorted, along an axis) and strings.
+#include "gtest/gtest.h"
+#include "tests/support/op_test.h"
+
+namespace onnxserve {
+namespace {
+
+using testing::OpTest;
+using testing::TensorsClose;
+
+Tensor I64(std::vector<int64_t> v) { return Tensor::FromVector<int64_t>({static_cast<int64_t>(v.size())}, v); }
+
+TEST(UniqueTest, SortedFlattenedWithAllOutputs) {
+  auto out = OpTest("Unique", 11).Input("x", Tensor::FromVector<float>({6}, {2, 1, 1, 3, 4, 3}))
+                 .Output("y").Output("indices").Output("inverse").Output("counts").Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({4}, {1, 2, 3, 4}), (*out)[0]));
+  EXPECT_TRUE(TensorsClose(I64({1, 0, 3, 4}), (*out)[1]));
+  EXPECT_TRUE(TensorsClose(I64({1, 0, 0, 2, 3, 2}), (*out)[2]));
+  EXPECT_TRUE(TensorsClose(I64({2, 1, 2, 1}), (*out)[3]));
+}
+
+TEST(UniqueTest, UnsortedKeepsOrderOfFirstAppearance) {
+  auto out = OpTest("Unique", 11).Input("x", Tensor::FromVector<float>({6}, {2, 1, 1, 3, 4, 3}))
+                 .Attr("sorted", int64_t{0}).Output("y").Output("indices").Output("inverse").Output("counts").Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({4}, {2, 1, 3, 4}), (*out)[0]));
+  EXPECT_TRUE(TensorsClose(I64({0, 1, 3, 4}), (*out)[1]));
+  EXPECT_TRUE(TensorsClose(I64({0, 1, 1, 2, 3, 2}), (*out)[2]));
+  EXPECT_TRUE(TensorsClose(I64({1, 2, 2, 1}), (*out)[3]));
+}
+
+TEST(UniqueTest, AlongAnAxisComparesWholeSlices) {
+  auto out = OpTest("Unique", 11).Input("x", Tensor::FromVector<int32_t>({3, 3}, {1, 0, 0, 1, 0, 0, 2, 3, 4}))
+                 .Attr("axis", int64_t{0}).Output("y").Output("indices").Output("inverse").Output("counts").Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<int32_t>({2, 3}, {1, 0, 0, 2, 3, 4}), (*out)[0]));
+  EXPECT_TRUE(TensorsClose(I64({0, 2}), (*out)[1]));
+  EXPECT_TRUE(TensorsClose(I64({0, 0, 1}), (*out)[2]));
+  EXPECT_TRUE(TensorsClose(I64({2, 1}), (*out)[3]));
+}
+
+TEST(UniqueTest, Strings) {
+  auto out = OpTest("Unique", 11)
+                 .Input("x", Tensor::FromVector<std::string>({3}, {"b", "a", "b"})).Output("y").Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<std::string>({2}, {"a", "b"}), (*out)[0]));
+}
+
+}  // namespace
+}  // namespace onnxserve
