@@ -406,9 +406,11 @@ absl::StatusOr<std::vector<int32_t>> WidenMinusZeroPoint(const Tensor& t, const 
   return out;
 }
 
+// The integer products take int8/uint8; QLinearMatMul-21's float8 operands are not implemented.
 absl::Status CheckInt8(const Tensor& t, const char* name) {
   if (t.dtype() == DataType::kInt8 || t.dtype() == DataType::kUint8) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(name, " is ", DataTypeName(t.dtype()), ": expected int8 or uint8"));
+  const std::string message = absl::StrCat(name, " is ", DataTypeName(t.dtype()), ": expected int8 or uint8");
+  return IsLowPrecision(t.dtype()) ? absl::UnimplementedError(message) : absl::InvalidArgumentError(message);
 }
 
 // Y = (A - a_zero_point) x (B - b_zero_point) in int32, batch by batch.

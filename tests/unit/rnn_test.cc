@@ -72,6 +72,18 @@ TEST(RnnTest, ActivationsWithAlphaAndClip) {
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1, 1, 1}, {-1}), (*out)[0]));
 }
 
+TEST(RnnTest, Float16ComputesInFloatAndNarrows) {
+  // Ht = tanh(xt + Ht-1) over x = {0.5, -1}, in float16.
+  auto out = OpTest("RNN", 14)
+                 .Input("X", Tensor::FromVector<Float16>({2, 1, 1}, {Float16(0.5f), Float16(-1.0f)}))
+                 .Input("W", Tensor::FromVector<Float16>({1, 1, 1}, {Float16(1.0f)}))
+                 .Input("R", Tensor::FromVector<Float16>({1, 1, 1}, {Float16(1.0f)}))
+                 .Attr("hidden_size", int64_t{1}).NoOutput().Output("Y_h").Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  const float h = std::tanh(-1.0f + std::tanh(0.5f));
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<Float16>({1, 1, 1}, {Float16(h)}), (*out)[0], 1e-3, 1e-3));
+}
+
 // GRU, hidden 1: gates z, r, h with weights w = {wz, wr, wh}, r = {rz, rr, rh}, biases Wb then Rb.
 float GruReference(const std::vector<float>& xs, bool linear_before_reset) {
   const float wz = 0.3f, wr = -0.4f, wh = 0.8f, rz = 0.5f, rr = 0.6f, rh = -0.7f;
