@@ -16,6 +16,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "server/commands.h"
@@ -66,6 +68,10 @@ absl::Status ParseFlags(int argc, char** argv) {
       "onnxserve serve --model-repository DIR [--grpc-port 8001] [--http-port 8002] "
       "[--model-control-mode none|poll|explicit] [--repository-poll-secs 15] [--shutdown-grace-secs 30] "
       "[--max-request-bytes N] [--threads N] [--log-level info]");
+  absl::FlagsUsageConfig usage;
+  // --help lists the flags defined in this file (absl would look for a file named after the binary).
+  usage.contains_help_flags = [](absl::string_view path) { return absl::EndsWith(path, "server/serve.cc"); };
+  absl::SetFlagsUsageConfig(usage);
   std::vector<std::string> args = AbslStyleArgs(argc, argv);
   std::vector<char*> pointers;
   for (auto& arg : args) pointers.push_back(arg.data());
@@ -182,6 +188,7 @@ void Shutdown(Server& s, int signal) {
   // Stops accepting calls, then waits for the running ones (queued requests included) up to the deadline,
   // after which gRPC cancels what is left and the batcher drops it before compute.
   s.grpc->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+  Log(LogLevel::kInfo, "grpc_stopped");
   s.repository->UnloadAll();
   s.http.reset();
   Log(LogLevel::kInfo, "shutdown_complete");
