@@ -1,9 +1,10 @@
 // Signal processing: DFT (complex, real-to-complex one-sided, inverse and inverse one-sided), STFT and
-// MelWeightMatrix. Transforms compute in double with a precomputed twiddle table, one O(N^2) direct DFT per
-// signal, signals split over the intra-op pool.
+// MelWeightMatrix. Transforms compute in double with a precomputed twiddle table: an O(N log N) radix-2 FFT
+// for power-of-two lengths, an O(N^2) direct DFT otherwise; signals split over the intra-op pool.
 #include <cmath>
 #include <complex>
 #include <numbers>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -51,10 +52,35 @@ std::vector<Complex> Twiddles(int64_t n) {
   return w;
 }
 
-// out[k] = sum_n in[n] * w^(+-kn) for k in [0, out_count), scaled by 1/n when inverse.
-void DirectDft(const Complex* in, int64_t n, bool inverse, const std::vector<Complex>& w, int64_t out_count,
-               Complex* out) {
+// In-place iterative radix-2 FFT of a power-of-two length n (unscaled).
+void Radix2Fft(Complex* a, int64_t n, bool inverse, const std::vector<Complex>& w) {
+  for (int64_t i = 1, j = 0; i < n; ++i) {  // bit-reversal permutation
+    int64_t bit = n >> 1;
+    for (; j & bit; bit >>= 1) j ^= bit;
+    j ^= bit;
+    if (i < j) std::swap(a[i], a[j]);
+  }
+  for (int64_t len = 2; len <= n; len <<= 1) {
+    const int64_t step = n / len;
+    for (int64_t start = 0; start < n; start += len) {
+      for (int64_t k = 0; k < len / 2; ++k) {
+        const Complex t = (inverse ? std::conj(w[k * step]) : w[k * step]) * a[start + k + len / 2];
+        a[start + k + len / 2] = a[start + k] - t;
+        a[start + k] += t;
+      }
+    }
+  }
+}
+
+// out[k] = sum_n in[n] * w^(+-kn) for k in [0, out_count), scaled by 1/n when inverse. `in` (n values) is
+// scratch: the FFT path transforms it in place.
+void ComputeDft(Complex* in, int64_t n, bool inverse, const std::vector<Complex>& w, int64_t out_count, Complex* out) {
   const double scale = inverse ? 1.0 / static_cast<double>(n) : 1.0;
+  if ((n & (n - 1)) == 0) {
+    Radix2Fft(in, n, inverse, w);
+    for (int64_t k = 0; k < out_count; ++k) out[k] = in[k] * scale;
+    return;
+  }
   for (int64_t k = 0; k < out_count; ++k) {
     Complex sum = 0;
     int64_t m = 0;  // k * j mod n, kept incrementally
@@ -153,7 +179,7 @@ class Dft final : public OpKernel {
             in[j] = 0;
           }
         }
-        DirectDft(in.data(), n, inverse_, w, l.out_len, out.data());
+        ComputeDft(in.data(), n, inverse_, w, l.out_len, out.data());
         for (int64_t k = 0; k < l.out_len; ++k) {
           T* p = y + ((o * l.out_len + k) * l.inner + i) * l.out_parts;
           p[0] = FromDouble<T>(out[k].real());
@@ -226,7 +252,7 @@ class Stft final : public OpKernel {
           for (int64_t j = 0; j < frame; ++j) {
             in[j] = Complex(ToDouble(p[j * parts]), parts == 2 ? ToDouble(p[j * parts + 1]) : 0.0) * win[j];
           }
-          DirectDft(in.data(), frame, false, w, bins, out.data());
+          ComputeDft(in.data(), frame, false, w, bins, out.data());
           for (int64_t k = 0; k < bins; ++k) {
             out_data[(s * bins + k) * 2] = FromDouble<T>(out[k].real());
             out_data[(s * bins + k) * 2 + 1] = FromDouble<T>(out[k].imag());

@@ -39,6 +39,28 @@ TEST(DftTest, DftLengthZeroPadsAndAxisSelectsTheDimension) {
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1, 1, 4, 2}, {2, 0, 1, -1, 0, 0, 1, 1}), (*out)[0], 1e-5, 1e-6));
 }
 
+TEST(DftTest, PowerOfTwoAndOtherLengthsMatchAPlainDft) {
+  // Lengths 64 (the FFT path) and 12 (the direct path) against the definition, in double.
+  for (int64_t n : {64, 12}) {
+    std::vector<double> x(static_cast<size_t>(2 * n));
+    for (int64_t i = 0; i < 2 * n; ++i) x[i] = std::sin(0.7 * i) + 0.1 * (i % 5);
+    std::vector<double> expected(x.size());
+    for (int64_t k = 0; k < n; ++k) {
+      double re = 0, im = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        const double angle = -2 * std::numbers::pi * static_cast<double>(k * j) / static_cast<double>(n);
+        re += x[2 * j] * std::cos(angle) - x[2 * j + 1] * std::sin(angle);
+        im += x[2 * j] * std::sin(angle) + x[2 * j + 1] * std::cos(angle);
+      }
+      expected[2 * k] = re;
+      expected[2 * k + 1] = im;
+    }
+    auto out = OpTest("DFT", 17).Input("x", Tensor::FromVector<double>({1, n, 2}, x)).Output("y").Run();
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_TRUE(TensorsClose(Tensor::FromVector<double>({1, n, 2}, expected), (*out)[0], 1e-9, 1e-9)) << "n " << n;
+  }
+}
+
 TEST(StftTest, FramesAreWindowedDfts) {
   // Frames of 2 every 2 samples of [1, 2, 3, 4] with window [1, 0.5]: [1, 1] and [3, 2]; one-sided bins
   // (sum, difference).
