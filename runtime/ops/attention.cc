@@ -45,8 +45,9 @@ HeadView<C> ViewHeads(const Tensor& t, bool three_d, int64_t heads, int64_t rows
 absl::StatusOr<Dims> ResolveDims(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* past_key,
                                  int64_t q_heads_attr, int64_t kv_heads_attr) {
   if (q.rank() != k.rank() || q.rank() != v.rank() || (q.rank() != 3 && q.rank() != 4)) {
-    return absl::InvalidArgumentError(absl::StrCat("Q, K and V must all be 3-D or all 4-D, got ", q.DebugString(),
-                                                   ", ", k.DebugString(), ", ", v.DebugString()));
+    return absl::InvalidArgumentError(absl::StrCat("Q, K and V must all be 3-D or all 4-D, got ",
+                                                   q.DebugString(), ", ", k.DebugString(), ", ",
+                                                   v.DebugString()));
   }
   Dims d;
   d.three_d = q.rank() == 3;
@@ -77,8 +78,8 @@ absl::StatusOr<Dims> ResolveDims(const Tensor& q, const Tensor& k, const Tensor&
   const int64_t k_head_size = d.three_d ? k.dim(2) / d.kv_heads : k.dim(3);
   if (k_head_size != d.head_size || k.dim(0) != d.batch || v.dim(0) != d.batch ||
       v.dim(d.three_d ? 1 : 2) != d.kv_len || (!d.three_d && v.dim(1) != d.kv_heads)) {
-    return absl::InvalidArgumentError(absl::StrCat("K ", k.DebugString(), " and V ", v.DebugString(),
-                                                   " do not match Q ", q.DebugString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("K ", k.DebugString(), " and V ", v.DebugString(), " do not match Q ", q.DebugString()));
   }
   if (d.kv_heads <= 0 || d.q_heads % d.kv_heads != 0) {
     return absl::InvalidArgumentError(
@@ -111,7 +112,8 @@ Tensor ConcatCache(const Tensor* past, const Tensor& x, const Dims& d, int64_t c
         dst = std::copy(src, src + past_len * cols, dst);
       }
       const C* rows = xv.At(b, h);
-      for (int64_t s = 0; s < d.kv_len; ++s) dst = std::copy(rows + s * xv.row_stride, rows + s * xv.row_stride + cols, dst);
+      for (int64_t s = 0; s < d.kv_len; ++s)
+        dst = std::copy(rows + s * xv.row_stride, rows + s * xv.row_stride + cols, dst);
     }
   }
   return out;
@@ -170,9 +172,9 @@ class Attention final : public OpKernel {
   struct Plan {
     Dims d;
     HeadView<C> q, k, v;
-    const C* mask = nullptr;        // additive bias, nullptr when no attn_mask
-    std::vector<int64_t> mask_strides;  // over [B, Hq, Sq, mask_len]
-    int64_t mask_len = 0;           // keys beyond it are masked out
+    const C* mask = nullptr;             // additive bias, nullptr when no attn_mask
+    std::vector<int64_t> mask_strides;   // over [B, Hq, Sq, mask_len]
+    int64_t mask_len = 0;                // keys beyond it are masked out
     std::vector<int64_t> causal_offset;  // per batch: query i sees key j iff j <= i + offset
     std::vector<int64_t> nonpad;         // per batch: keys at or beyond are padding; empty when absent
     C scale;
@@ -194,7 +196,6 @@ class Attention final : public OpKernel {
   float softcap_ = 0.0f, scale_ = 1.0f;
   bool has_scale_ = false;
 };
-
 
 // Row-wise softmax over [rows, cols]; a row with no visible key (all -inf) becomes a zero row, not NaN.
 template <typename C>
@@ -261,8 +262,8 @@ void Attention::AttendHead(const Plan<C>& p, int64_t b, int64_t h, C* scores) co
   emit(2);
   SoftmaxRows(scores, d.q_len, total);
   emit(3);
-  Gemm<C>(false, false, d.q_len, d.v_head_size, total, C{1}, scores, total, p.v.At(b, kv_head), p.v.row_stride,
-          C{0}, p.y + b * p.y_batch_stride + h * p.y_head_stride, p.y_row_stride, nullptr);
+  Gemm<C>(false, false, d.q_len, d.v_head_size, total, C{1}, scores, total, p.v.At(b, kv_head),
+          p.v.row_stride, C{0}, p.y + b * p.y_batch_stride + h * p.y_head_stride, p.y_row_stride, nullptr);
 }
 
 // `t` in compute type C: float16/bfloat16 widen into a float copy; an omitted input stays undefined.
@@ -271,7 +272,8 @@ absl::StatusOr<Tensor> InComputeType(const Tensor* t, const char* name) {
   if (t == nullptr) return Tensor();
   Tensor c = IsHalfType(t->dtype()) ? WidenToFloat(t) : *t;
   if (c.dtype() != kTypeOf<C>) {
-    return absl::InvalidArgumentError(absl::StrCat(name, " must have Q's floating-point type, got ", t->DebugString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, " must have Q's floating-point type, got ", t->DebugString()));
   }
   return c;
 }
@@ -296,8 +298,9 @@ absl::Status Attention::Run(KernelContext& ctx, const Dims& d) const {
   const bool has_past = past_k.defined();
   if (has_past && (past_v.rank() != 4 || past_v.dim(0) != d.batch || past_v.dim(1) != d.kv_heads ||
                    past_v.dim(2) != d.past_len || past_v.dim(3) != d.v_head_size)) {
-    return absl::InvalidArgumentError(absl::StrCat("past_value must be [", d.batch, ",", d.kv_heads, ",", d.past_len,
-                                                   ",", d.v_head_size, "], got ", past_v.DebugString()));
+    return absl::InvalidArgumentError(absl::StrCat("past_value must be [", d.batch, ",", d.kv_heads, ",",
+                                                   d.past_len, ",", d.v_head_size, "], got ",
+                                                   past_v.DebugString()));
   }
   const int64_t total = d.total_len();
 
@@ -307,8 +310,10 @@ absl::Status Attention::Run(KernelContext& ctx, const Dims& d) const {
   // The present caches are [B, Hkv, total, D]; without past and without a present output, K and V are
   // read in place.
   Tensor present_k, present_v;
-  if (has_past || ctx.OutputWanted(kPresentKey)) present_k = ConcatCache<C>(has_past ? &past_k : nullptr, k, d, d.head_size);
-  if (has_past || ctx.OutputWanted(kPresentValue)) present_v = ConcatCache<C>(has_past ? &past_v : nullptr, v, d, d.v_head_size);
+  if (has_past || ctx.OutputWanted(kPresentKey))
+    present_k = ConcatCache<C>(has_past ? &past_k : nullptr, k, d, d.head_size);
+  if (has_past || ctx.OutputWanted(kPresentValue))
+    present_v = ConcatCache<C>(has_past ? &past_v : nullptr, v, d, d.v_head_size);
   p.k = present_k.defined() ? ViewHeads<C>(present_k, false, d.kv_heads, total, d.head_size)
                             : ViewHeads<C>(k, d.three_d, d.kv_heads, d.kv_len, d.head_size);
   p.v = present_v.defined() ? ViewHeads<C>(present_v, false, d.kv_heads, total, d.v_head_size)
@@ -323,8 +328,9 @@ absl::Status Attention::Run(KernelContext& ctx, const Dims& d) const {
       broadcastable = dim == 1 || dim == target[3 - i];
     }
     if (!broadcastable) {
-      return absl::InvalidArgumentError(absl::StrCat("attn_mask ", mask->DebugString(), " must broadcast to [",
-                                                     d.batch, ",", d.q_heads, ",", d.q_len, ",<=", total, "]"));
+      return absl::InvalidArgumentError(absl::StrCat("attn_mask ", mask->DebugString(),
+                                                     " must broadcast to [", d.batch, ",", d.q_heads, ",",
+                                                     d.q_len, ",<=", total, "]"));
     }
     mask_bias = MaskBias<C>(*mask);
     p.mask = mask_bias.data<C>();
@@ -333,8 +339,8 @@ absl::Status Attention::Run(KernelContext& ctx, const Dims& d) const {
   }
   if (const Tensor* nonpad = ctx.Input(kNonpadKvSeqlen)) {
     if (nonpad->NumElements() != d.batch) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("nonpad_kv_seqlen must hold one length per batch (", d.batch, "), got ", nonpad->DebugString()));
+      return absl::InvalidArgumentError(absl::StrCat("nonpad_kv_seqlen must hold one length per batch (",
+                                                     d.batch, "), got ", nonpad->DebugString()));
     }
     p.nonpad = Int64Values(*nonpad);
   }

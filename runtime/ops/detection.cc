@@ -45,7 +45,8 @@ class NonMaxSuppression final : public OpKernel {
   absl::Status Init(const KernelInfo& info) {
     ASSIGN_OR_RETURN(center_point_box_, info.Attr<int64_t>("center_point_box", 0));
     if (center_point_box_ != 0 && center_point_box_ != 1) {
-      return absl::InvalidArgumentError(absl::StrCat("center_point_box must be 0 or 1, got ", center_point_box_));
+      return absl::InvalidArgumentError(
+          absl::StrCat("center_point_box must be 0 or 1, got ", center_point_box_));
     }
     return absl::OkStatus();
   }
@@ -55,33 +56,37 @@ class NonMaxSuppression final : public OpKernel {
     const Tensor& boxes = *ctx.Input(0);
     const Tensor& scores = *ctx.Input(1);
     if (boxes.dtype() != DataType::kFloat || scores.dtype() != DataType::kFloat || boxes.rank() != 3 ||
-        boxes.dim(2) != 4 || scores.rank() != 3 || scores.dim(0) != boxes.dim(0) || scores.dim(2) != boxes.dim(1)) {
-      return absl::InvalidArgumentError(absl::StrCat("boxes ", boxes.DebugString(), " and scores ", scores.DebugString(),
+        boxes.dim(2) != 4 || scores.rank() != 3 || scores.dim(0) != boxes.dim(0) ||
+        scores.dim(2) != boxes.dim(1)) {
+      return absl::InvalidArgumentError(absl::StrCat("boxes ", boxes.DebugString(), " and scores ",
+                                                     scores.DebugString(),
                                                      " must be float [B,N,4] and [B,C,N]"));
     }
     const int64_t max_per_class = ScalarOr<int64_t>(ctx.Input(2), 0);
     const float iou_threshold = ScalarOr<float>(ctx.Input(3), 0.0f);
-    const Tensor* score_threshold = ctx.Input(4);
+    // Without score_threshold no box is dropped for its score.
+    const float score_threshold = ScalarOr<float>(ctx.Input(4), -std::numeric_limits<float>::infinity());
     const int64_t batches = boxes.dim(0), classes = scores.dim(1), count = boxes.dim(1);
     std::vector<int64_t> selected;  // flattened [batch, class, box] triples
     std::vector<Box> all(static_cast<size_t>(count));
     std::vector<int64_t> order;
     std::vector<int64_t> kept;
     for (int64_t b = 0; b < batches && max_per_class > 0; ++b) {
-      for (int64_t i = 0; i < count; ++i) all[i] = ReadBox(boxes.data<float>() + (b * count + i) * 4, center_point_box_);
+      for (int64_t i = 0; i < count; ++i)
+        all[i] = ReadBox(boxes.data<float>() + (b * count + i) * 4, center_point_box_);
       for (int64_t c = 0; c < classes; ++c) {
         const float* s = scores.data<float>() + (b * classes + c) * count;
         order.clear();
         for (int64_t i = 0; i < count; ++i) {
-          if (score_threshold == nullptr || s[i] > score_threshold->GetAsDouble(0)) order.push_back(i);
+          if (s[i] > score_threshold) order.push_back(i);
         }
         // Highest score first; ties keep the lower index first.
         std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return s[x] > s[y]; });
         kept.clear();
         for (int64_t i : order) {
           if (static_cast<int64_t>(kept.size()) >= max_per_class) break;
-          const bool suppressed = std::any_of(kept.begin(), kept.end(),
-                                              [&](int64_t k) { return Overlaps(all[k], all[i], iou_threshold); });
+          const bool suppressed = std::any_of(
+              kept.begin(), kept.end(), [&](int64_t k) { return Overlaps(all[k], all[i], iou_threshold); });
           if (suppressed) continue;
           kept.push_back(i);
           selected.insert(selected.end(), {b, c, i});
@@ -207,14 +212,18 @@ class RoiAlign final : public OpKernel {
   std::vector<BilinearTaps> RoiTaps(const float* roi, int64_t height, int64_t width, int64_t* samples) const {
     const float offset = half_pixel_ ? 0.5f : 0.0f;
     const float start_w = roi[0] * spatial_scale_ - offset, start_h = roi[1] * spatial_scale_ - offset;
-    float roi_w = roi[2] * spatial_scale_ - offset - start_w, roi_h = roi[3] * spatial_scale_ - offset - start_h;
+    float roi_w = roi[2] * spatial_scale_ - offset - start_w,
+          roi_h = roi[3] * spatial_scale_ - offset - start_h;
     if (!half_pixel_) {  // the legacy mode forces RoIs at least one pixel wide
       roi_w = std::max(roi_w, 1.0f);
       roi_h = std::max(roi_h, 1.0f);
     }
-    const float bin_h = roi_h / static_cast<float>(output_height_), bin_w = roi_w / static_cast<float>(output_width_);
-    const int64_t grid_h = sampling_ratio_ > 0 ? sampling_ratio_ : static_cast<int64_t>(std::ceil(roi_h / output_height_));
-    const int64_t grid_w = sampling_ratio_ > 0 ? sampling_ratio_ : static_cast<int64_t>(std::ceil(roi_w / output_width_));
+    const float bin_h = roi_h / static_cast<float>(output_height_),
+                bin_w = roi_w / static_cast<float>(output_width_);
+    const int64_t grid_h =
+        sampling_ratio_ > 0 ? sampling_ratio_ : static_cast<int64_t>(std::ceil(roi_h / output_height_));
+    const int64_t grid_w =
+        sampling_ratio_ > 0 ? sampling_ratio_ : static_cast<int64_t>(std::ceil(roi_w / output_width_));
     *samples = grid_h * grid_w;
     std::vector<BilinearTaps> taps;
     taps.reserve(static_cast<size_t>(output_height_ * output_width_ * grid_h * grid_w));
@@ -247,7 +256,8 @@ class RoiAlign final : public OpKernel {
           const T* plane = x.data<T>() + (batches[r] * channels + c) * height * width;
           T* out = y.data<T>() + (r * channels + c) * bins;
           for (int64_t bin = 0; bin < bins; ++bin) {
-            out[bin] = FromCompute<T>(static_cast<ComputeType<T>>(PoolBin(plane, &taps[bin * samples], samples)));
+            out[bin] =
+                FromCompute<T>(static_cast<ComputeType<T>>(PoolBin(plane, &taps[bin * samples], samples)));
           }
         }
       }
@@ -263,7 +273,8 @@ class RoiAlign final : public OpKernel {
     for (int64_t s = 0; s < samples; ++s) {
       const BilinearTaps& t = taps[s];
       if (max_) {
-        for (int k = 0; k < 4; ++k) acc = std::max(acc, t.weight[k] * static_cast<float>(ToCompute(plane[t.offset[k]])));
+        for (int k = 0; k < 4; ++k)
+          acc = std::max(acc, t.weight[k] * static_cast<float>(ToCompute(plane[t.offset[k]])));
       } else {
         for (int k = 0; k < 4; ++k) acc += t.weight[k] * static_cast<float>(ToCompute(plane[t.offset[k]]));
       }

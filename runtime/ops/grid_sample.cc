@@ -104,10 +104,13 @@ class AxisSampler {
   int64_t Resolve(int64_t i) const {
     if (i >= 0 && i < size_) return i;
     switch (options_.padding) {
-      case Padding::kZeros: return -1;
-      case Padding::kBorder: return std::clamp<int64_t>(i, 0, size_ - 1);
+      case Padding::kZeros:
+        return -1;
+      case Padding::kBorder:
+        return std::clamp<int64_t>(i, 0, size_ - 1);
       case Padding::kReflection:
-        return std::clamp<int64_t>(static_cast<int64_t>(Reflect(static_cast<float>(i), lo_, hi_)), 0, size_ - 1);
+        return std::clamp<int64_t>(static_cast<int64_t>(Reflect(static_cast<float>(i), lo_, hi_)), 0,
+                                   size_ - 1);
     }
     return -1;
   }
@@ -133,8 +136,8 @@ class GridSample final : public OpKernel {
     } else if (mode == (v16 ? "bicubic" : "cubic")) {
       options_.mode = Mode::kCubic;
     } else {
-      return absl::InvalidArgumentError(absl::StrCat("mode must be nearest, ", v16 ? "bilinear or bicubic" : "linear or cubic",
-                                                     ", got \"", mode, "\""));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "mode must be nearest, ", v16 ? "bilinear or bicubic" : "linear or cubic", ", got \"", mode, "\""));
     }
     if (padding == "zeros") {
       options_.padding = Padding::kZeros;
@@ -175,7 +178,8 @@ class GridSample final : public OpKernel {
         Sample<T>(x, grid_f, y, ctx.pool());
       }
     });
-    if (!supported) return absl::InvalidArgumentError(absl::StrCat("X must be numeric, got ", x.DebugString()));
+    if (!supported)
+      return absl::InvalidArgumentError(absl::StrCat("X must be numeric, got ", x.DebugString()));
     return absl::OkStatus();
   }
 
@@ -184,7 +188,11 @@ class GridSample final : public OpKernel {
   static Tensor Cast(const Tensor& grid) {
     if (grid.dtype() == DataType::kFloat) return grid;
     Tensor out(DataType::kFloat, grid.shape());
-    for (int64_t i = 0; i < grid.NumElements(); ++i) out.data<float>()[i] = static_cast<float>(grid.GetAsDouble(i));
+    DispatchNumeric(grid.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* in = grid.data<T>();
+      for (int64_t i = 0; i < grid.NumElements(); ++i) out.data<float>()[i] = static_cast<float>(ToCompute(in[i]));
+    });
     return out;
   }
 
@@ -247,8 +255,9 @@ class AffineGrid final : public OpKernel {
     const int64_t rank = static_cast<int64_t>(size.size()) - 2;
     if ((rank != 2 && rank != 3) || theta.rank() != 3 || theta.dim(0) != size[0] || theta.dim(1) != rank ||
         theta.dim(2) != rank + 1) {
-      return absl::InvalidArgumentError(absl::StrCat("theta ", theta.DebugString(), " and size ",
-                                                     ShapeToString(size), " must be [N,2,3] with [N,C,H,W] or [N,3,4] with [N,C,D,H,W]"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("theta ", theta.DebugString(), " and size ", ShapeToString(size),
+                       " must be [N,2,3] with [N,C,H,W] or [N,3,4] with [N,C,D,H,W]"));
     }
     Shape out_shape(size.begin(), size.end());
     out_shape.erase(out_shape.begin() + 1);  // drop C
@@ -262,14 +271,16 @@ class AffineGrid final : public OpKernel {
         Fill<T>(theta, Shape(size.begin() + 2, size.end()), grid);
       }
     });
-    if (!supported) return absl::InvalidArgumentError(absl::StrCat("theta must be float, got ", theta.DebugString()));
+    if (!supported)
+      return absl::InvalidArgumentError(absl::StrCat("theta must be float, got ", theta.DebugString()));
     return absl::OkStatus();
   }
 
  private:
   // Position i of `size` evenly spaced points in [-1, 1] (pixel centers unless align_corners).
   double BaseCoordinate(int64_t i, int64_t size) const {
-    if (align_corners_) return size == 1 ? -1.0 : -1.0 + 2.0 * static_cast<double>(i) / static_cast<double>(size - 1);
+    if (align_corners_)
+      return size == 1 ? -1.0 : -1.0 + 2.0 * static_cast<double>(i) / static_cast<double>(size - 1);
     return (2.0 * static_cast<double>(i) + 1.0) / static_cast<double>(size) - 1.0;
   }
 
@@ -290,7 +301,8 @@ class AffineGrid final : public OpKernel {
         base[rank] = 1;
         for (int64_t r = 0; r < rank; ++r) {
           double v = 0;
-          for (int64_t k = 0; k <= rank; ++k) v += static_cast<double>(ToCompute(m[r * (rank + 1) + k])) * base[k];
+          for (int64_t k = 0; k <= rank; ++k)
+            v += static_cast<double>(ToCompute(m[r * (rank + 1) + k])) * base[k];
           *out++ = FromCompute<T>(static_cast<ComputeType<T>>(v));
         }
       }

@@ -33,8 +33,8 @@ class RotaryEmbedding final : public OpKernel {
     ASSIGN_OR_RETURN(const TokenLayout layout, Layout(x));
     const int64_t rotary_dim = rotary_dim_ > 0 ? rotary_dim_ : layout.head_size;
     if (rotary_dim % 2 != 0 || rotary_dim > layout.head_size) {
-      return absl::InvalidArgumentError(absl::StrCat("rotary_embedding_dim ", rotary_dim,
-                                                     " must be even and at most the head size ", layout.head_size));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "rotary_embedding_dim ", rotary_dim, " must be even and at most the head size ", layout.head_size));
     }
     const Tensor& cos = *ctx.Input(1);
     const Tensor& sin = *ctx.Input(2);
@@ -56,7 +56,8 @@ class RotaryEmbedding final : public OpKernel {
         Rotate<T>(x, cos, sin, rows, layout, rotary_dim, y, ctx.pool());
       }
     });
-    if (!supported) return absl::InvalidArgumentError(absl::StrCat("X must be a float tensor, got ", x.DebugString()));
+    if (!supported)
+      return absl::InvalidArgumentError(absl::StrCat("X must be a float tensor, got ", x.DebugString()));
     return absl::OkStatus();
   }
 
@@ -76,7 +77,8 @@ class RotaryEmbedding final : public OpKernel {
                                                    : Shape{layout.batch, layout.seq, half};
     if (cos.shape() != expected || sin.shape() != expected) {
       return absl::InvalidArgumentError(absl::StrCat("cos_cache ", cos.DebugString(), " and sin_cache ",
-                                                     sin.DebugString(), " must be ", ShapeToString(expected)));
+                                                     sin.DebugString(), " must be ",
+                                                     ShapeToString(expected)));
     }
     if (position_ids != nullptr && position_ids->NumElements() != layout.batch * layout.seq) {
       return absl::InvalidArgumentError(absl::StrCat("position_ids must be [", layout.batch, ",", layout.seq,

@@ -38,7 +38,8 @@ Tensor Reference(const Tensor& q, const Tensor& k, const Tensor& v, float scale,
         for (int64_t j = 0; j < T; ++j) {
           double s = 0;
           for (int64_t d = 0; d < D; ++d) {
-            s += q.data<float>()[((b * Hq + h) * S + i) * D + d] * k.data<float>()[((b * Hkv + kh) * T + j) * D + d];
+            s += q.data<float>()[((b * Hq + h) * S + i) * D + d] *
+                 k.data<float>()[((b * Hkv + kh) * T + j) * D + d];
           }
           s *= scale;
           if (softcap > 0) s = softcap * std::tanh(s / softcap);
@@ -49,7 +50,8 @@ Tensor Reference(const Tensor& q, const Tensor& k, const Tensor& v, float scale,
         for (double& x : p) sum += (x = max == -kInf ? 0 : std::exp(x - max));
         for (int64_t e = 0; e < Dv; ++e) {
           double acc = 0;
-          for (int64_t j = 0; j < T; ++j) acc += p[j] / (sum == 0 ? 1 : sum) * v.data<float>()[((b * Hkv + kh) * T + j) * Dv + e];
+          for (int64_t j = 0; j < T; ++j)
+            acc += p[j] / (sum == 0 ? 1 : sum) * v.data<float>()[((b * Hkv + kh) * T + j) * Dv + e];
           y.data<float>()[((b * Hq + h) * S + i) * Dv + e] = static_cast<float>(acc);
         }
       }
@@ -72,9 +74,18 @@ TEST(AttentionTest, CausalWithPastIsBottomRightAlignedAndConcatenatesTheCache) {
   const Tensor q = Random({1, 2, 2, 4}, rng), k = Random({1, 2, 2, 4}, rng), v = Random({1, 2, 2, 4}, rng);
   const Tensor past_k = Random({1, 2, 3, 4}, rng), past_v = Random({1, 2, 3, 4}, rng);
   auto out = OpTest("Attention", 23)
-                 .Input("q", q).Input("k", k).Input("v", v).NoInput().Input("pk", past_k).Input("pv", past_v)
-                 .Attr("is_causal", int64_t{1}).Attr("scale", 0.3f)
-                 .Output("y").Output("present_k").Output("present_v").Run();
+                 .Input("q", q)
+                 .Input("k", k)
+                 .Input("v", v)
+                 .NoInput()
+                 .Input("pk", past_k)
+                 .Input("pv", past_v)
+                 .Attr("is_causal", int64_t{1})
+                 .Attr("scale", 0.3f)
+                 .Output("y")
+                 .Output("present_k")
+                 .Output("present_v")
+                 .Run();
   ASSERT_TRUE(out.ok()) << out.status();
   // present = concat(past, new) along the sequence axis.
   Tensor full_k(DataType::kFloat, {1, 2, 5, 4}), full_v(DataType::kFloat, {1, 2, 5, 4});
@@ -102,9 +113,16 @@ TEST(AttentionTest, ThreeDimensionalInputsSplitHeadsAndApplyABoolMaskAndSoftcap)
   const std::vector<uint8_t> keep = {1, 0, 1, 1, 1, 0};
   Tensor mask(DataType::kBool, {2, 3});
   for (int i = 0; i < 6; ++i) mask.data<bool>()[i] = keep[i] != 0;
-  auto out = OpTest("Attention", 24).Input("q", q3).Input("k", k3).Input("v", v3).Input("m", mask)
-                 .Attr("q_num_heads", int64_t{2}).Attr("kv_num_heads", int64_t{2}).Attr("softcap", 0.5f)
-                 .Output("y").Run();
+  auto out = OpTest("Attention", 24)
+                 .Input("q", q3)
+                 .Input("k", k3)
+                 .Input("v", v3)
+                 .Input("m", mask)
+                 .Attr("q_num_heads", int64_t{2})
+                 .Attr("kv_num_heads", int64_t{2})
+                 .Attr("softcap", 0.5f)
+                 .Output("y")
+                 .Run();
   ASSERT_TRUE(out.ok()) << out.status();
   // [B,S,H,D] -> [B,H,S,D]
   auto heads = [](const Tensor& t, int64_t h, int64_t d) {
@@ -112,15 +130,18 @@ TEST(AttentionTest, ThreeDimensionalInputsSplitHeadsAndApplyABoolMaskAndSoftcap)
     Tensor r(DataType::kFloat, {1, h, s, d});
     for (int64_t i = 0; i < s; ++i)
       for (int64_t hh = 0; hh < h; ++hh)
-        for (int64_t e = 0; e < d; ++e) r.data<float>()[(hh * s + i) * d + e] = t.data<float>()[(i * h + hh) * d + e];
+        for (int64_t e = 0; e < d; ++e)
+          r.data<float>()[(hh * s + i) * d + e] = t.data<float>()[(i * h + hh) * d + e];
     return r;
   };
-  const Tensor y4 = Reference(heads(q3, 2, 3), heads(k3, 2, 3), heads(v3, 2, 2), 1 / std::sqrt(3.0f), 0.5f,
-                              [&](int64_t, int64_t, int64_t i, int64_t j) { return keep[i * 3 + j] ? 0.0 : -kInf; });
+  const Tensor y4 =
+      Reference(heads(q3, 2, 3), heads(k3, 2, 3), heads(v3, 2, 2), 1 / std::sqrt(3.0f), 0.5f,
+                [&](int64_t, int64_t, int64_t i, int64_t j) { return keep[i * 3 + j] ? 0.0 : -kInf; });
   Tensor expected(DataType::kFloat, {1, 2, 4});  // back to [B,S,H*Dv]
   for (int64_t i = 0; i < 2; ++i)
     for (int64_t hh = 0; hh < 2; ++hh)
-      for (int64_t e = 0; e < 2; ++e) expected.data<float>()[(i * 2 + hh) * 2 + e] = y4.data<float>()[(hh * 2 + i) * 2 + e];
+      for (int64_t e = 0; e < 2; ++e)
+        expected.data<float>()[(i * 2 + hh) * 2 + e] = y4.data<float>()[(hh * 2 + i) * 2 + e];
   EXPECT_TRUE(TensorsClose(expected, (*out)[0], 1e-4, 1e-5));
 }
 
@@ -128,9 +149,17 @@ TEST(AttentionTest, FullyMaskedRowsGiveZerosNotNan) {
   std::mt19937 rng(4);
   Tensor mask(DataType::kBool, {2, 2});
   for (int i = 0; i < 4; ++i) mask.data<bool>()[i] = i >= 2;  // query 0 sees nothing
-  auto out = OpTest("Attention", 23).Input("q", Random({1, 1, 2, 2}, rng)).Input("k", Random({1, 1, 2, 2}, rng))
-                 .Input("v", Random({1, 1, 2, 2}, rng)).Input("m", mask).Attr("qk_matmul_output_mode", int64_t{3})
-                 .Output("y").NoOutput().NoOutput().Output("p").Run();
+  auto out = OpTest("Attention", 23)
+                 .Input("q", Random({1, 1, 2, 2}, rng))
+                 .Input("k", Random({1, 1, 2, 2}, rng))
+                 .Input("v", Random({1, 1, 2, 2}, rng))
+                 .Input("m", mask)
+                 .Attr("qk_matmul_output_mode", int64_t{3})
+                 .Output("y")
+                 .NoOutput()
+                 .NoOutput()
+                 .Output("p")
+                 .Run();
   ASSERT_TRUE(out.ok()) << out.status();
   const Tensor& y = (*out)[0];
   const Tensor& p = (*out)[1];
@@ -144,8 +173,16 @@ TEST(AttentionTest, FullyMaskedRowsGiveZerosNotNan) {
 TEST(AttentionTest, NonpadLengthsMaskThePaddingOfAnExternalCache) {
   std::mt19937 rng(5);
   const Tensor q = Random({2, 1, 1, 3}, rng), k = Random({2, 1, 4, 3}, rng), v = Random({2, 1, 4, 3}, rng);
-  auto out = OpTest("Attention", 24).Input("q", q).Input("k", k).Input("v", v).NoInput().NoInput().NoInput()
-                 .Input("n", Tensor::FromVector<int64_t>({2}, {2, 4})).Output("y").Run();
+  auto out = OpTest("Attention", 24)
+                 .Input("q", q)
+                 .Input("k", k)
+                 .Input("v", v)
+                 .NoInput()
+                 .NoInput()
+                 .NoInput()
+                 .Input("n", Tensor::FromVector<int64_t>({2}, {2, 4}))
+                 .Output("y")
+                 .Run();
   ASSERT_TRUE(out.ok()) << out.status();
   auto padding = [](int64_t b, int64_t, int64_t, int64_t j) { return j < (b == 0 ? 2 : 4) ? 0.0 : -kInf; };
   EXPECT_TRUE(TensorsClose(Reference(q, k, v, 1 / std::sqrt(3.0f), 0, padding), (*out)[0], 1e-4, 1e-5));
@@ -153,8 +190,12 @@ TEST(AttentionTest, NonpadLengthsMaskThePaddingOfAnExternalCache) {
 
 TEST(AttentionTest, MismatchedHeadsAreRejected) {
   std::mt19937 rng(6);
-  auto out = OpTest("Attention", 23).Input("q", Random({1, 3, 2, 4}, rng)).Input("k", Random({1, 2, 2, 4}, rng))
-                 .Input("v", Random({1, 2, 2, 4}, rng)).Output("y").Run();
+  auto out = OpTest("Attention", 23)
+                 .Input("q", Random({1, 3, 2, 4}, rng))
+                 .Input("k", Random({1, 2, 2, 4}, rng))
+                 .Input("v", Random({1, 2, 2, 4}, rng))
+                 .Output("y")
+                 .Run();
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.status().message().find("multiple of kv_num_heads"), std::string::npos) << out.status();
 }

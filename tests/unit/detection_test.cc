@@ -11,13 +11,15 @@ namespace {
 using testing::OpTest;
 using testing::TensorsClose;
 
-Tensor Floats(Shape shape, const std::vector<float>& v) { return Tensor::FromVector<float>(std::move(shape), v); }
+Tensor Floats(Shape shape, const std::vector<float>& v) {
+  return Tensor::FromVector<float>(std::move(shape), v);
+}
 
 // The spec's suppress_by_IOU example: three clusters of boxes along x.
 OpTest NmsExample(int opset) {
   OpTest test("NonMaxSuppression", opset);
-  test.Input("boxes", Floats({1, 6, 4}, {0, 0, 1, 1, 0, 0.1f, 1, 1.1f, 0, -0.1f, 1, 0.9f, 0, 10, 1, 11,
-                                         0, 10.1f, 1, 11.1f, 0, 100, 1, 101}))
+  test.Input("boxes", Floats({1, 6, 4}, {0, 0,  1, 1,  0, 0.1f,  1, 1.1f,  0, -0.1f, 1, 0.9f,
+                                         0, 10, 1, 11, 0, 10.1f, 1, 11.1f, 0, 100,   1, 101}))
       .Input("scores", Floats({1, 1, 6}, {0.9f, 0.75f, 0.6f, 0.95f, 0.5f, 0.3f}))
       .Input("max", Tensor::FromVector<int64_t>({1}, {3}))
       .Input("iou", Floats({1}, {0.5f}));

@@ -11,7 +11,9 @@ namespace {
 using testing::OpTest;
 using testing::TensorsClose;
 
-Tensor Floats(Shape shape, const std::vector<float>& v) { return Tensor::FromVector<float>(std::move(shape), v); }
+Tensor Floats(Shape shape, const std::vector<float>& v) {
+  return Tensor::FromVector<float>(std::move(shape), v);
+}
 
 // Samples the 2x2 image [[1,2],[3,4]] at one normalized point (x, y).
 absl::StatusOr<std::vector<Tensor>> SampleAt(float x, float y, int64_t align_corners, const std::string& mode,
@@ -91,7 +93,8 @@ TEST(AffineGridTest, IdentityGivesPixelCentersAndTranslationShiftsThem) {
                  .Run();
   ASSERT_TRUE(out.ok()) << out.status();
   // Centers at -0.5 and 0.5 on each axis; x is shifted by 1.
-  EXPECT_TRUE(TensorsClose(Floats({1, 2, 2, 2}, {0.5f, -0.5f, 1.5f, -0.5f, 0.5f, 0.5f, 1.5f, 0.5f}), (*out)[0]));
+  EXPECT_TRUE(
+      TensorsClose(Floats({1, 2, 2, 2}, {0.5f, -0.5f, 1.5f, -0.5f, 0.5f, 0.5f, 1.5f, 0.5f}), (*out)[0]));
 }
 
 TEST(AffineGridTest, AlignCornersSpansMinusOneToOne) {

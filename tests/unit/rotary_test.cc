@@ -11,7 +11,9 @@ namespace {
 using testing::OpTest;
 using testing::TensorsClose;
 
-Tensor Floats(Shape shape, const std::vector<float>& v) { return Tensor::FromVector<float>(std::move(shape), v); }
+Tensor Floats(Shape shape, const std::vector<float>& v) {
+  return Tensor::FromVector<float>(std::move(shape), v);
+}
 
 // One token, one head [1,2,3,4]; cache row 1 rotates the first pair by 90 degrees, the second by 0.
 absl::StatusOr<std::vector<Tensor>> RotateToken(int64_t interleaved) {
