@@ -73,6 +73,7 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Compile(const Mode
   for (const auto& in : graph.inputs()) plan->input_slots_.push_back(plan->SlotOf(in.name));
   for (const auto& [name, tensor] : graph.initializers()) {
     plan->constants_.push_back({plan->SlotOf(name), &tensor});
+    plan->constant_values_[name] = &tensor;
   }
   for (const auto& name : graph.outer_scope_reads()) {
     plan->outer_slots_.push_back({name, plan->SlotOf(name)});
@@ -123,8 +124,8 @@ absl::Status ExecutionPlan::CompileSteps(const Model& model) {
     std::vector<const Tensor*> constant_inputs;
     for (const auto& in : node.input()) {
       step.inputs.push_back(in.empty() ? -1 : SlotOf(in));
-      auto it = graph_->initializers().find(in);
-      constant_inputs.push_back(it == graph_->initializers().end() ? nullptr : &it->second);
+      auto it = constant_values_.find(in);
+      constant_inputs.push_back(it == constant_values_.end() ? nullptr : it->second);
     }
     for (const auto& out : node.output()) {
       step.outputs.push_back(out.empty() ? -1 : SlotOf(out));
@@ -137,9 +138,42 @@ absl::Status ExecutionPlan::CompileSteps(const Model& model) {
                           absl::StrCat(step.label, ": ", kernel.status().message()));
     }
     step.kernel = *std::move(kernel);
+    if (CanFold(step, subgraphs.empty()) && FoldIntoConstants(step)) continue;
     steps_.push_back(std::move(step));
   }
   return absl::OkStatus();
+}
+
+bool ExecutionPlan::CanFold(const Step& step, bool has_no_subgraphs) const {
+  // Ops whose result is random (or, for Dropout, may be) must run every time.
+  static const std::set<std::string> kNonDeterministic = {
+      "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli",
+      "Dropout"};
+  if (!has_no_subgraphs || !step.outer_scope.empty() || kNonDeterministic.contains(step.node->op_type())) {
+    return false;
+  }
+  for (const auto& in : step.node->input()) {
+    if (!in.empty() && !constant_values_.contains(in)) return false;
+  }
+  return true;
+}
+
+bool ExecutionPlan::FoldIntoConstants(const Step& step) {
+  // One worker is enough: folding runs once, at load.
+  static ThreadPool fold_pool(1);
+  std::vector<const Tensor*> inputs;
+  for (const auto& in : step.node->input()) inputs.push_back(in.empty() ? nullptr : constant_values_.at(in));
+  std::vector<Tensor> outputs(step.outputs.size());
+  KernelContext ctx(std::move(inputs), &outputs, std::vector<bool>(step.outputs.size(), true), &fold_pool, {});
+  // A node that fails on its constants stays in the plan, so the error surfaces when the model runs.
+  if (!step.kernel->Compute(ctx).ok()) return false;
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    if (step.outputs[o] < 0 || !outputs[o].defined()) continue;
+    folded_.push_back(std::move(outputs[o]));
+    constants_.push_back({step.outputs[o], &folded_.back()});
+    constant_values_[step.node->output(static_cast<int>(o))] = &folded_.back();
+  }
+  return true;
 }
 
 void ExecutionPlan::PlanReleases() {

@@ -4,6 +4,7 @@
 // reuses them. Run() is const and keeps all per-run state in a local frame: one plan serves many threads.
 #pragma once
 
+#include <deque>
 #include <memory>
 #include <string>
 #include <utility>
@@ -63,6 +64,11 @@ class ExecutionPlan {
   ExecutionPlan() = default;
   int SlotOf(const std::string& name);
   absl::Status CompileSteps(const Model& model);
+  // Constant folding: a deterministic node whose inputs are all known at load runs once, here, and its
+  // outputs become constants of the plan (light models rebuild all their weights with ConstantOfShape;
+  // exported graphs compute shapes from constants).
+  bool CanFold(const Step& step, bool has_no_subgraphs) const;
+  bool FoldIntoConstants(const Step& step);
   void PlanReleases();
   absl::Status CheckFeed(const ValueInfo& info, const Tensor& tensor) const;
 
@@ -70,7 +76,9 @@ class ExecutionPlan {
   absl::flat_hash_map<std::string, int> slots_;
   std::vector<std::unique_ptr<ExecutionPlan>> subplans_;
   std::vector<Step> steps_;
-  std::vector<std::pair<int, const Tensor*>> constants_;  // initializer slots
+  std::vector<std::pair<int, const Tensor*>> constants_;  // initializer and folded slots
+  absl::flat_hash_map<std::string, const Tensor*> constant_values_;  // initializers and folded values
+  std::deque<Tensor> folded_;  // values computed at load (a deque keeps their addresses stable)
   std::vector<int> input_slots_;   // per graph input
   std::vector<int> output_slots_;  // per graph output
   std::vector<std::pair<std::string, int>> outer_slots_;  // outer-scope values read, by name

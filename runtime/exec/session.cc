@@ -1,13 +1,9 @@
 #include "runtime/exec/session.h"
 
-#include <cblas.h>
-
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
 
 namespace onnxserve {
-
-void SetBlasThreads(int threads) { openblas_set_num_threads(threads); }
 
 Session::Session(std::shared_ptr<const Model> model, std::unique_ptr<ExecutionPlan> plan, int threads)
     : model_(std::move(model)), plan_(std::move(plan)), pool_(threads) {}
@@ -20,7 +16,6 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const M
         absl::StrCat("intra_op_threads must be at least 1, got ", options.intra_op_threads));
   }
   ASSIGN_OR_RETURN(auto plan, ExecutionPlan::Compile(*model, model->graph()));
-  SetBlasThreads(options.intra_op_threads);
   return std::unique_ptr<Session>(new Session(std::move(model), std::move(plan), options.intra_op_threads));
 }
 

@@ -15,7 +15,9 @@
 namespace onnxserve {
 
 struct SessionOptions {
-  // Threads for one run's intra-op work (our parallel loops and OpenBLAS's). Runs of one session share them.
+  // Threads for one run's intra-op work. OpenBLAS runs single-threaded inside each task (runtime/ops/blas.cc)
+  // and large GEMMs are split over this pool, so N here means N threads in all. Runs of one session share
+  // the pool.
   int intra_op_threads = 1;
 };
 
@@ -42,9 +44,5 @@ class Session {
   std::unique_ptr<ExecutionPlan> plan_;
   mutable ThreadPool pool_;
 };
-
-// OpenBLAS keeps one global thread count; onnxserve sets it to the intra-op thread count of the session
-// created last, so BLAS calls and our own parallel loops use the same cores and never oversubscribe them.
-void SetBlasThreads(int threads);
 
 }  // namespace onnxserve

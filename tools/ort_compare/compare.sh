@@ -3,7 +3,7 @@
 # prints both JSON summaries and the p50 ratio onnxserve/ORT (below 1: onnxserve is faster).
 #
 #   tools/ort_compare/compare.sh MODEL.onnx [threads=1] [batch=1]
-# Env: ONNXSERVE (the binary, default build-h2/cli/onnxserve, else build/cli/onnxserve), ITERATIONS (100),
+# Env: ONNXSERVE (the binary, default build/cli/onnxserve), ITERATIONS (100),
 #      WARMUP (10), PYTHON (/usr/bin/python3). Needs `npm install` in tools/ort_compare once.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -16,7 +16,7 @@ iterations=${ITERATIONS:-100}
 warmup=${WARMUP:-10}
 onnxserve=${ONNXSERVE:-}
 if [ -z "$onnxserve" ]; then
-  for candidate in "$root/build-h2/cli/onnxserve" "$root/build/cli/onnxserve"; do
+  for candidate in "$root/build/cli/onnxserve"; do
     if [ -x "$candidate" ]; then onnxserve=$candidate; break; fi
   done
 fi
