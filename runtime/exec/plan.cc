@@ -11,7 +11,8 @@ namespace onnxserve {
 namespace {
 
 std::string NodeName(const onnx::NodeProto& node, int index) {
-  return node.name().empty() ? absl::StrCat("#", index) : node.name();
+  if (!node.name().empty()) return node.name();
+  return index < 0 ? std::string("(fused)") : absl::StrCat("#", index);
 }
 
 void CollectUnsupported(const Model& model, const Graph& graph, std::vector<UnsupportedNode>& out) {
@@ -86,70 +87,101 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Compile(const Mode
 
 absl::Status ExecutionPlan::CompileSteps(const Model& model) {
   const auto& proto = graph_->proto();
-  // Names some node or the graph's outputs read: an output nobody reads may be skipped by its kernel.
-  std::set<std::string> read;
-  for (const auto& out : graph_->outputs()) read.insert(out.name);
-  for (const auto& node : proto.node()) read.insert(node.input().begin(), node.input().end());
-
+  // How often each value is read (by nodes, by subgraphs, as a graph output): an output nobody reads may
+  // be skipped by its kernel, and only a value read once may be fused into its reader.
+  for (const auto& out : graph_->outputs()) ++reads_[out.name];
+  for (int i = 0; i < proto.node_size(); ++i) {
+    for (const auto& in : proto.node(i).input()) {
+      if (!in.empty()) ++reads_[in];
+    }
+    for (const auto& attr : proto.node(i).attribute()) {
+      if (const Graph* sub = graph_->Subgraph(i, attr.name())) {
+        for (const auto& name : sub->outer_scope_reads()) ++reads_[name];
+      }
+    }
+  }
   for (int index : graph_->topological_order()) {
     const auto& node = proto.node(index);
-    Step step;
-    step.node_index = index;
-    step.node = &node;
-    const int64_t opset = model.OpsetFor(node.domain());
-    step.def = KernelRegistry::Global().Find(node.domain(), node.op_type(), opset);
-    if (step.def == nullptr) {
-      return absl::UnimplementedError(DescribeUnsupported(FindUnsupportedNodes(model)));
-    }
-    step.label = absl::StrCat("node \"", NodeName(node, index), "\" (", node.op_type(), "-",
-                              step.def->since_version, ")");
-
-    std::vector<std::pair<std::string, const ExecutionPlan*>> subgraphs;
-    for (const auto& attr : node.attribute()) {
-      const Graph* sub = graph_->Subgraph(index, attr.name());
-      if (sub == nullptr) continue;
-      auto subplan = Compile(model, *sub);
-      if (!subplan.ok()) {
-        return absl::Status(subplan.status().code(), absl::StrCat(step.label, " attribute \"", attr.name(),
-                                                                  "\": ", subplan.status().message()));
-      }
-      subgraphs.push_back({attr.name(), subplan->get()});
-      for (const auto& name : (*subplan)->graph().outer_scope_reads()) {
-        step.outer_scope.push_back({name, SlotOf(name)});
-        read.insert(name);
-      }
-      subplans_.push_back(*std::move(subplan));
-    }
-
-    std::vector<const Tensor*> constant_inputs;
-    for (const auto& in : node.input()) {
-      step.inputs.push_back(in.empty() ? -1 : SlotOf(in));
-      auto it = constant_values_.find(in);
-      constant_inputs.push_back(it == constant_values_.end() ? nullptr : it->second);
-    }
-    for (const auto& out : node.output()) {
-      step.outputs.push_back(out.empty() ? -1 : SlotOf(out));
-      step.outputs_wanted.push_back(!out.empty() && read.contains(out));
-    }
-    KernelInfo info(node, static_cast<int>(opset), std::move(constant_inputs), std::move(subgraphs));
-    auto kernel = step.def->create(info);
-    if (!kernel.ok()) {
-      return absl::Status(kernel.status().code(),
-                          absl::StrCat(step.label, ": ", kernel.status().message()));
-    }
-    step.kernel = *std::move(kernel);
-    if (CanFold(step, subgraphs.empty()) && FoldIntoConstants(step)) continue;
-    steps_.push_back(std::move(step));
+    ASSIGN_OR_RETURN(bool fused, TryFuseIntoProducer(model, node));
+    if (fused) continue;
+    ASSIGN_OR_RETURN(Step step, MakeStep(model, node, index, model.OpsetFor(node.domain())));
+    if (CanFold(step) && FoldIntoConstants(step)) continue;
+    AppendStep(std::move(step));
   }
   return absl::OkStatus();
 }
 
-bool ExecutionPlan::CanFold(const Step& step, bool has_no_subgraphs) const {
+absl::StatusOr<ExecutionPlan::Step> ExecutionPlan::MakeStep(const Model& model, const onnx::NodeProto& node,
+                                                            int index, int64_t opset) {
+  Step step;
+  step.node_index = index;
+  step.node = &node;
+  step.def = KernelRegistry::Global().Find(node.domain(), node.op_type(), opset);
+  if (step.def == nullptr) {
+    return absl::UnimplementedError(DescribeUnsupported(FindUnsupportedNodes(model)));
+  }
+  step.label = absl::StrCat("node \"", NodeName(node, index), "\" (", node.op_type(), "-",
+                            step.def->since_version, ")");
+
+  std::vector<std::pair<std::string, const ExecutionPlan*>> subgraphs;
+  for (const auto& attr : node.attribute()) {
+    const Graph* sub = index < 0 ? nullptr : graph_->Subgraph(index, attr.name());
+    if (sub == nullptr) continue;
+    auto subplan = Compile(model, *sub);
+    if (!subplan.ok()) {
+      return absl::Status(subplan.status().code(), absl::StrCat(step.label, " attribute \"", attr.name(),
+                                                                "\": ", subplan.status().message()));
+    }
+    subgraphs.push_back({attr.name(), subplan->get()});
+    for (const auto& name : (*subplan)->graph().outer_scope_reads()) {
+      step.outer_scope.push_back({name, SlotOf(name)});
+    }
+    subplans_.push_back(*std::move(subplan));
+  }
+  step.has_subgraphs = !subgraphs.empty();
+
+  std::vector<const Tensor*> constant_inputs;
+  for (const auto& in : node.input()) {
+    step.inputs.push_back(in.empty() ? -1 : SlotOf(in));
+    constant_inputs.push_back(Constant(in));
+  }
+  for (const auto& out : node.output()) {
+    step.outputs.push_back(out.empty() ? -1 : SlotOf(out));
+    step.outputs_wanted.push_back(!out.empty() && reads_.contains(out));
+  }
+  KernelInfo info(node, static_cast<int>(opset), std::move(constant_inputs), std::move(subgraphs));
+  auto kernel = step.def->create(info);
+  if (!kernel.ok()) {
+    return absl::Status(kernel.status().code(), absl::StrCat(step.label, ": ", kernel.status().message()));
+  }
+  step.kernel = *std::move(kernel);
+  return step;
+}
+
+std::vector<std::string> ExecutionPlan::StepOps() const {
+  std::vector<std::string> ops;
+  for (const Step& step : steps_) ops.push_back(step.node->op_type());
+  return ops;
+}
+
+void ExecutionPlan::AppendStep(Step step) {
+  for (const auto& out : step.node->output()) {
+    if (!out.empty()) producer_step_[out] = static_cast<int>(steps_.size());
+  }
+  steps_.push_back(std::move(step));
+}
+
+const Tensor* ExecutionPlan::Constant(const std::string& name) const {
+  auto it = constant_values_.find(name);
+  return it == constant_values_.end() ? nullptr : it->second;
+}
+
+bool ExecutionPlan::CanFold(const Step& step) const {
   // Ops whose result is random (or, for Dropout, may be) must run every time.
   static const std::set<std::string> kNonDeterministic = {
       "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli",
       "Dropout"};
-  if (!has_no_subgraphs || !step.outer_scope.empty() || kNonDeterministic.contains(step.node->op_type())) {
+  if (step.has_subgraphs || kNonDeterministic.contains(step.node->op_type())) {
     return false;
   }
   for (const auto& in : step.node->input()) {

@@ -41,6 +41,8 @@ class ExecutionPlan {
   static absl::StatusOr<std::unique_ptr<ExecutionPlan>> Compile(const Model& model, const Graph& graph);
 
   const Graph& graph() const { return *graph_; }
+  // The kernels one run executes, in order ("FusedConv", "Relu", ...), after folding and fusion.
+  std::vector<std::string> StepOps() const;
 
   // Runs the graph. `feeds` holds the graph inputs and, for subgraphs, the outer-scope values the graph
   // reads, by name. Returns the graph outputs in graph order. Inputs are checked against the graph's
@@ -59,15 +61,23 @@ class ExecutionPlan {
     std::vector<std::pair<std::string, int>> outer_scope;  // values its subgraphs read
     std::vector<int> release_after;  // slots whose last reader this step is
     std::string label;  // "node \"name\" (Op-13)" for error messages
+    bool has_subgraphs = false;
   };
 
   ExecutionPlan() = default;
   int SlotOf(const std::string& name);
   absl::Status CompileSteps(const Model& model);
+  // Resolves and creates the kernel of `node` (index -1 for nodes the plan synthesized) at `opset`.
+  absl::StatusOr<Step> MakeStep(const Model& model, const onnx::NodeProto& node, int index, int64_t opset);
+  void AppendStep(Step step);
+  const Tensor* Constant(const std::string& name) const;  // initializer or folded value, or nullptr
+  // Peephole fusion (runtime/exec/fusion.cc): folds `node` into the step producing its input when the
+  // pair has a fused kernel (Conv + BatchNormalization / Add / Relu). True when `node` needs no step.
+  absl::StatusOr<bool> TryFuseIntoProducer(const Model& model, const onnx::NodeProto& node);
   // Constant folding: a deterministic node whose inputs are all known at load runs once, here, and its
   // outputs become constants of the plan (light models rebuild all their weights with ConstantOfShape;
   // exported graphs compute shapes from constants).
-  bool CanFold(const Step& step, bool has_no_subgraphs) const;
+  bool CanFold(const Step& step) const;
   bool FoldIntoConstants(const Step& step);
   void PlanReleases();
   absl::Status CheckFeed(const ValueInfo& info, const Tensor& tensor) const;
@@ -79,6 +89,9 @@ class ExecutionPlan {
   std::vector<std::pair<int, const Tensor*>> constants_;  // initializer and folded slots
   absl::flat_hash_map<std::string, const Tensor*> constant_values_;  // initializers and folded values
   std::deque<Tensor> folded_;  // values computed at load (a deque keeps their addresses stable)
+  std::deque<onnx::NodeProto> fused_nodes_;  // nodes the fusion pass synthesized (stable addresses)
+  absl::flat_hash_map<std::string, int> reads_;  // how many readers each value has
+  absl::flat_hash_map<std::string, int> producer_step_;  // value -> index into steps_
   std::vector<int> input_slots_;   // per graph input
   std::vector<int> output_slots_;  // per graph output
   std::vector<std::pair<std::string, int>> outer_slots_;  // outer-scope values read, by name

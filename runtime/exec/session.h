@@ -29,6 +29,7 @@ class Session {
                                                            const SessionOptions& options = {});
 
   const Model& model() const { return *model_; }
+  const ExecutionPlan& plan() const { return *plan_; }
   // The graph's inputs (initializers excluded) and outputs, as declared.
   const std::vector<ValueInfo>& inputs() const { return model_->graph().inputs(); }
   const std::vector<ValueInfo>& outputs() const { return model_->graph().outputs(); }
