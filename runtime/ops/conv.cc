@@ -1,5 +1,8 @@
 // Conv (1-D/2-D/3-D and beyond, grouped, dilated, strided, padded): im2col + one GEMM per (image, group);
 // a 1x1 stride-1 unpadded kernel multiplies the input directly, without im2col.
+// FusedConv (domain ai.onnxserve, written by the graph optimizer) is Conv [+ Z] [-> Relu] in one node:
+// the GEMM accumulates onto bias + Z, and Relu runs on each (image, group) tile right after its GEMM,
+// while that tile is still in cache.
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "runtime/ops/blas.h"
@@ -51,23 +54,56 @@ absl::Status PlaceOutput(const ConvAttributes& attrs, ConvGeometry& geo) {
   return absl::OkStatus();
 }
 
-// Y[n, m, ...] = B[m] for every position (so the GEMM accumulates onto the bias).
+// Y[n, m, ...] = B[m] + Z[n, m, ...] for every position (so the GEMM accumulates onto them); bias or z
+// may be null (not both).
 template <typename T>
-void FillWithBias(const T* bias, int64_t batch, int64_t channels, int64_t size, T* y, ThreadPool& pool) {
+void PrefillOutput(const T* bias, const T* z, int64_t batch, int64_t channels, int64_t size, T* y,
+                   ThreadPool& pool) {
   pool.ParallelFor(batch * channels, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) std::fill(y + i * size, y + (i + 1) * size, bias[i % channels]);
+    for (int64_t i = begin; i < end; ++i) {
+      T* out = y + i * size;
+      const T add = bias != nullptr ? bias[i % channels] : T{0};
+      if (z == nullptr) {
+        std::fill(out, out + size, add);
+      } else {
+        const T* in = z + i * size;
+        for (int64_t j = 0; j < size; ++j) out[j] = in[j] + add;
+      }
+    }
   });
 }
 
-class Conv final : public OpKernel {
+// y = max(y, 0); NaN passes through, as Relu's does.
+template <typename T>
+void ReluInPlace(T* y, int64_t size, ThreadPool& pool) {
+  pool.ParallelFor(size, 1 << 14, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) y[i] = y[i] < T{0} ? T{0} : y[i];
+  });
+}
+
+// kFused: FusedConv, whose 4th input Z and `activation` attribute extend Conv.
+template <bool kFused>
+class ConvKernel final : public OpKernel {
  public:
-  absl::Status Init(const KernelInfo& info) { return attrs_.Parse(info); }
+  absl::Status Init(const KernelInfo& info) {
+    RETURN_IF_ERROR(attrs_.Parse(info));
+    if constexpr (kFused) {
+      ASSIGN_OR_RETURN(std::string activation, info.Attr<std::string>("activation", ""));
+      if (activation != "" && activation != "Relu") {
+        return absl::InvalidArgumentError(
+            absl::StrCat("activation \"", activation, "\": expected \"\" or \"Relu\""));
+      }
+      relu_ = activation == "Relu";
+    }
+    return absl::OkStatus();
+  }
 
   absl::Status Compute(KernelContext& ctx) const override {
     RETURN_IF_ERROR(RequireInputs(ctx, 2));
     const Tensor& x = *ctx.Input(0);
     const Tensor& w = *ctx.Input(1);
     const Tensor* b = ctx.Input(2);
+    const Tensor* z = kFused ? ctx.Input(3) : nullptr;
     RETURN_IF_ERROR(CheckShapes(x, w, b));
     ConvGeometry geo;
     RETURN_IF_ERROR(attrs_.Resolve(absl::MakeConstSpan(w.shape()).subspan(2), &geo));
@@ -75,16 +111,22 @@ class Conv final : public OpKernel {
     RETURN_IF_ERROR(PlaceOutput(attrs_, geo));
     Shape y_shape = {x.dim(0), w.dim(0)};
     y_shape.insert(y_shape.end(), geo.grid.begin(), geo.grid.end());
+    if (z != nullptr && (z->dtype() != x.dtype() || z->shape() != y_shape)) {
+      return absl::InvalidArgumentError(absl::StrCat("Z ", z->DebugString(), ": expected ",
+                                                     DataTypeName(x.dtype()), " ", ShapeToString(y_shape),
+                                                     " (the shape of Y)"));
+    }
     Tensor& y = ctx.Output(0, x.dtype(), y_shape);
     if (IsHalfType(x.dtype())) {
       Tensor y_float(DataType::kFloat, y_shape);
-      const Tensor b_float = WidenToFloat(b);
-      Run<float>(geo, WidenToFloat(&x), WidenToFloat(&w), b ? &b_float : nullptr, y_float, ctx.pool());
+      const Tensor b_float = WidenToFloat(b), z_float = WidenToFloat(z);
+      Run<float>(geo, WidenToFloat(&x), WidenToFloat(&w), b ? &b_float : nullptr, z ? &z_float : nullptr,
+                 y_float, ctx.pool());
       NarrowFromFloat(y_float, y);
     } else if (x.dtype() == DataType::kDouble) {
-      Run<double>(geo, x, w, b, y, ctx.pool());
+      Run<double>(geo, x, w, b, z, y, ctx.pool());
     } else {
-      Run<float>(geo, x, w, b, y, ctx.pool());
+      Run<float>(geo, x, w, b, z, y, ctx.pool());
     }
     return absl::OkStatus();
   }
@@ -115,8 +157,8 @@ class Conv final : public OpKernel {
   }
 
   template <typename T>
-  void Run(const ConvGeometry& geo, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y,
-           ThreadPool& pool) const {
+  void Run(const ConvGeometry& geo, const Tensor& x, const Tensor& w, const Tensor* b, const Tensor* z,
+           Tensor& y, ThreadPool& pool) const {
     const int64_t batch = x.dim(0), channels = x.dim(1), maps = w.dim(0), group = attrs_.group;
     const int64_t group_channels = channels / group, group_maps = maps / group;
     const int64_t image_size = geo.ImageSize(), grid_size = geo.GridSize();
@@ -125,26 +167,36 @@ class Conv final : public OpKernel {
     // The column matrix of one (image, group): reused across them, allocated (not zeroed) once per run.
     Tensor col_buffer(kTypeOf<T>, {pointwise ? 0 : depth * grid_size});
     T* col = col_buffer.data<T>();
-    if (b != nullptr) FillWithBias(b->data<T>(), batch, maps, grid_size, y.data<T>(), pool);
-    const T beta = b != nullptr ? T{1} : T{0};
+    const bool prefill = b != nullptr || z != nullptr;
+    if (prefill) {
+      PrefillOutput(b ? b->data<T>() : nullptr, z ? z->data<T>() : nullptr, batch, maps, grid_size,
+                    y.data<T>(), pool);
+    }
+    const T beta = prefill ? T{1} : T{0};
     for (int64_t n = 0; n < batch; ++n) {
       for (int64_t g = 0; g < group; ++g) {
         const T* x_g = x.data<T>() + (n * channels + g * group_channels) * image_size;
         if (!pointwise) Im2Col(geo, group_channels, x_g, col, pool);
+        T* y_tile = y.data<T>() + (n * maps + g * group_maps) * grid_size;
         Gemm<T>(false, false, group_maps, grid_size, depth, T{1}, w.data<T>() + g * group_maps * depth, depth,
-                pointwise ? x_g : col, grid_size, beta,
-                y.data<T>() + (n * maps + g * group_maps) * grid_size, grid_size, &pool);
+                pointwise ? x_g : col, grid_size, beta, y_tile, grid_size, &pool);
+        if (relu_) ReluInPlace(y_tile, group_maps * grid_size, pool);
       }
     }
   }
 
   ConvAttributes attrs_;
+  bool relu_ = false;
 };
+
+using Conv = ConvKernel<false>;
+using FusedConv = ConvKernel<true>;
 
 // Conv-1 and -11 differ only in documentation (dilations default to 1 in both); -22 adds bfloat16.
 REGISTER_KERNEL(kOnnx, "Conv", 1, 10, kConv1Types, Conv);
 REGISTER_KERNEL(kOnnx, "Conv", 11, 21, kConv1Types, Conv);
 REGISTER_KERNEL(kOnnx, "Conv", 22, kLatest, kConv22Types, Conv);
+REGISTER_KERNEL(kInternal, "FusedConv", 1, kLatest, kConv22Types, FusedConv);
 
 }  // namespace
 }  // namespace onnxserve

@@ -1,5 +1,7 @@
 // Conv and ConvTranspose against direct-loop references on random shapes: 1-D/2-D/3-D, groups (incl.
-// depthwise), strides, dilations, asymmetric pads, every auto_pad, output_padding/output_shape, no bias.
+// depthwise), strides, dilations, asymmetric pads, every auto_pad, output_padding/output_shape, no bias;
+// FusedConv against Conv + Add + Relu computed by the same reference.
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -162,6 +164,80 @@ TEST(ConvTest, MismatchedChannelsAreRejected) {
                     .Output("y").Run();
   ASSERT_FALSE(result.ok());
   EXPECT_NE(result.status().message().find("C == W[1] * group"), std::string::npos) << result.status();
+}
+
+// FusedConv(X, W, B, Z) with activation "Relu" must equal Relu(Conv(X, W, B) + Z).
+Tensor AddThenRelu(Tensor y, const Tensor* z, bool relu) {
+  float* v = y.data<float>();
+  for (int64_t i = 0; i < y.NumElements(); ++i) {
+    v[i] += z != nullptr ? z->data<float>()[i] : 0.f;
+    if (relu) v[i] = std::max(v[i], 0.f);
+  }
+  return y;
+}
+
+struct FusedCase {
+  Shape x_shape, w_shape;
+  ConvParams params;
+  bool bias, residual, relu;
+};
+
+void ExpectFusedConvMatchesConvAddRelu(const FusedCase& c) {
+  const ConvParams p = Defaults(c.x_shape.size() - 2, c.params);
+  const Tensor x = Random(c.x_shape, 1), w = Random(c.w_shape, 2), b = Random({c.w_shape[0]}, 3);
+  const Tensor conv = ReferenceConv(x, w, c.bias ? &b : nullptr, p);
+  const Tensor z = Random(conv.shape(), 4);
+  OpTest test("FusedConv", 1, "ai.onnxserve");
+  test.Input("x", x).Input("w", w);
+  if (c.bias) {
+    test.Input("b", b);
+  } else if (c.residual) {
+    test.NoInput();
+  }
+  if (c.residual) test.Input("z", z);
+  auto result = test.Attr("strides", p.strides).Attr("dilations", p.dilations).Attr("pads", p.pads)
+                    .Attr("group", p.group).Attr("activation", std::string(c.relu ? "Relu" : ""))
+                    .Output("y").Run();
+  ASSERT_TRUE(result.ok()) << result.status();
+  const Tensor expected = AddThenRelu(conv, c.residual ? &z : nullptr, c.relu);
+  EXPECT_TRUE(TensorsClose(expected, (*result)[0], 1e-4, 1e-5))
+      << "X " << ShapeToString(c.x_shape) << " W " << ShapeToString(c.w_shape) << " bias " << c.bias
+      << " residual " << c.residual << " relu " << c.relu;
+}
+
+TEST(FusedConvTest, MatchesConvThenAddThenRelu) {
+  for (bool bias : {false, true}) {
+    for (bool residual : {false, true}) {
+      for (bool relu : {false, true}) {
+        ExpectFusedConvMatchesConvAddRelu({{2, 3, 9, 8}, {4, 3, 3, 3}, {.pads = {1, 1, 1, 1}}, bias, residual, relu});
+      }
+    }
+  }
+}
+
+TEST(FusedConvTest, PointwiseStridedAndGroupedTiles) {
+  ExpectFusedConvMatchesConvAddRelu({{2, 16, 7, 5}, {9, 16, 1, 1}, {}, true, true, true});
+  ExpectFusedConvMatchesConvAddRelu({{1, 8, 11, 11}, {6, 8, 3, 3}, {.strides = {2, 2}, .pads = {1, 1, 1, 1}},
+                                     true, true, true});
+  ExpectFusedConvMatchesConvAddRelu({{2, 6, 9, 9}, {4, 3, 3, 3}, {.pads = {1, 1, 1, 1}, .group = 2}, true, true,
+                                     true});
+  ExpectFusedConvMatchesConvAddRelu({{1, 3, 15, 15}, {4, 3, 7, 7}, {.strides = {2, 2}, .pads = {3, 3, 3, 3}},
+                                     false, false, true});
+}
+
+TEST(FusedConvTest, UnknownActivationIsRejected) {
+  auto result = OpTest("FusedConv", 1, "ai.onnxserve").Input("x", Random({1, 2, 5, 5}, 1))
+                    .Input("w", Random({2, 2, 3, 3}, 2)).Attr("activation", std::string("Tanh")).Output("y").Run();
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.status().message().find("activation \"Tanh\""), std::string::npos) << result.status();
+}
+
+TEST(FusedConvTest, ResidualOfAnotherShapeIsRejected) {
+  auto result = OpTest("FusedConv", 1, "ai.onnxserve").Input("x", Random({1, 2, 5, 5}, 1))
+                    .Input("w", Random({2, 2, 3, 3}, 2)).NoInput().Input("z", Random({1, 2, 5, 5}, 3))
+                    .Output("y").Run();
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.status().message().find("the shape of Y"), std::string::npos) << result.status();
 }
 
 // The definition of the transpose: every x[n,c,i] * w[c,m',k] lands on y[n,m,i*s-p+k*d] when inside.
