@@ -89,6 +89,37 @@ void GatherRow(const T* src, int64_t width, int64_t offset, int64_t stride, int6
   std::fill(dst + hi, dst + n, T{});
 }
 
+// Im2Col of one channel of a 2-D image, the common case: for each kernel tap, the grid rows and columns
+// that read inside the image are computed once, so the inner loop is a plain copy (memcpy at stride 1)
+// framed by zero fills, with no per-element bounds checks.
+template <typename T>
+void Im2Col2D(const ConvGeometry& geo, const T* image, T* col) {
+  const int64_t height = geo.image[0], width = geo.image[1];
+  const int64_t rows = geo.grid[0], cols = geo.grid[1], grid_size = rows * cols;
+  const int64_t row_stride = geo.strides[0], col_stride = geo.strides[1];
+  for (int64_t kh = 0; kh < geo.kernel[0]; ++kh) {
+    const int64_t row_offset = kh * geo.dilations[0] - geo.pad_begin[0];
+    const auto [row_lo, row_hi] = ValidRange(height, row_offset, row_stride, rows);
+    for (int64_t kw = 0; kw < geo.kernel[1]; ++kw, col += grid_size) {
+      const int64_t col_offset = kw * geo.dilations[1] - geo.pad_begin[1];
+      const auto [lo, hi] = ValidRange(width, col_offset, col_stride, cols);
+      std::fill(col, col + row_lo * cols, T{});
+      for (int64_t r = row_lo; r < row_hi; ++r) {
+        const T* src = image + (r * row_stride + row_offset) * width;
+        T* dst = col + r * cols;
+        std::fill(dst, dst + lo, T{});
+        if (col_stride == 1) {
+          std::memcpy(dst + lo, src + lo + col_offset, (hi - lo) * sizeof(T));
+        } else {
+          for (int64_t g = lo; g < hi; ++g) dst[g] = src[g * col_stride + col_offset];
+        }
+        std::fill(dst + hi, dst + cols, T{});
+      }
+      std::fill(col + row_hi * cols, col + grid_size, T{});
+    }
+  }
+}
+
 // dst[g * stride + offset] += src[g] inside the image.
 template <typename T>
 void ScatterAddRow(const T* src, int64_t width, int64_t offset, int64_t stride, int64_t n, T* dst) {
@@ -268,6 +299,10 @@ void Im2Col(const ConvGeometry& geo, int64_t channels, const T* image, T* col, T
     for (int64_t c = begin; c < end; ++c) {
       const T* src = image + c * image_size;
       T* dst = col + c * rows_per_channel;
+      if (geo.image.size() == 2) {
+        Im2Col2D(geo, src, dst);
+        continue;
+      }
       ForEachColumnRun(geo, [&](int64_t kk, int64_t image_offset, int64_t last_offset, int64_t pos) {
         T* out = dst + kk * grid_size + pos;
         if (image_offset < 0) {

@@ -159,6 +159,32 @@ void ForEachWindow(const PoolGeometry& g, Acc init, Reduce reduce, Finish finish
   }
 }
 
+// MaxPool of one plane of a 1-D/2-D float pool without Indices, the common case: each output row is the
+// running max over its valid input rows, and each output column reads only the taps its precomputed
+// window keeps inside the image, so there is no index tracking and no per-tap bounds check.
+template <typename T>
+void MaxPoolPlane2D(const PoolGeometry& g, const T* in, T* out) {
+  const DimWindows& rows = g.windows[1];
+  const DimWindows& cols = g.windows[2];
+  const int64_t width = g.in[2], out_width = g.out[2];
+  const int64_t row_dilation = g.dilation[1], col_dilation = g.dilation[2];
+  for (int64_t oh = 0; oh < g.out[1]; ++oh, out += out_width) {
+    std::fill(out, out + out_width, std::numeric_limits<T>::lowest());
+    for (int64_t kh = rows.lo[oh]; kh < rows.hi[oh]; ++kh) {
+      const T* row = in + (rows.start[oh] + kh * row_dilation) * width;
+      for (int64_t ow = 0; ow < out_width; ++ow) {
+        const T* taps = row + cols.start[ow];
+        T best = out[ow];
+        for (int64_t kw = cols.lo[ow]; kw < cols.hi[ow]; ++kw) {
+          const T v = taps[kw * col_dilation];
+          best = v > best ? v : best;
+        }
+        out[ow] = best;
+      }
+    }
+  }
+}
+
 // Runs fn(plane) for every (n, c) plane in parallel.
 template <typename Fn>
 void ForEachPlane(ThreadPool& pool, const PoolGeometry& g, Fn&& fn) {
@@ -214,6 +240,13 @@ class MaxPool final : public OpKernel {
     const int64_t out_plane = g.out[0] * g.out[1] * g.out[2];
     T* y = ctx.Output(0, x.dtype(), g.out_shape).template data<T>();
     int64_t* indices = ctx.OutputWanted(1) ? ctx.Output(1, DataType::kInt64, g.out_shape).data<int64_t>() : nullptr;
+    if constexpr (std::is_floating_point_v<T>) {
+      if (indices == nullptr && g.out[0] == 1 && g.in[0] == 1) {
+        ForEachPlane(ctx.pool(), g,
+                     [&](int64_t p) { MaxPoolPlane2D(g, x.data<T>() + p * in_plane, y + p * out_plane); });
+        return;
+      }
+    }
     ForEachPlane(ctx.pool(), g, [&](int64_t p) {
       const T* plane = x.data<T>() + p * in_plane;
       struct Acc {
