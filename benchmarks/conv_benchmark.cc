@@ -1,9 +1,11 @@
 // Conv and ConvTranspose kernels through the registry on ResNet-50's layer shapes (batch 1, one thread by
-// default), reporting GFLOP/s: the im2col + GEMM path, the 1x1 direct-GEMM path and the 7x7/2 stem.
+// default), reporting GFLOP/s: the im2col + GEMM path, the 1x1 direct-GEMM path and the 7x7/2 stem; the
+// fused Conv + residual Add + Relu of a bottleneck's last 1x1; and the stem's 3x3/2 MaxPool.
 // Args: C, H(=W), M, kernel, stride, threads.
 #include <memory>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -30,29 +32,45 @@ void AddInts(onnx::NodeProto& node, const char* name, const std::vector<int64_t>
   for (int64_t v : values) attr->add_ints(v);
 }
 
-// Runs one Conv/ConvTranspose node per iteration, as the executor would (kernel created once).
-void RunConvNode(benchmark::State& state, const char* op, const Shape& x_shape, const Shape& w_shape,
-                 int64_t stride, int64_t pad, int threads, double flops) {
-  onnx::NodeProto node;
-  node.set_op_type(op);
-  for (const char* name : {"x", "w", "b"}) node.add_input(name);
-  node.add_output(std::string(1, 'y'));  // a literal trips g++ 12's -Wrestrict false positive
-  AddInts(node, "strides", {stride, stride});
-  AddInts(node, "pads", {pad, pad, pad, pad});
-  const int64_t maps = std::string(op) == "Conv" ? w_shape[0] : w_shape[1];
-  std::vector<Tensor> inputs = {RandomFloats(x_shape), RandomFloats(w_shape), RandomFloats({maps})};
-  KernelInfo info(node, 22, {}, {});
-  auto kernel = KernelRegistry::Global().Find(kOnnx, op, 22)->create(info);
+// Runs `node` (inputs named by `inputs`, one output) per iteration, as the executor would (kernel created
+// once); `rate` is the work of one run, reported per second under `unit` (benchmark scales it: 12G/s).
+void RunNode(benchmark::State& state, std::string_view domain, int opset, onnx::NodeProto& node,
+             const std::vector<Tensor>& inputs, int threads, double rate, const char* unit) {
+  node.add_output(std::string(1, 'y'));  // one-char literals trip g++ 12's -Wrestrict false positive
+  KernelInfo info(node, opset, {}, {});
+  auto kernel = KernelRegistry::Global().Find(domain, node.op_type(), opset)->create(info);
   if (!kernel.ok()) return state.SkipWithError(std::string(kernel.status().message()).c_str());
   ThreadPool pool(threads);
+  std::vector<const Tensor*> input_ptrs;
+  for (const Tensor& t : inputs) input_ptrs.push_back(&t);
   for (auto _ : state) {
     std::vector<Tensor> outputs(1);
-    KernelContext ctx({&inputs[0], &inputs[1], &inputs[2]}, &outputs, {true}, &pool, {});
+    KernelContext ctx(input_ptrs, &outputs, {true}, &pool, {});
     absl::Status status = (*kernel)->Compute(ctx);
     if (!status.ok()) return state.SkipWithError(std::string(status.message()).c_str());
     benchmark::DoNotOptimize(outputs[0].raw_data());
   }
-  state.counters["GFLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters[unit] = benchmark::Counter(rate, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// One Conv/ConvTranspose (or FusedConv with a residual Z of Y's shape and Relu) node with a bias.
+void RunConvNode(benchmark::State& state, const char* op, const Shape& x_shape, const Shape& w_shape,
+                 int64_t stride, int64_t pad, int threads, double flops, const Shape& residual_shape = {}) {
+  onnx::NodeProto node;
+  node.set_op_type(op);
+  for (const char* name : {"x", "w", "b"}) node.add_input(name);
+  AddInts(node, "strides", {stride, stride});
+  AddInts(node, "pads", {pad, pad, pad, pad});
+  const int64_t maps = std::string(op) == "ConvTranspose" ? w_shape[1] : w_shape[0];
+  std::vector<Tensor> inputs = {RandomFloats(x_shape), RandomFloats(w_shape), RandomFloats({maps})};
+  if (residual_shape.empty()) return RunNode(state, kOnnx, 22, node, inputs, threads, flops, "GFLOP/s");
+  node.add_input(std::string(1, 'z'));
+  inputs.push_back(RandomFloats(residual_shape));
+  auto* activation = node.add_attribute();
+  activation->set_name("activation");
+  activation->set_type(onnx::AttributeProto::STRING);
+  activation->set_s("Relu");
+  RunNode(state, kInternal, 1, node, inputs, threads, flops, "GFLOP/s");
 }
 
 void BM_Conv(benchmark::State& state) {
@@ -76,6 +94,32 @@ BENCHMARK(BM_Conv)
     ->Args({256, 56, 512, 1, 2, 1})
     ->Args({64, 56, 64, 3, 1, 2})
     ->Unit(benchmark::kMicrosecond);
+
+void BM_FusedConv(benchmark::State& state) {
+  const int64_t c = state.range(0), h = state.range(1), m = state.range(2);
+  RunConvNode(state, "FusedConv", {1, c, h, h}, {m, c, 1, 1}, 1, 0, static_cast<int>(state.range(3)),
+              2.0 * m * c * h * h, {1, m, h, h});
+}
+// Each stage's last 1x1 expansion, which the optimizer fuses with the residual Add and the Relu.
+BENCHMARK(BM_FusedConv)
+    ->ArgNames({"C", "HW", "M", "threads"})
+    ->Args({64, 56, 256, 1})
+    ->Args({256, 14, 1024, 1})
+    ->Unit(benchmark::kMicrosecond);
+
+void BM_MaxPool(benchmark::State& state) {
+  const int64_t c = state.range(0), h = state.range(1), out = (h + 2 - 3) / 2 + 1;
+  onnx::NodeProto node;
+  node.set_op_type("MaxPool");
+  node.add_input(std::string(1, 'x'));
+  AddInts(node, "kernel_shape", {3, 3});
+  AddInts(node, "strides", {2, 2});
+  AddInts(node, "pads", {1, 1, 1, 1});
+  RunNode(state, kOnnx, 22, node, {RandomFloats({1, c, h, h})}, static_cast<int>(state.range(2)),
+          1.0 * c * out * out, "outputs/s");
+}
+// ResNet-50's stem pool: 3x3, stride 2, pad 1 over 64x112x112.
+BENCHMARK(BM_MaxPool)->ArgNames({"C", "HW", "threads"})->Args({64, 112, 1})->Unit(benchmark::kMicrosecond);
 
 void BM_ConvTranspose(benchmark::State& state) {
   const int64_t c = state.range(0), h = state.range(1), m = state.range(2), k = state.range(3);

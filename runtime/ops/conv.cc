@@ -1,8 +1,8 @@
 // Conv (1-D/2-D/3-D and beyond, grouped, dilated, strided, padded): im2col + one GEMM per (image, group);
 // a 1x1 stride-1 unpadded kernel multiplies the input directly, without im2col.
 // FusedConv (domain ai.onnxserve, written by the graph optimizer) is Conv [+ Z] [-> Relu] in one node:
-// the GEMM accumulates onto bias + Z, and Relu runs on each (image, group) tile right after its GEMM,
-// while that tile is still in cache.
+// bias, Z and Relu are one epilogue pass over each (image, group) tile right after its GEMM, while that
+// tile is still in cache (cheaper than pre-filling Y for the GEMM to accumulate onto).
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "runtime/ops/blas.h"
@@ -54,30 +54,26 @@ absl::Status PlaceOutput(const ConvAttributes& attrs, ConvGeometry& geo) {
   return absl::OkStatus();
 }
 
-// Y[n, m, ...] = B[m] + Z[n, m, ...] for every position (so the GEMM accumulates onto them); bias or z
-// may be null (not both).
+// The epilogue of one (image, group) tile, run right after its GEMM while the tile is in cache:
+// y[m, j] = act(y[m, j] + bias[m] + z[m, j]) for `maps` rows of `size`; bias and z may be null.
 template <typename T>
-void PrefillOutput(const T* bias, const T* z, int64_t batch, int64_t channels, int64_t size, T* y,
-                   ThreadPool& pool) {
-  pool.ParallelFor(batch * channels, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      T* out = y + i * size;
-      const T add = bias != nullptr ? bias[i % channels] : T{0};
-      if (z == nullptr) {
-        std::fill(out, out + size, add);
-      } else {
-        const T* in = z + i * size;
-        for (int64_t j = 0; j < size; ++j) out[j] = in[j] + add;
+void ApplyEpilogue(const T* bias, const T* z, bool relu, int64_t maps, int64_t size, T* y, ThreadPool& pool) {
+  const int64_t min_rows = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(size, 1));
+  pool.ParallelFor(maps, min_rows, [&](int64_t begin, int64_t end) {
+    for (int64_t m = begin; m < end; ++m) {
+      T* row = y + m * size;
+      const T add = bias != nullptr ? bias[m] : T{0};
+      if (z != nullptr) {
+        const T* residual = z + m * size;
+        for (int64_t j = 0; j < size; ++j) row[j] += add + residual[j];
+      } else if (bias != nullptr) {
+        for (int64_t j = 0; j < size; ++j) row[j] += add;
+      }
+      // NaN passes through, as Relu's does.
+      if (relu) {
+        for (int64_t j = 0; j < size; ++j) row[j] = row[j] < T{0} ? T{0} : row[j];
       }
     }
-  });
-}
-
-// y = max(y, 0); NaN passes through, as Relu's does.
-template <typename T>
-void ReluInPlace(T* y, int64_t size, ThreadPool& pool) {
-  pool.ParallelFor(size, 1 << 14, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) y[i] = y[i] < T{0} ? T{0} : y[i];
   });
 }
 
@@ -167,20 +163,19 @@ class ConvKernel final : public OpKernel {
     // The column matrix of one (image, group): reused across them, allocated (not zeroed) once per run.
     Tensor col_buffer(kTypeOf<T>, {pointwise ? 0 : depth * grid_size});
     T* col = col_buffer.data<T>();
-    const bool prefill = b != nullptr || z != nullptr;
-    if (prefill) {
-      PrefillOutput(b ? b->data<T>() : nullptr, z ? z->data<T>() : nullptr, batch, maps, grid_size,
-                    y.data<T>(), pool);
-    }
-    const T beta = prefill ? T{1} : T{0};
+    const bool epilogue = b != nullptr || z != nullptr || relu_;
     for (int64_t n = 0; n < batch; ++n) {
       for (int64_t g = 0; g < group; ++g) {
         const T* x_g = x.data<T>() + (n * channels + g * group_channels) * image_size;
         if (!pointwise) Im2Col(geo, group_channels, x_g, col, pool);
-        T* y_tile = y.data<T>() + (n * maps + g * group_maps) * grid_size;
+        const int64_t tile = (n * maps + g * group_maps) * grid_size;
+        T* y_tile = y.data<T>() + tile;
         Gemm<T>(false, false, group_maps, grid_size, depth, T{1}, w.data<T>() + g * group_maps * depth, depth,
-                pointwise ? x_g : col, grid_size, beta, y_tile, grid_size, &pool);
-        if (relu_) ReluInPlace(y_tile, group_maps * grid_size, pool);
+                pointwise ? x_g : col, grid_size, T{0}, y_tile, grid_size, &pool);
+        if (epilogue) {
+          ApplyEpilogue(b ? b->data<T>() + g * group_maps : nullptr, z ? z->data<T>() + tile : nullptr, relu_,
+                        group_maps, grid_size, y_tile, pool);
+        }
       }
     }
   }
