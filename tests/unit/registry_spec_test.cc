@@ -110,11 +110,14 @@ std::string SpecText(const SpecVersions& spec) {
 }
 
 // Every registered op whose ranges differ from the spec's up to each domain's horizon, as messages naming
-// the op, the spec's ranges and the registered ones.
+// the op, the spec's ranges and the registered ones. onnxserve's internal domain (fused kernels only the
+// planner emits) has no spec and is left out.
 std::vector<std::string> Mismatches(const SpecTable& spec, const std::map<std::string, int>& horizons,
                                     int default_horizon, const std::string& source) {
   std::map<OpKey, std::vector<const KernelDef*>> registered;
-  for (const KernelDef* def : KernelRegistry::Global().All()) registered[{def->domain, def->op_type}].push_back(def);
+  for (const KernelDef* def : KernelRegistry::Global().All()) {
+    if (def->domain != kInternal) registered[{def->domain, def->op_type}].push_back(def);
+  }
   std::vector<std::string> errors;
   for (const auto& [key, defs] : registered) {
     const auto h = horizons.find(key.first);
