@@ -89,24 +89,25 @@ void GatherRow(const T* src, int64_t width, int64_t offset, int64_t stride, int6
   std::fill(dst + hi, dst + n, T{});
 }
 
-// Im2Col of one channel of a 2-D image, the common case: for each kernel tap, the grid rows and columns
-// that read inside the image are computed once, so the inner loop is a plain copy (memcpy at stride 1)
-// framed by zero fills, with no per-element bounds checks.
+// Im2Col of grid rows [row_begin, row_end) of one channel of a 2-D image, the common case: for each kernel
+// tap, the grid rows and columns that read inside the image are computed once, so the inner loop is a
+// plain copy (memcpy at stride 1) framed by zero fills, with no per-element bounds checks.
 template <typename T>
-void Im2Col2D(const ConvGeometry& geo, const T* image, T* col) {
+void Im2Col2D(const ConvGeometry& geo, const T* image, int64_t row_begin, int64_t row_end, T* col) {
   const int64_t height = geo.image[0], width = geo.image[1];
-  const int64_t rows = geo.grid[0], cols = geo.grid[1], grid_size = rows * cols;
+  const int64_t cols = geo.grid[1], block_size = (row_end - row_begin) * cols;
   const int64_t row_stride = geo.strides[0], col_stride = geo.strides[1];
   for (int64_t kh = 0; kh < geo.kernel[0]; ++kh) {
     const int64_t row_offset = kh * geo.dilations[0] - geo.pad_begin[0];
-    const auto [row_lo, row_hi] = ValidRange(height, row_offset, row_stride, rows);
-    for (int64_t kw = 0; kw < geo.kernel[1]; ++kw, col += grid_size) {
+    const auto [row_lo, row_hi] = ValidRange(height, row_offset, row_stride, geo.grid[0]);
+    const int64_t first = std::clamp(row_lo, row_begin, row_end), last = std::clamp(row_hi, first, row_end);
+    for (int64_t kw = 0; kw < geo.kernel[1]; ++kw, col += block_size) {
       const int64_t col_offset = kw * geo.dilations[1] - geo.pad_begin[1];
       const auto [lo, hi] = ValidRange(width, col_offset, col_stride, cols);
-      std::fill(col, col + row_lo * cols, T{});
-      for (int64_t r = row_lo; r < row_hi; ++r) {
+      std::fill(col, col + (first - row_begin) * cols, T{});
+      for (int64_t r = first; r < last; ++r) {
         const T* src = image + (r * row_stride + row_offset) * width;
-        T* dst = col + r * cols;
+        T* dst = col + (r - row_begin) * cols;
         std::fill(dst, dst + lo, T{});
         if (col_stride == 1) {
           std::memcpy(dst + lo, src + lo + col_offset, (hi - lo) * sizeof(T));
@@ -115,7 +116,7 @@ void Im2Col2D(const ConvGeometry& geo, const T* image, T* col) {
         }
         std::fill(dst + hi, dst + cols, T{});
       }
-      std::fill(col + row_hi * cols, col + grid_size, T{});
+      std::fill(col + (last - row_begin) * cols, col + block_size, T{});
     }
   }
 }
@@ -300,7 +301,7 @@ void Im2Col(const ConvGeometry& geo, int64_t channels, const T* image, T* col, T
       const T* src = image + c * image_size;
       T* dst = col + c * rows_per_channel;
       if (geo.image.size() == 2) {
-        Im2Col2D(geo, src, dst);
+        Im2Col2D(geo, src, 0, geo.grid[0], dst);
         continue;
       }
       ForEachColumnRun(geo, [&](int64_t kk, int64_t image_offset, int64_t last_offset, int64_t pos) {
@@ -311,6 +312,18 @@ void Im2Col(const ConvGeometry& geo, int64_t channels, const T* image, T* col, T
           GatherRow(src + image_offset, width, last_offset, stride, grid_width, out);
         }
       });
+    }
+  });
+}
+
+template <typename T>
+void Im2ColRows(const ConvGeometry& geo, int64_t channels, const T* image, int64_t row_begin, int64_t row_end,
+                T* col, ThreadPool& pool) {
+  const int64_t image_size = geo.ImageSize();
+  const int64_t rows_per_channel = geo.KernelSize() * (row_end - row_begin) * geo.grid[1];
+  pool.ParallelFor(channels, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) {
+      Im2Col2D(geo, image + c * image_size, row_begin, row_end, col + c * rows_per_channel);
     }
   });
 }
@@ -338,6 +351,10 @@ void Col2Im(const ConvGeometry& geo, int64_t channels, const T* col, T* image, T
 
 template void Im2Col<float>(const ConvGeometry&, int64_t, const float*, float*, ThreadPool&);
 template void Im2Col<double>(const ConvGeometry&, int64_t, const double*, double*, ThreadPool&);
+template void Im2ColRows<float>(const ConvGeometry&, int64_t, const float*, int64_t, int64_t, float*,
+                                ThreadPool&);
+template void Im2ColRows<double>(const ConvGeometry&, int64_t, const double*, int64_t, int64_t, double*,
+                                 ThreadPool&);
 template void Col2Im<float>(const ConvGeometry&, int64_t, const float*, float*, ThreadPool&);
 template void Col2Im<double>(const ConvGeometry&, int64_t, const double*, double*, ThreadPool&);
 

@@ -71,6 +71,12 @@ struct ConvAttributes {
 template <typename T>
 void Im2Col(const ConvGeometry& geo, int64_t channels, const T* image, T* col, ThreadPool& pool);
 
+// Im2Col of the 2-D grid rows [row_begin, row_end) only (geo has 2 spatial axes): col is
+// [channels * K, (row_end - row_begin) * grid[1]]. Lets Conv build one cache-sized column block at a time.
+template <typename T>
+void Im2ColRows(const ConvGeometry& geo, int64_t channels, const T* image, int64_t row_begin, int64_t row_end,
+                T* col, ThreadPool& pool);
+
 // The adjoint of Im2Col: image[c][...] += col[(c * K + kk), g]. The caller zeroes (or biases) the image
 // first. Splits channels over `pool` (each channel's image is written by one thread).
 template <typename T>

@@ -77,6 +77,20 @@ void ApplyEpilogue(const T* bias, const T* z, bool relu, int64_t maps, int64_t s
   });
 }
 
+// A column block this size stays in L2 between im2col writing it and the GEMM packing it.
+constexpr int64_t kColumnBlockBytes = int64_t{512} << 10;
+
+// Grid rows per im2col block of a 2-D convolution, or 0 to build the whole column matrix at once. Each
+// block repacks W for its GEMM, so blocks pay only while W is small next to the columns (early layers).
+int64_t ColumnBlockRows(const ConvGeometry& geo, int64_t depth, int64_t group_maps, size_t element_bytes) {
+  if (geo.image.size() != 2) return 0;
+  const int64_t row_bytes = depth * geo.grid[1] * static_cast<int64_t>(element_bytes);
+  const int64_t rows = std::max<int64_t>(1, kColumnBlockBytes / row_bytes);
+  const int64_t blocks = (geo.grid[0] + rows - 1) / rows;
+  const int64_t weight_bytes = group_maps * depth * static_cast<int64_t>(element_bytes);
+  return blocks > 1 && weight_bytes * blocks < row_bytes * geo.grid[0] ? rows : 0;
+}
+
 // kFused: FusedConv, whose 4th input Z and `activation` attribute extend Conv.
 template <bool kFused>
 class ConvKernel final : public OpKernel {
@@ -160,23 +174,44 @@ class ConvKernel final : public OpKernel {
     const int64_t image_size = geo.ImageSize(), grid_size = geo.GridSize();
     const int64_t depth = group_channels * geo.KernelSize();  // the GEMM's K: one W row per output map
     const bool pointwise = geo.IsPointwise();
-    // The column matrix of one (image, group): reused across them, allocated (not zeroed) once per run.
-    Tensor col_buffer(kTypeOf<T>, {pointwise ? 0 : depth * grid_size});
+    const int64_t block_rows = pointwise ? 0 : ColumnBlockRows(geo, depth, group_maps, sizeof(T));
+    const int64_t block_size = block_rows > 0 ? block_rows * geo.grid[1] : grid_size;
+    // The column matrix (block) of one (image, group): reused across them, allocated (not zeroed) once.
+    Tensor col_buffer(kTypeOf<T>, {pointwise ? 0 : depth * block_size});
     T* col = col_buffer.data<T>();
     const bool epilogue = b != nullptr || z != nullptr || relu_;
     for (int64_t n = 0; n < batch; ++n) {
       for (int64_t g = 0; g < group; ++g) {
         const T* x_g = x.data<T>() + (n * channels + g * group_channels) * image_size;
-        if (!pointwise) Im2Col(geo, group_channels, x_g, col, pool);
+        const T* w_g = w.data<T>() + g * group_maps * depth;
         const int64_t tile = (n * maps + g * group_maps) * grid_size;
         T* y_tile = y.data<T>() + tile;
-        Gemm<T>(false, false, group_maps, grid_size, depth, T{1}, w.data<T>() + g * group_maps * depth, depth,
-                pointwise ? x_g : col, grid_size, T{0}, y_tile, grid_size, &pool);
+        if (block_rows > 0) {
+          ConvolveByRowBlocks(geo, group_channels, group_maps, depth, block_rows, x_g, w_g, col, y_tile, pool);
+        } else {
+          if (!pointwise) Im2Col(geo, group_channels, x_g, col, pool);
+          Gemm<T>(false, false, group_maps, grid_size, depth, T{1}, w_g, depth, pointwise ? x_g : col, grid_size,
+                  T{0}, y_tile, grid_size, &pool);
+        }
         if (epilogue) {
           ApplyEpilogue(b ? b->data<T>() + g * group_maps : nullptr, z ? z->data<T>() + tile : nullptr, relu_,
                         group_maps, grid_size, y_tile, pool);
         }
       }
+    }
+  }
+
+  // y_tile = W_g * columns, one block of `block_rows` grid rows at a time (2-D only).
+  template <typename T>
+  static void ConvolveByRowBlocks(const ConvGeometry& geo, int64_t channels, int64_t maps, int64_t depth,
+                                  int64_t block_rows, const T* x_g, const T* w_g, T* col, T* y_tile,
+                                  ThreadPool& pool) {
+    const int64_t rows = geo.grid[0], cols = geo.grid[1];
+    for (int64_t r = 0; r < rows; r += block_rows) {
+      const int64_t r_end = std::min(rows, r + block_rows), size = (r_end - r) * cols;
+      Im2ColRows(geo, channels, x_g, r, r_end, col, pool);
+      Gemm<T>(false, false, maps, size, depth, T{1}, w_g, depth, col, size, T{0}, y_tile + r * cols, rows * cols,
+              &pool);
     }
   }
 

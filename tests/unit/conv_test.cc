@@ -125,6 +125,14 @@ TEST(ConvTest, PointwiseSkipsIm2colAndStillMatches) {
   ExpectConvMatchesReference({1, 8, 7, 7}, {4, 8, 1, 1}, {.strides = {2, 2}});  // strided 1x1 uses im2col
 }
 
+TEST(ConvTest, LargeColumnMatricesAreBuiltInRowBlocks) {
+  // Columns of 147 x 4096 floats (2.4 MB) with a 2 KB W: im2col + GEMM run on blocks of grid rows, so
+  // block edges meet padded rows and strided taps.
+  ExpectConvMatchesReference({1, 3, 64, 64}, {4, 3, 7, 7}, {.pads = {3, 3, 3, 3}});
+  ExpectConvMatchesReference({1, 3, 130, 129}, {4, 3, 7, 7}, {.strides = {2, 2}, .pads = {3, 2, 2, 3}});
+  ExpectConvMatchesReference({1, 4, 70, 66}, {2, 2, 5, 5}, {.dilations = {2, 1}, .pads = {4, 2, 4, 2}, .group = 2});
+}
+
 TEST(ConvTest, AutoPadModesMatchTheirExplicitPads) {
   // in 7, kernel 4, stride 2: SAME -> out 4, total pad (4-1)*2+4-7 = 3.
   const Tensor x = Random({1, 2, 7, 7}, 1), w = Random({3, 2, 4, 4}, 2);
@@ -223,6 +231,7 @@ TEST(FusedConvTest, PointwiseStridedAndGroupedTiles) {
                                      true});
   ExpectFusedConvMatchesConvAddRelu({{1, 3, 15, 15}, {4, 3, 7, 7}, {.strides = {2, 2}, .pads = {3, 3, 3, 3}},
                                      false, false, true});
+  ExpectFusedConvMatchesConvAddRelu({{1, 3, 64, 64}, {4, 3, 7, 7}, {.pads = {3, 3, 3, 3}}, true, true, true});
 }
 
 TEST(FusedConvTest, UnknownActivationIsRejected) {
