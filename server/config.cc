@@ -6,6 +6,7 @@
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "runtime/core/status_macros.h"
@@ -14,6 +15,8 @@
 
 namespace onnxserve::server {
 namespace {
+
+constexpr char kThreadsParameter[] = "threads";
 
 constexpr const char* kPlatform = "onnxruntime_onnx";
 constexpr const char* kBackend = "onnxruntime";
@@ -208,7 +211,9 @@ absl::Status CheckIdentity(const std::string& model_name, inference::ModelConfig
   config.set_platform(kPlatform);
   config.set_backend(kBackend);
   for (const auto& [key, value] : config.parameters()) {
-    Log(LogLevel::kWarning, "config_parameter_ignored", {{"model", model_name}, {"parameter", key}});
+    if (key != kThreadsParameter) {
+      Log(LogLevel::kWarning, "config_parameter_ignored", {{"model", model_name}, {"parameter", key}});
+    }
   }
   return absl::OkStatus();
 }
@@ -266,6 +271,17 @@ std::vector<TensorSpec> InputSpecs(const inference::ModelConfig& config) {
 
 std::vector<TensorSpec> OutputSpecs(const inference::ModelConfig& config) {
   return SpecsOf(config.output(), config.max_batch_size() > 0);
+}
+
+absl::StatusOr<int> ThreadsParameter(const inference::ModelConfig& config, int fallback) {
+  auto it = config.parameters().find(kThreadsParameter);
+  if (it == config.parameters().end()) return fallback;
+  int threads = 0;
+  if (!absl::SimpleAtoi(it->second.string_value(), &threads) || threads < 1 || threads > 256) {
+    return absl::InvalidArgumentError(absl::StrCat("parameters \"threads\" must be a whole number in [1, 256], got \"",
+                                                   it->second.string_value(), "\""));
+  }
+  return threads;
 }
 
 int InstanceCount(const inference::ModelConfig& config) {

@@ -25,6 +25,10 @@ absl::Status CompleteModelConfig(const std::string& model_name, const Session& s
 
 inline constexpr int kDefaultMaxBatchSize = 32;
 
+// The intra-op thread count a model asks for with `parameters { key: "threads" value { string_value: "N" } }`,
+// or `fallback` (the --threads flag) when it does not. A value that is not a whole number >= 1 is an error.
+absl::StatusOr<int> ThreadsParameter(const inference::ModelConfig& config, int fallback);
+
 // What a request must send (inputs) or gets back (outputs), per a completed config.
 struct TensorSpec {
   std::string name;

@@ -276,7 +276,7 @@ absl::StatusOr<std::shared_ptr<ModelVersion>> ModelRepository::LoadVersion(const
   mv->version_str = absl::StrCat(version);
   const fs::path path = fs::path(options_.root) / name / mv->version_str / kModelFile;
   SessionOptions session_options;
-  session_options.intra_op_threads = options_.intra_op_threads;
+  ASSIGN_OR_RETURN(session_options.intra_op_threads, ThreadsParameter(config, options_.intra_op_threads));
   ASSIGN_OR_RETURN(mv->session, Session::LoadFile(path.string(), session_options));
   RETURN_IF_ERROR(CompleteModelConfig(name, *mv->session, from_file, config));
   mv->config = std::move(config);
