@@ -1,8 +1,8 @@
 // Conv (1-D/2-D/3-D and beyond, grouped, dilated, strided, padded): im2col + one GEMM per (image, group);
 // a 1x1 stride-1 unpadded kernel multiplies the input directly, without im2col.
 // FusedConv (domain ai.onnxserve, written by the graph optimizer) is Conv [+ Z] [-> Relu] in one node:
-// bias, Z and Relu are one epilogue pass over each (image, group) tile right after its GEMM, while that
-// tile is still in cache (cheaper than pre-filling Y for the GEMM to accumulate onto).
+// the GEMM accumulates onto bias + Z, and Relu runs on each block right after the GEMM that wrote it,
+// while the block is still in cache.
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "runtime/ops/blas.h"
@@ -54,27 +54,36 @@ absl::Status PlaceOutput(const ConvAttributes& attrs, ConvGeometry& geo) {
   return absl::OkStatus();
 }
 
-// The epilogue of one (image, group) tile, run right after its GEMM while the tile is in cache:
-// y[m, j] = act(y[m, j] + bias[m] + z[m, j]) for `maps` rows of `size`; bias and z may be null.
+// Y[n, m, ...] = B[m] + Z[n, m, ...] for every position, so the GEMM accumulates onto them with beta 1
+// (beta 0 would cost OpenBLAS a zeroing pass of its own); bias or z may be null, not both.
 template <typename T>
-void ApplyEpilogue(const T* bias, const T* z, bool relu, int64_t maps, int64_t size, T* y, ThreadPool& pool) {
-  const int64_t min_rows = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(size, 1));
-  pool.ParallelFor(maps, min_rows, [&](int64_t begin, int64_t end) {
-    for (int64_t m = begin; m < end; ++m) {
-      T* row = y + m * size;
-      const T add = bias != nullptr ? bias[m] : T{0};
-      if (z != nullptr) {
-        const T* residual = z + m * size;
-        for (int64_t j = 0; j < size; ++j) row[j] += add + residual[j];
-      } else if (bias != nullptr) {
-        for (int64_t j = 0; j < size; ++j) row[j] += add;
-      }
-      // NaN passes through, as Relu's does.
-      if (relu) {
-        for (int64_t j = 0; j < size; ++j) row[j] = row[j] < T{0} ? T{0} : row[j];
+void PrefillOutput(const T* bias, const T* z, int64_t batch, int64_t channels, int64_t size, T* y,
+                   ThreadPool& pool) {
+  pool.ParallelFor(batch * channels, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      T* out = y + i * size;
+      const T add = bias != nullptr ? bias[i % channels] : T{0};
+      if (z == nullptr) {
+        std::fill(out, out + size, add);
+      } else {
+        const T* in = z + i * size;
+        for (int64_t j = 0; j < size; ++j) out[j] = in[j] + add;
       }
     }
   });
+}
+
+// y = max(y, 0) over `rows` rows of `cols` values, `stride` apart: the block a GEMM just wrote, while it is
+// in cache. NaN passes through, as Relu's does.
+template <typename T>
+void ReluBlock(T* y, int64_t rows, int64_t cols, int64_t stride, ThreadPool& pool) {
+  pool.ParallelFor(rows, std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(cols, 1)),
+                   [&](int64_t begin, int64_t end) {
+                     for (int64_t r = begin; r < end; ++r) {
+                       T* row = y + r * stride;
+                       for (int64_t j = 0; j < cols; ++j) row[j] = row[j] < T{0} ? T{0} : row[j];
+                     }
+                   });
 }
 
 // A column block this size stays in L2 between im2col writing it and the GEMM packing it.
@@ -179,39 +188,43 @@ class ConvKernel final : public OpKernel {
     // The column matrix (block) of one (image, group): reused across them, allocated (not zeroed) once.
     Tensor col_buffer(kTypeOf<T>, {pointwise ? 0 : depth * block_size});
     T* col = col_buffer.data<T>();
-    const bool epilogue = b != nullptr || z != nullptr || relu_;
+    const bool prefill = b != nullptr || z != nullptr;
+    if (prefill) {
+      PrefillOutput(b ? b->data<T>() : nullptr, z ? z->data<T>() : nullptr, batch, maps, grid_size,
+                    y.data<T>(), pool);
+    }
+    const T beta = prefill ? T{1} : T{0};
     for (int64_t n = 0; n < batch; ++n) {
       for (int64_t g = 0; g < group; ++g) {
         const T* x_g = x.data<T>() + (n * channels + g * group_channels) * image_size;
         const T* w_g = w.data<T>() + g * group_maps * depth;
-        const int64_t tile = (n * maps + g * group_maps) * grid_size;
-        T* y_tile = y.data<T>() + tile;
+        T* y_tile = y.data<T>() + (n * maps + g * group_maps) * grid_size;
         if (block_rows > 0) {
-          ConvolveByRowBlocks(geo, group_channels, group_maps, depth, block_rows, x_g, w_g, col, y_tile, pool);
-        } else {
-          if (!pointwise) Im2Col(geo, group_channels, x_g, col, pool);
-          Gemm<T>(false, false, group_maps, grid_size, depth, T{1}, w_g, depth, pointwise ? x_g : col, grid_size,
-                  T{0}, y_tile, grid_size, &pool);
+          ConvolveByRowBlocks(geo, group_channels, group_maps, depth, block_rows, x_g, w_g, col, beta, y_tile,
+                              pool);
+          continue;
         }
-        if (epilogue) {
-          ApplyEpilogue(b ? b->data<T>() + g * group_maps : nullptr, z ? z->data<T>() + tile : nullptr, relu_,
-                        group_maps, grid_size, y_tile, pool);
-        }
+        if (!pointwise) Im2Col(geo, group_channels, x_g, col, pool);
+        Gemm<T>(false, false, group_maps, grid_size, depth, T{1}, w_g, depth, pointwise ? x_g : col, grid_size,
+                beta, y_tile, grid_size, &pool);
+        if (relu_) ReluBlock(y_tile, group_maps, grid_size, grid_size, pool);
       }
     }
   }
 
-  // y_tile = W_g * columns, one block of `block_rows` grid rows at a time (2-D only).
+  // y_tile = W_g * columns (+ y_tile when beta is 1) [-> Relu], one block of `block_rows` grid rows at a
+  // time (2-D only).
   template <typename T>
-  static void ConvolveByRowBlocks(const ConvGeometry& geo, int64_t channels, int64_t maps, int64_t depth,
-                                  int64_t block_rows, const T* x_g, const T* w_g, T* col, T* y_tile,
-                                  ThreadPool& pool) {
+  void ConvolveByRowBlocks(const ConvGeometry& geo, int64_t channels, int64_t maps, int64_t depth,
+                           int64_t block_rows, const T* x_g, const T* w_g, T* col, T beta, T* y_tile,
+                           ThreadPool& pool) const {
     const int64_t rows = geo.grid[0], cols = geo.grid[1];
     for (int64_t r = 0; r < rows; r += block_rows) {
       const int64_t r_end = std::min(rows, r + block_rows), size = (r_end - r) * cols;
       Im2ColRows(geo, channels, x_g, r, r_end, col, pool);
-      Gemm<T>(false, false, maps, size, depth, T{1}, w_g, depth, col, size, T{0}, y_tile + r * cols, rows * cols,
+      Gemm<T>(false, false, maps, size, depth, T{1}, w_g, depth, col, size, beta, y_tile + r * cols, rows * cols,
               &pool);
+      if (relu_) ReluBlock(y_tile + r * cols, maps, size, rows * cols, pool);
     }
   }
 
