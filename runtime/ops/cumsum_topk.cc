@@ -1,4 +1,4 @@
-// CumSum (running sums along an axis) and TopK (the k largest or smallest values along an axis with
+// CumSum and CumProd (running sums and products along an axis) and TopK (the k largest or smallest values along an axis with
 // their indices). Both view the input as [outer, n, inner] around the axis.
 #include <algorithm>
 #include <cmath>
@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runtime/ops/common.h"
+#include "runtime/ops/elementwise.h"
 #include "runtime/registry/registry.h"
 
 namespace onnxserve {
@@ -36,7 +37,19 @@ absl::StatusOr<int64_t> ScalarInput(const Tensor& t, const char* name) {
   return t.GetAsInt64(0);
 }
 
-class CumSum final : public OpKernel {
+// Running sums (CumSum) or products (CumProd) along the axis given as input 1, optionally exclusive
+// (starting from the identity) and reversed. Integer results wrap around as two's complement.
+struct SumStep {
+  static constexpr int kIdentity = 0;
+  template <typename A> static A Apply(A acc, A v) { return static_cast<A>(acc + v); }
+};
+struct ProductStep {
+  static constexpr int kIdentity = 1;
+  template <typename A> static A Apply(A acc, A v) { return static_cast<A>(acc * v); }
+};
+
+template <typename Step>
+class Cumulative final : public OpKernel {
  public:
   absl::Status Init(const KernelInfo& info) {
     ASSIGN_OR_RETURN(const int64_t exclusive, info.Attr<int64_t>("exclusive", 0));
@@ -67,23 +80,21 @@ class CumSum final : public OpKernel {
   }
 
  private:
-  // Each (outer, j) line runs its own sum; lines of one outer slice are adjacent in memory.
+  // Each (outer, j) line runs on its own; lines of one outer slice are adjacent in memory.
   template <typename T>
   void Run(const T* x, const AxisView& v, T* y, ThreadPool& pool) const {
+    using Acc = WrapType<ComputeType<T>>;
     const int64_t step = reverse_ ? -v.inner : v.inner;
     const int64_t first = reverse_ ? (v.n - 1) * v.inner : 0;
     pool.ParallelFor(v.outer * v.inner, std::max<int64_t>(1, 16384 / v.n), [&](int64_t begin, int64_t end) {
       for (int64_t line = begin; line < end; ++line) {
         const int64_t start = (line / v.inner) * v.n * v.inner + line % v.inner + first;
-        ComputeType<T> sum(0);
+        Acc acc = static_cast<Acc>(Step::kIdentity);
         for (int64_t i = 0, at = start; i < v.n; ++i, at += step) {
-          if (exclusive_) {
-            y[at] = FromCompute<T>(sum);
-            sum += ToCompute(x[at]);
-          } else {
-            sum += ToCompute(x[at]);
-            y[at] = FromCompute<T>(sum);
-          }
+          const Acc value = static_cast<Acc>(ToCompute(x[at]));
+          if (!exclusive_) acc = Step::Apply(acc, value);
+          y[at] = FromCompute<T>(static_cast<ComputeType<T>>(acc));
+          if (exclusive_) acc = Step::Apply(acc, value);
         }
       }
     });
@@ -187,8 +198,12 @@ constexpr DataType kCumSum11Types[] = {DataType::kFloat, DataType::kDouble, Data
 constexpr DataType kCumSum14Types[] = {DataType::kFloat,    DataType::kDouble, DataType::kFloat16,
                                        DataType::kBFloat16, DataType::kInt32,  DataType::kInt64,
                                        DataType::kUint32,   DataType::kUint64};
-REGISTER_KERNEL(kOnnx, "CumSum", 11, 13, kCumSum11Types, CumSum);
-REGISTER_KERNEL(kOnnx, "CumSum", 14, kLatest, kCumSum14Types, CumSum);
+REGISTER_KERNEL(kOnnx, "CumSum", 11, 13, kCumSum11Types, Cumulative<SumStep>);
+REGISTER_KERNEL(kOnnx, "CumSum", 14, kLatest, kCumSum14Types, Cumulative<SumStep>);
+constexpr DataType kCumProdTypes[] = {DataType::kUint32,  DataType::kUint64, DataType::kInt32,
+                                      DataType::kInt64,   DataType::kFloat16, DataType::kFloat,
+                                      DataType::kDouble,  DataType::kBFloat16};
+REGISTER_KERNEL(kOnnx, "CumProd", 26, kLatest, kCumProdTypes, Cumulative<ProductStep>);
 
 // TopK-1/-10: float16, float, double; -11 adds largest, sorted and the integer types; -24 bfloat16.
 constexpr DataType kTopK1Types[] = {DataType::kFloat, DataType::kDouble, DataType::kFloat16};

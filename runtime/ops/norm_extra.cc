@@ -1,5 +1,5 @@
 // Smaller normalizations and activations added with the newer opsets: RMSNormalization (23), LpNormalization
-// (1, 22), Shrink (9), Swish (24) and CumProd (26, CumSum's multiplicative twin).
+// (1, 22), Shrink (9) and Swish (24). (CumProd lives with CumSum in cumsum_topk.cc.)
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -188,72 +188,9 @@ class SwishOp : public FloatOp {
   float alpha_ = 1.0f;
 };
 
-// CumProd-26: running products along the axis given as input 1, optionally exclusive (starting at 1) and
-// reversed. Integer products wrap around as two's complement.
-class CumProd final : public OpKernel {
- public:
-  absl::Status Init(const KernelInfo& info) {
-    ASSIGN_OR_RETURN(const int64_t exclusive, info.Attr<int64_t>("exclusive", 0));
-    ASSIGN_OR_RETURN(const int64_t reverse, info.Attr<int64_t>("reverse", 0));
-    exclusive_ = exclusive != 0;
-    reverse_ = reverse != 0;
-    return absl::OkStatus();
-  }
-
-  absl::Status Compute(KernelContext& ctx) const override {
-    RETURN_IF_ERROR(RequireInputs(ctx, 2));
-    const Tensor& x = *ctx.Input(0);
-    const Tensor& axis_input = *ctx.Input(1);
-    if ((axis_input.dtype() != DataType::kInt32 && axis_input.dtype() != DataType::kInt64) ||
-        axis_input.NumElements() != 1 || axis_input.rank() > 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("input \"axis\": expected an int32 or int64 scalar, got ", axis_input.DebugString()));
-    }
-    ASSIGN_OR_RETURN(const int64_t axis, NormalizeAxis(axis_input.GetAsInt64(0), x.rank()));
-    Tensor& y = ctx.Output(0, x.dtype(), x.shape());
-    if (x.NumElements() == 0) return absl::OkStatus();
-    const int64_t n = x.rank() == 0 ? 1 : x.dim(axis);
-    int64_t inner = 1;
-    for (int64_t d = axis + 1; d < x.rank(); ++d) inner *= x.dim(d);
-    absl::Status status = UnsupportedTypeError(x.dtype());
-    DispatchNumeric(x.dtype(), [&](auto tag) {
-      using T = decltype(tag);
-      if constexpr (kIsNumber<T>) {
-        Run(x.data<T>(), x.NumElements() / (n * inner), n, inner, y.data<T>(), ctx.pool());
-        status = absl::OkStatus();
-      }
-    });
-    return status;
-  }
-
- private:
-  template <typename T>
-  void Run(const T* x, int64_t outer, int64_t n, int64_t inner, T* y, ThreadPool& pool) const {
-    using Acc = WrapType<ComputeType<T>>;
-    const int64_t step = reverse_ ? -inner : inner;
-    const int64_t first = reverse_ ? (n - 1) * inner : 0;
-    ForEachRow(pool, outer * inner, n, [&](int64_t line) {
-      const int64_t start = (line / inner) * n * inner + line % inner + first;
-      Acc product(1);
-      for (int64_t i = 0, at = start; i < n; ++i, at += step) {
-        const Acc v = static_cast<Acc>(ToCompute(x[at]));
-        if (!exclusive_) product = static_cast<Acc>(product * v);
-        y[at] = FromCompute<T>(static_cast<ComputeType<T>>(product));
-        if (exclusive_) product = static_cast<Acc>(product * v);
-      }
-    });
-  }
-
-  bool exclusive_ = false;
-  bool reverse_ = false;
-};
-
 constexpr DataType kShrinkTypes[] = {DataType::kUint8,   DataType::kUint16, DataType::kUint32, DataType::kUint64,
                                      DataType::kInt8,    DataType::kInt16,  DataType::kInt32,  DataType::kInt64,
                                      DataType::kFloat16, DataType::kFloat,  DataType::kDouble};
-constexpr DataType kCumProdTypes[] = {DataType::kUint32,  DataType::kUint64, DataType::kInt32,
-                                      DataType::kInt64,   DataType::kFloat16, DataType::kFloat,
-                                      DataType::kDouble,  DataType::kBFloat16};
 
 REGISTER_KERNEL(kOnnx, "RMSNormalization", 23, kLatest, kFloatTypes, RmsNormalization);
 // LpNormalization-22 only adds bfloat16.
@@ -261,7 +198,6 @@ REGISTER_KERNEL(kOnnx, "LpNormalization", 1, 21, kFloatTypes, LpNormalization);
 REGISTER_KERNEL(kOnnx, "LpNormalization", 22, kLatest, kFloatTypes, LpNormalization);
 REGISTER_KERNEL(kOnnx, "Shrink", 9, kLatest, kShrinkTypes, UnaryKernel<ShrinkOp>);
 REGISTER_KERNEL(kOnnx, "Swish", 24, kLatest, kFloatTypes, UnaryKernel<SwishOp>);
-REGISTER_KERNEL(kOnnx, "CumProd", 26, kLatest, kCumProdTypes, CumProd);
 
 }  // namespace
 }  // namespace onnxserve
