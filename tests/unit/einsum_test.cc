@@ -2,6 +2,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "runtime/core/tensor.h"
 #include "tests/support/op_test.h"
@@ -22,7 +23,7 @@ Tensor Random(Shape shape, uint32_t seed) {
 
 absl::StatusOr<Tensor> Einsum(const std::string& equation, const std::vector<Tensor>& inputs) {
   OpTest test("Einsum", 12);
-  for (size_t i = 0; i < inputs.size(); ++i) test.Input("x" + std::to_string(i), inputs[i]);
+  for (size_t i = 0; i < inputs.size(); ++i) test.Input(absl::StrCat("x", i), inputs[i]);
   auto out = test.Attr("equation", equation).Output("y").Run();
   if (!out.ok()) return out.status();
   return (*out)[0];
