@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/ops/common.h"
 
 namespace onnxserve {
 namespace {
@@ -357,5 +358,39 @@ template void Im2ColRows<double>(const ConvGeometry&, int64_t, const double*, in
                                  ThreadPool&);
 template void Col2Im<float>(const ConvGeometry&, int64_t, const float*, float*, ThreadPool&);
 template void Col2Im<double>(const ConvGeometry&, int64_t, const double*, double*, ThreadPool&);
+
+absl::StatusOr<MatMulPlan> PlanMatMul(const Shape& a, const Shape& b) {
+  if (a.empty() || b.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("MatMul needs operands of rank >= 1, got A ",
+                                                   ShapeToString(a), " and B ", ShapeToString(b)));
+  }
+  MatMulPlan plan;
+  const size_t ra = a.size(), rb = b.size();
+  plan.m = ra >= 2 ? a[ra - 2] : 1;
+  plan.k = a[ra - 1];
+  const int64_t kb = rb >= 2 ? b[rb - 2] : b[0];
+  plan.n = rb >= 2 ? b[rb - 1] : 1;
+  if (plan.k != kb) {
+    return absl::InvalidArgumentError(absl::StrCat("A ", ShapeToString(a), " and B ", ShapeToString(b),
+                                                   ": inner dims ", plan.k, " and ", kb, " differ"));
+  }
+  const Shape a_batch(a.begin(), a.end() - std::min<size_t>(ra, 2));
+  const Shape b_batch(b.begin(), b.end() - std::min<size_t>(rb, 2));
+  ASSIGN_OR_RETURN(plan.batch, BroadcastShapes(a_batch, b_batch));
+  plan.b_matrices = NumElements(b_batch);
+  plan.batch_strides = {BroadcastStrides(a_batch, plan.batch), BroadcastStrides(b_batch, plan.batch)};
+  plan.output = plan.batch;
+  if (ra >= 2) plan.output.push_back(plan.m);
+  if (rb >= 2) plan.output.push_back(plan.n);
+  return plan;
+}
+
+std::vector<std::pair<int64_t, int64_t>> MatrixPairs(const MatMulPlan& plan) {
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  pairs.reserve(static_cast<size_t>(NumElements(plan.batch)));
+  ForEachBroadcast<2>(plan.batch, plan.batch_strides,
+                      [&](int64_t, const std::array<int64_t, 2>& at) { pairs.push_back({at[0], at[1]}); });
+  return pairs;
+}
 
 }  // namespace onnxserve

@@ -2,7 +2,9 @@
 // parallelizes on our intra-op pool, and the im2col/col2im transforms that lower convolutions onto it.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -12,6 +14,24 @@
 #include "runtime/registry/kernel.h"
 
 namespace onnxserve {
+
+// ---- numpy.matmul planning (MatMul, MatMulInteger, QLinearMatMul) ----------------------------------------
+
+// A batch of [m,k] x [k,n] products. 1-D operands become a [1,k] row / [k,1] column whose unit dim the
+// output drops; batch dims broadcast.
+struct MatMulPlan {
+  int64_t m = 1, n = 1, k = 1;
+  Shape batch;                                         // broadcast batch dims of the output
+  std::array<std::vector<int64_t>, 2> batch_strides;  // per operand, in matrices (0 along broadcast dims)
+  int64_t b_matrices = 1;                              // how many matrices B holds
+  Shape output;
+};
+
+absl::StatusOr<MatMulPlan> PlanMatMul(const Shape& a, const Shape& b);
+
+// For each output matrix, in output order, the index of the A matrix and of the B matrix it multiplies.
+std::vector<std::pair<int64_t, int64_t>> MatrixPairs(const MatMulPlan& plan);
+
 
 // C[M,N] = alpha * op(A) * op(B) + beta * C, all row-major, op(X) = X^T when trans_X.
 // lda/ldb/ldc are the row strides of A, B and C as stored. T: float, double (cblas), int32_t, int64_t,

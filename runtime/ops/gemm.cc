@@ -1,6 +1,4 @@
 // MatMul and Gemm over OpenBLAS (float, double; float16/bfloat16 through float) or a plain loop (integers).
-#include <array>
-
 #include "absl/strings/str_cat.h"
 #include "runtime/ops/blas.h"
 #include "runtime/ops/common.h"
@@ -40,42 +38,6 @@ absl::Status DispatchGemmType(DataType type, Fn&& fn) {
 
 // ---- MatMul: numpy.matmul semantics --------------------------------------------------------------------
 
-// A batch of [m,k] x [k,n] products. 1-D operands become a [1,k] row / [k,1] column whose unit dim the
-// output drops; batch dims broadcast.
-struct MatMulPlan {
-  int64_t m = 1, n = 1, k = 1;
-  Shape batch;                        // broadcast batch dims of the output
-  std::array<std::vector<int64_t>, 2> batch_strides;  // per operand, in matrices (0 along broadcast dims)
-  int64_t b_matrices = 1;             // how many matrices B holds
-  Shape output;
-};
-
-absl::StatusOr<MatMulPlan> PlanMatMul(const Shape& a, const Shape& b) {
-  if (a.empty() || b.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("MatMul needs operands of rank >= 1, got A ",
-                                                   ShapeToString(a), " and B ", ShapeToString(b)));
-  }
-  MatMulPlan plan;
-  const size_t ra = a.size(), rb = b.size();
-  plan.m = ra >= 2 ? a[ra - 2] : 1;
-  plan.k = a[ra - 1];
-  const int64_t kb = rb >= 2 ? b[rb - 2] : b[0];
-  plan.n = rb >= 2 ? b[rb - 1] : 1;
-  if (plan.k != kb) {
-    return absl::InvalidArgumentError(absl::StrCat("A ", ShapeToString(a), " and B ", ShapeToString(b),
-                                                   ": inner dims ", plan.k, " and ", kb, " differ"));
-  }
-  const Shape a_batch(a.begin(), a.end() - std::min<size_t>(ra, 2));
-  const Shape b_batch(b.begin(), b.end() - std::min<size_t>(rb, 2));
-  ASSIGN_OR_RETURN(plan.batch, BroadcastShapes(a_batch, b_batch));
-  plan.b_matrices = NumElements(b_batch);
-  plan.batch_strides = {BroadcastStrides(a_batch, plan.batch), BroadcastStrides(b_batch, plan.batch)};
-  plan.output = plan.batch;
-  if (ra >= 2) plan.output.push_back(plan.m);
-  if (rb >= 2) plan.output.push_back(plan.n);
-  return plan;
-}
-
 template <typename T>
 void RunMatMul(const MatMulPlan& p, const T* a, const T* b, T* y, ThreadPool& pool) {
   const int64_t batches = NumElements(p.batch);
@@ -86,10 +48,7 @@ void RunMatMul(const MatMulPlan& p, const T* a, const T* b, T* y, ThreadPool& po
     return;
   }
   const int64_t a_size = p.m * p.k, b_size = p.k * p.n, y_size = p.m * p.n;
-  std::vector<std::pair<int64_t, int64_t>> offsets;
-  offsets.reserve(batches);
-  ForEachBroadcast<2>(p.batch, p.batch_strides,
-                      [&](int64_t, const std::array<int64_t, 2>& at) { offsets.push_back({at[0], at[1]}); });
+  const std::vector<std::pair<int64_t, int64_t>> offsets = MatrixPairs(p);
   auto multiply = [&](int64_t i, ThreadPool* gemm_pool) {
     Gemm<T>(false, false, p.m, p.n, p.k, T{1}, a + offsets[i].first * a_size, p.k,
             b + offsets[i].second * b_size, p.n, T{0}, y + i * y_size, p.n, gemm_pool);

@@ -351,38 +351,6 @@ REGISTER_KERNEL(kOnnx, "DynamicQuantizeLinear", 11, kLatest, kFloatOnly, Dynamic
 
 // ---- Integer matrix products -----------------------------------------------------------------------------
 
-// numpy.matmul over [..., M, K] x [..., K, N] with broadcast batch dims; 1-D operands are a row / column
-// whose unit dim the output drops.
-struct BatchedProduct {
-  int64_t m = 1, n = 1, k = 1;
-  Shape output;
-  std::vector<std::pair<int64_t, int64_t>> matrices;  // (A matrix, B matrix) of each output matrix
-};
-
-absl::StatusOr<BatchedProduct> PlanProduct(const Shape& a, const Shape& b) {
-  if (a.empty() || b.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("A ", ShapeToString(a), " and B ", ShapeToString(b), ": expected rank >= 1"));
-  }
-  BatchedProduct p;
-  const size_t ra = a.size(), rb = b.size();
-  p.m = ra >= 2 ? a[ra - 2] : 1;
-  p.k = a[ra - 1];
-  p.n = rb >= 2 ? b[rb - 1] : 1;
-  if ((rb >= 2 ? b[rb - 2] : b[0]) != p.k) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("A ", ShapeToString(a), " and B ", ShapeToString(b), ": inner dims differ"));
-  }
-  const Shape a_batch(a.begin(), a.end() - std::min<size_t>(ra, 2));
-  const Shape b_batch(b.begin(), b.end() - std::min<size_t>(rb, 2));
-  ASSIGN_OR_RETURN(p.output, BroadcastShapes(a_batch, b_batch));
-  ForEachBroadcast<2>(p.output, {BroadcastStrides(a_batch, p.output), BroadcastStrides(b_batch, p.output)},
-                      [&](int64_t, const std::array<int64_t, 2>& at) { p.matrices.push_back({at[0], at[1]}); });
-  if (ra >= 2) p.output.push_back(p.m);
-  if (rb >= 2) p.output.push_back(p.n);
-  return p;
-}
-
 // An int32 copy of a (u)int8 tensor minus its zero point: a scalar, or `count` of them, element i using
 // zero point i / divisor % count (per row of A: divisor K, count M; per column of B: divisor 1, count N).
 absl::StatusOr<std::vector<int32_t>> WidenMinusZeroPoint(const Tensor& t, const Tensor* zp, int64_t count,
@@ -414,7 +382,7 @@ absl::Status CheckInt8(const Tensor& t, const char* name) {
 }
 
 // Y = (A - a_zero_point) x (B - b_zero_point) in int32, batch by batch.
-absl::StatusOr<Tensor> IntegerProduct(const BatchedProduct& p, const Tensor& a, const Tensor* a_zp, const Tensor& b,
+absl::StatusOr<Tensor> IntegerProduct(const MatMulPlan& p, const Tensor& a, const Tensor* a_zp, const Tensor& b,
                                       const Tensor* b_zp, ThreadPool& pool) {
   RETURN_IF_ERROR(CheckInt8(a, "A"));
   RETURN_IF_ERROR(CheckInt8(b, "B"));
@@ -422,9 +390,10 @@ absl::StatusOr<Tensor> IntegerProduct(const BatchedProduct& p, const Tensor& a, 
   ASSIGN_OR_RETURN(const std::vector<int32_t> wb, WidenMinusZeroPoint(b, b_zp, p.n, 1, "B"));
   Tensor y(DataType::kInt32, p.output);
   const int64_t a_size = p.m * p.k, b_size = p.k * p.n, y_size = p.m * p.n;
-  for (size_t i = 0; i < p.matrices.size(); ++i) {
-    Gemm<int32_t>(false, false, p.m, p.n, p.k, 1, wa.data() + p.matrices[i].first * a_size, p.k,
-                  wb.data() + p.matrices[i].second * b_size, p.n, 0, y.data<int32_t>() + i * y_size, p.n, &pool);
+  const std::vector<std::pair<int64_t, int64_t>> matrices = MatrixPairs(p);
+  for (size_t i = 0; i < matrices.size(); ++i) {
+    Gemm<int32_t>(false, false, p.m, p.n, p.k, 1, wa.data() + matrices[i].first * a_size, p.k,
+                  wb.data() + matrices[i].second * b_size, p.n, 0, y.data<int32_t>() + i * y_size, p.n, &pool);
   }
   return y;
 }
@@ -433,7 +402,7 @@ class MatMulInteger final : public OpKernel {
  public:
   absl::Status Compute(KernelContext& ctx) const override {
     RETURN_IF_ERROR(RequireInputs(ctx, 2));
-    ASSIGN_OR_RETURN(const BatchedProduct p, PlanProduct(ctx.Input(0)->shape(), ctx.Input(1)->shape()));
+    ASSIGN_OR_RETURN(const MatMulPlan p, PlanMatMul(ctx.Input(0)->shape(), ctx.Input(1)->shape()));
     ASSIGN_OR_RETURN(Tensor y, IntegerProduct(p, *ctx.Input(0), ctx.Input(2), *ctx.Input(1), ctx.Input(3), ctx.pool()));
     ctx.SetOutput(0, std::move(y));
     return absl::OkStatus();
@@ -451,7 +420,7 @@ class QLinearMatMul final : public OpKernel {
     const Tensor& a = *ctx.Input(0);
     const Tensor& b = *ctx.Input(3);
     const Tensor& y_zp = *ctx.Input(7);
-    ASSIGN_OR_RETURN(const BatchedProduct p, PlanProduct(a.shape(), b.shape()));
+    ASSIGN_OR_RETURN(const MatMulPlan p, PlanMatMul(a.shape(), b.shape()));
     ASSIGN_OR_RETURN(const Tensor acc, IntegerProduct(p, a, ctx.Input(2), b, ctx.Input(5), ctx.pool()));
     const std::vector<float> a_scale = FloatValues(*ctx.Input(1));
     const std::vector<float> b_scale = FloatValues(*ctx.Input(4));
