@@ -1,6 +1,7 @@
 // Helpers shared by operator families: axes, broadcasting, strides and scalar conversions.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -115,6 +116,30 @@ inline absl::StatusOr<int64_t> ResolveIndex(int64_t index, int64_t size, bool al
         absl::StrCat("index ", index, " is out of range [", lowest, ", ", size - 1, "]"));
   }
   return index < 0 ? index + size : index;
+}
+
+// Runs fn(T{}) for the floating-point element types (float, double, float16, bfloat16); otherwise an
+// InvalidArgument error naming `what` ("input \"X\" must be floating-point, got int32[2,3]").
+template <typename Fn>
+absl::Status DispatchFloating(const Tensor& t, const char* what, Fn&& fn) {
+  bool ok = false;
+  DispatchNumeric(t.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<ComputeType<T>>) {
+      ok = true;
+      fn(tag);
+    }
+  });
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(what, " must be floating-point, got ", t.DebugString()));
+}
+
+// Runs fn(row) for `rows` independent rows of about `len` elements each, in parallel chunks of ~16K elements.
+template <typename Fn>
+void ForEachRow(ThreadPool& pool, int64_t rows, int64_t len, const Fn& fn) {
+  pool.ParallelFor(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(len, 1)), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) fn(r);
+  });
 }
 
 }  // namespace onnxserve

@@ -11,30 +11,6 @@
 namespace onnxserve {
 namespace {
 
-// Runs fn(T{}) for the floating-point element types; an error naming `what` otherwise.
-template <typename Fn>
-absl::Status DispatchFloating(const Tensor& t, const char* what, Fn&& fn) {
-  bool ok = false;
-  DispatchNumeric(t.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (kIsFloat<T>) {
-      ok = true;
-      fn(tag);
-    }
-  });
-  if (ok) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(what, " must be floating-point, got ", t.DebugString()));
-}
-
-// Parallel over `rows` independent rows of about `len` elements each.
-template <typename Fn>
-void ForEachRow(ThreadPool& pool, int64_t rows, int64_t len, const Fn& fn) {
-  ParallelRange(pool, rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(len, 1)),
-                [&](int64_t begin, int64_t end) {
-                  for (int64_t r = begin; r < end; ++r) fn(r);
-                });
-}
-
 // RMSNormalization-23: Y = X / sqrt(mean(X^2 over dims axis..) + epsilon) * scale, scale broadcast onto the
 // normalized dims. The mean square accumulates in double, at least as precise as any stash_type.
 class RmsNormalization final : public OpKernel {

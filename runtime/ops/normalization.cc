@@ -38,29 +38,6 @@ RowStats StatsOf(const T* x, int64_t len, double epsilon) {
   return {mean, 1.0 / std::sqrt(var + epsilon)};
 }
 
-// Runs fn(T{}) for the floating-point types; an error naming the input otherwise.
-template <typename Fn>
-absl::Status DispatchFloat(const Tensor& x, Fn&& fn) {
-  bool ok = false;
-  DispatchNumeric(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_floating_point_v<ComputeType<T>>) {
-      ok = true;
-      fn(tag);
-    }
-  });
-  if (ok) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat("input \"X\" must be floating-point, got ", x.DebugString()));
-}
-
-// Parallel over rows, each of len elements.
-template <typename Fn>
-void ForEachRow(ThreadPool& pool, int64_t rows, int64_t len, Fn&& fn) {
-  pool.ParallelFor(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(len, 1)), [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) fn(r);
-  });
-}
-
 // Offsets into a parameter (scale or bias) for each position of a row of `row_shape`, following
 // unidirectional broadcasting; empty when the parameter is laid out exactly like the row.
 absl::StatusOr<std::vector<int64_t>> BroadcastOffsets(const Tensor& param, const Shape& row_shape,
@@ -117,7 +94,7 @@ class LayerNormalization final : public OpKernel {
     }
     if (scale.dtype() != x.dtype()) return absl::InvalidArgumentError("Scale must have the type of X");
     std::vector<RowStats> stats(static_cast<size_t>(rows));
-    RETURN_IF_ERROR(DispatchFloat(x, [&](auto tag) {
+    RETURN_IF_ERROR(DispatchFloating(x, "input \"X\"", [&](auto tag) {
       using T = decltype(tag);
       using C = ComputeType<T>;
       const T* in = x.data<T>();
@@ -196,7 +173,7 @@ class GroupedNormalization final : public OpKernel {
                                                        ctx.Input(i)->DebugString()));
       }
     }
-    return DispatchFloat(x, [&](auto tag) {
+    return DispatchFloating(x, "input \"X\"", [&](auto tag) {
       using T = decltype(tag);
       using C = ComputeType<T>;
       const T* in = x.data<T>();
@@ -246,7 +223,7 @@ class MeanVarianceNormalization final : public OpKernel {
     const std::array<std::vector<int64_t>, 1> strides = {BroadcastStrides(kept, x.shape())};
     const int64_t groups = NumElements(kept);
     const double count = groups == 0 ? 0 : static_cast<double>(x.NumElements()) / static_cast<double>(groups);
-    return DispatchFloat(x, [&](auto tag) {
+    return DispatchFloating(x, "input \"X\"", [&](auto tag) {
       using T = decltype(tag);
       const T* in = x.data<T>();
       std::vector<double> mean(static_cast<size_t>(groups)), sq(static_cast<size_t>(groups));
@@ -296,7 +273,7 @@ class LRN final : public OpKernel {
     const int64_t channels = x.dim(1);
     const int64_t spatial = channels == 0 || x.dim(0) == 0 ? 0 : x.NumElements() / (x.dim(0) * channels);
     const int64_t before = (size_ - 1) / 2, after = size_ - 1 - before;
-    return DispatchFloat(x, [&](auto tag) {
+    return DispatchFloating(x, "input \"X\"", [&](auto tag) {
       using T = decltype(tag);
       using C = ComputeType<T>;
       const T* in = x.data<T>();
