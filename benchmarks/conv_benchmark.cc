@@ -1,7 +1,9 @@
 // Conv and ConvTranspose kernels through the registry on ResNet-50's layer shapes (batch 1, one thread by
 // default), reporting GFLOP/s: the im2col + GEMM path, the 1x1 direct-GEMM path and the 7x7/2 stem; the
 // fused Conv + residual Add + Relu of a bottleneck's last 1x1; and the stem's 3x3/2 MaxPool.
-// Args: C, H(=W), M, kernel, stride, threads.
+// Args: C, H(=W), M, kernel, stride, threads, W constant (1: given at load, as a model's initializer is,
+// so Conv packs it once; 0: a runtime input, the OpenBLAS path).
+#include <algorithm>
 #include <memory>
 #include <random>
 #include <string>
@@ -33,11 +35,15 @@ void AddInts(onnx::NodeProto& node, const char* name, const std::vector<int64_t>
 }
 
 // Runs `node` (inputs named by `inputs`, one output) per iteration, as the executor would (kernel created
-// once); `rate` is the work of one run, reported per second under `unit` (benchmark scales it: 12G/s).
+// once, seeing inputs 1 and 2, W and B, as constants when `constant_weights`); `rate` is the work of one run, reported per
+// second under `unit` (benchmark scales it: 12G/s).
 void RunNode(benchmark::State& state, std::string_view domain, int opset, onnx::NodeProto& node,
-             const std::vector<Tensor>& inputs, int threads, double rate, const char* unit) {
+             const std::vector<Tensor>& inputs, int threads, double rate, const char* unit,
+             bool constant_weights = false) {
   node.add_output(std::string(1, 'y'));  // one-char literals trip g++ 12's -Wrestrict false positive
-  KernelInfo info(node, opset, {}, {});
+  std::vector<const Tensor*> constants(inputs.size(), nullptr);
+  for (size_t i = 1; constant_weights && i < std::min<size_t>(3, inputs.size()); ++i) constants[i] = &inputs[i];
+  KernelInfo info(node, opset, constants, {});
   auto kernel = KernelRegistry::Global().Find(domain, node.op_type(), opset)->create(info);
   if (!kernel.ok()) return state.SkipWithError(std::string(kernel.status().message()).c_str());
   ThreadPool pool(threads);
@@ -55,7 +61,8 @@ void RunNode(benchmark::State& state, std::string_view domain, int opset, onnx::
 
 // One Conv/ConvTranspose (or FusedConv with a residual Z of Y's shape and Relu) node with a bias.
 void RunConvNode(benchmark::State& state, const char* op, const Shape& x_shape, const Shape& w_shape,
-                 int64_t stride, int64_t pad, int threads, double flops, const Shape& residual_shape = {}) {
+                 int64_t stride, int64_t pad, int threads, bool constant_weights, double flops,
+                 const Shape& residual_shape = {}) {
   onnx::NodeProto node;
   node.set_op_type(op);
   for (const char* name : {"x", "w", "b"}) node.add_input(name);
@@ -63,14 +70,16 @@ void RunConvNode(benchmark::State& state, const char* op, const Shape& x_shape, 
   AddInts(node, "pads", {pad, pad, pad, pad});
   const int64_t maps = std::string(op) == "ConvTranspose" ? w_shape[1] : w_shape[0];
   std::vector<Tensor> inputs = {RandomFloats(x_shape), RandomFloats(w_shape), RandomFloats({maps})};
-  if (residual_shape.empty()) return RunNode(state, kOnnx, 22, node, inputs, threads, flops, "GFLOP/s");
+  if (residual_shape.empty()) {
+    return RunNode(state, kOnnx, 22, node, inputs, threads, flops, "GFLOP/s", constant_weights);
+  }
   node.add_input(std::string(1, 'z'));
   inputs.push_back(RandomFloats(residual_shape));
   auto* activation = node.add_attribute();
   activation->set_name("activation");
   activation->set_type(onnx::AttributeProto::STRING);
   activation->set_s("Relu");
-  RunNode(state, kInternal, 1, node, inputs, threads, flops, "GFLOP/s");
+  RunNode(state, kInternal, 1, node, inputs, threads, flops, "GFLOP/s", constant_weights);
 }
 
 void BM_Conv(benchmark::State& state) {
@@ -78,26 +87,29 @@ void BM_Conv(benchmark::State& state) {
   const int64_t s = state.range(4);
   const int64_t out = (h + 2 * (k / 2) - k) / s + 1;
   RunConvNode(state, "Conv", {1, c, h, h}, {m, c, k, k}, s, k / 2, static_cast<int>(state.range(5)),
-              2.0 * m * c * k * k * out * out);
+              state.range(6) != 0, 2.0 * m * c * k * k * out * out);
 }
 // ResNet-50 at batch 1: the stem, 3x3 convs of each stage, 1x1 expansions/reductions, a strided 1x1.
 BENCHMARK(BM_Conv)
-    ->ArgNames({"C", "HW", "M", "k", "s", "threads"})
-    ->Args({3, 224, 64, 7, 2, 1})
-    ->Args({64, 56, 64, 3, 1, 1})
-    ->Args({128, 28, 128, 3, 1, 1})
-    ->Args({256, 14, 256, 3, 1, 1})
-    ->Args({512, 7, 512, 3, 1, 1})
-    ->Args({64, 56, 256, 1, 1, 1})
-    ->Args({1024, 14, 256, 1, 1, 1})
-    ->Args({2048, 7, 512, 1, 1, 1})
-    ->Args({256, 56, 512, 1, 2, 1})
-    ->Args({64, 56, 64, 3, 1, 2})
+    ->ArgNames({"C", "HW", "M", "k", "s", "threads", "constW"})
+    ->Args({3, 224, 64, 7, 2, 1, 1})
+    ->Args({64, 56, 64, 3, 1, 1, 1})
+    ->Args({64, 56, 64, 3, 1, 1, 0})
+    ->Args({128, 28, 128, 3, 1, 1, 1})
+    ->Args({256, 14, 256, 3, 1, 1, 1})
+    ->Args({512, 7, 512, 3, 1, 1, 1})
+    ->Args({512, 7, 512, 3, 1, 1, 0})
+    ->Args({64, 56, 256, 1, 1, 1, 1})
+    ->Args({1024, 14, 256, 1, 1, 1, 1})
+    ->Args({1024, 14, 256, 1, 1, 1, 0})
+    ->Args({2048, 7, 512, 1, 1, 1, 1})
+    ->Args({256, 56, 512, 1, 2, 1, 1})
+    ->Args({64, 56, 64, 3, 1, 2, 1})
     ->Unit(benchmark::kMicrosecond);
 
 void BM_FusedConv(benchmark::State& state) {
   const int64_t c = state.range(0), h = state.range(1), m = state.range(2);
-  RunConvNode(state, "FusedConv", {1, c, h, h}, {m, c, 1, 1}, 1, 0, static_cast<int>(state.range(3)),
+  RunConvNode(state, "FusedConv", {1, c, h, h}, {m, c, 1, 1}, 1, 0, static_cast<int>(state.range(3)), true,
               2.0 * m * c * h * h, {1, m, h, h});
 }
 // Each stage's last 1x1 expansion, which the optimizer fuses with the residual Add and the Relu.
@@ -124,7 +136,7 @@ BENCHMARK(BM_MaxPool)->ArgNames({"C", "HW", "threads"})->Args({64, 112, 1})->Uni
 void BM_ConvTranspose(benchmark::State& state) {
   const int64_t c = state.range(0), h = state.range(1), m = state.range(2), k = state.range(3);
   const int64_t s = state.range(4);
-  RunConvNode(state, "ConvTranspose", {1, c, h, h}, {c, m, k, k}, s, 0, static_cast<int>(state.range(5)),
+  RunConvNode(state, "ConvTranspose", {1, c, h, h}, {c, m, k, k}, s, 0, static_cast<int>(state.range(5)), true,
               2.0 * m * c * k * k * h * h);
 }
 // A decoder's 2x upsampling steps.

@@ -1,10 +1,13 @@
 // Conv (1-D/2-D/3-D and beyond, grouped, dilated, strided, padded): im2col + one GEMM per (image, group);
 // a 1x1 stride-1 unpadded kernel multiplies the input directly, without im2col.
-// FusedConv (domain ai.onnxserve, written by the graph optimizer) is Conv [+ Z] [-> Relu] in one node:
-// the GEMM accumulates onto bias + Z, and Relu runs on each block right after the GEMM that wrote it,
-// while the block is still in cache.
+// FusedConv (domain ai.onnxserve, written by the graph optimizer) is Conv [+ Z] [-> Relu] in one node.
+//
+// Constant float weights are packed at load for PackedGemm (on CPUs it has micro-kernels for), which adds
+// bias and Z and applies Relu as each tile leaves the registers. Otherwise the OpenBLAS GEMM accumulates
+// onto bias + Z, and Relu runs on each block right after the GEMM that wrote it, while it is in cache.
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "runtime/math/packed_gemm.h"
 #include "runtime/ops/blas.h"
 #include "runtime/ops/common.h"
 #include "runtime/registry/registry.h"
@@ -100,6 +103,14 @@ int64_t ColumnBlockRows(const ConvGeometry& geo, int64_t depth, int64_t group_ma
   return blocks > 1 && weight_bytes * blocks < row_bytes * geo.grid[0] ? rows : 0;
 }
 
+// With W packed, blocks cost nothing extra: 2-D im2col always builds one cache-sized block of grid rows.
+int64_t PackedBlockRows(const ConvGeometry& geo, int64_t depth) {
+  const int64_t row_bytes = depth * geo.grid[1] * static_cast<int64_t>(sizeof(float));
+  return std::clamp<int64_t>(kColumnBlockBytes / std::max<int64_t>(row_bytes, 1), 1, geo.grid[0]);
+}
+
+constexpr int64_t kMinPackedGroupMaps = 8;
+
 // kFused: FusedConv, whose 4th input Z and `activation` attribute extend Conv.
 template <bool kFused>
 class ConvKernel final : public OpKernel {
@@ -114,6 +125,7 @@ class ConvKernel final : public OpKernel {
       }
       relu_ = activation == "Relu";
     }
+    PackConstantWeights(info.ConstantInput(1));
     return absl::OkStatus();
   }
 
@@ -144,6 +156,8 @@ class ConvKernel final : public OpKernel {
       NarrowFromFloat(y_float, y);
     } else if (x.dtype() == DataType::kDouble) {
       Run<double>(geo, x, w, b, z, y, ctx.pool());
+    } else if (!packed_weights_.empty() && w.raw_data() == packed_source_) {
+      RunPacked(geo, x, b, z, y, ctx.pool());
     } else {
       Run<float>(geo, x, w, b, z, y, ctx.pool());
     }
@@ -212,6 +226,52 @@ class ConvKernel final : public OpKernel {
     }
   }
 
+  // Packs W per group when it is a float constant and PackedGemm runs on this CPU. Groups of fewer maps
+  // than a panel's rows (depthwise convolutions) would waste most of each tile and stay on OpenBLAS.
+  void PackConstantWeights(const Tensor* w) {
+    if (w == nullptr || w->dtype() != DataType::kFloat || w->rank() < 3 || !PackedMatrix::Supported()) return;
+    const int64_t maps = w->dim(0), group = attrs_.group;
+    if (maps % group != 0 || maps / group < kMinPackedGroupMaps) return;  // Compute reports bad shapes
+    const int64_t group_maps = maps / group, depth = w->NumElements() / maps;
+    for (int64_t g = 0; g < group; ++g) {
+      packed_weights_.emplace_back(w->data<float>() + g * group_maps * depth, group_maps, depth, depth);
+    }
+    packed_source_ = w->raw_data();
+  }
+
+  // The packed path: per (image, group), the columns (X itself for a pointwise kernel, else im2col one
+  // cache-sized block of grid rows at a time for 2-D) times the packed W, with bias, Z and Relu applied
+  // by the GEMM as it stores.
+  void RunPacked(const ConvGeometry& geo, const Tensor& x, const Tensor* b, const Tensor* z, Tensor& y,
+                 ThreadPool& pool) const {
+    const int64_t batch = x.dim(0), channels = x.dim(1), group = attrs_.group;
+    const int64_t group_channels = channels / group, maps = y.dim(1), group_maps = maps / group;
+    const int64_t image_size = geo.ImageSize(), grid_size = geo.GridSize();
+    const int64_t depth = packed_weights_[0].depth();
+    const bool pointwise = geo.IsPointwise();
+    const int64_t block_rows = pointwise || geo.image.size() != 2 ? geo.grid[0] : PackedBlockRows(geo, depth);
+    const int64_t row_size = geo.grid[0] == 0 ? 0 : grid_size / geo.grid[0];  // grid positions per grid row
+    Tensor col_buffer(DataType::kFloat, {pointwise ? 0 : depth * block_rows * row_size});
+    float* col = col_buffer.data<float>();
+    for (int64_t n = 0; n < batch; ++n) {
+      for (int64_t g = 0; g < group; ++g) {
+        const float* x_g = x.data<float>() + (n * channels + g * group_channels) * image_size;
+        const int64_t tile = (n * maps + g * group_maps) * grid_size;
+        for (int64_t r = 0; r < geo.grid[0]; r += block_rows) {
+          const int64_t r_end = std::min(geo.grid[0], r + block_rows), size = (r_end - r) * row_size;
+          if (!pointwise && block_rows == geo.grid[0]) Im2Col(geo, group_channels, x_g, col, pool);
+          if (!pointwise && block_rows != geo.grid[0]) Im2ColRows(geo, group_channels, x_g, r, r_end, col, pool);
+          const GemmEpilogue epilogue{.bias = b ? b->data<float>() + g * group_maps : nullptr,
+                                      .z = z ? z->data<float>() + tile + r * row_size : nullptr,
+                                      .ldz = grid_size,
+                                      .relu = relu_};
+          PackedGemm(packed_weights_[g], size, pointwise ? x_g : col, pointwise ? grid_size : size,
+                     y.data<float>() + tile + r * row_size, grid_size, epilogue, pool);
+        }
+      }
+    }
+  }
+
   // y_tile = W_g * columns (+ y_tile when beta is 1) [-> Relu], one block of `block_rows` grid rows at a
   // time (2-D only).
   template <typename T>
@@ -230,6 +290,8 @@ class ConvKernel final : public OpKernel {
 
   ConvAttributes attrs_;
   bool relu_ = false;
+  std::vector<PackedMatrix> packed_weights_;  // one per group, or none
+  const void* packed_source_ = nullptr;        // the W they were packed from
 };
 
 using Conv = ConvKernel<false>;

@@ -1,6 +1,7 @@
 // Conv and ConvTranspose against direct-loop references on random shapes: 1-D/2-D/3-D, groups (incl.
 // depthwise), strides, dilations, asymmetric pads, every auto_pad, output_padding/output_shape, no bias;
-// FusedConv against Conv + Add + Relu computed by the same reference.
+// FusedConv against Conv + Add + Relu computed by the same reference. Each case runs twice: W fed at run
+// time (the OpenBLAS path) and W an initializer (packed at load for PackedGemm where the CPU has it).
 #include <algorithm>
 #include <random>
 #include <vector>
@@ -91,14 +92,18 @@ ConvParams Defaults(size_t rank, ConvParams p) {
 void ExpectConvMatchesReference(const Shape& x_shape, const Shape& w_shape, ConvParams p, bool bias = true) {
   p = Defaults(x_shape.size() - 2, p);
   const Tensor x = Random(x_shape, 1), w = Random(w_shape, 2), b = Random({w_shape[0]}, 3);
-  OpTest test("Conv", 22);
-  test.Input("x", x).Input("w", w);
-  if (bias) test.Input("b", b);
-  auto result = test.Attr("strides", p.strides).Attr("dilations", p.dilations).Attr("pads", p.pads)
-                    .Attr("group", p.group).Output("y").Run();
-  ASSERT_TRUE(result.ok()) << result.status();
-  EXPECT_TRUE(TensorsClose(ReferenceConv(x, w, bias ? &b : nullptr, p), (*result)[0], 1e-4, 1e-5))
-      << "X " << ShapeToString(x_shape) << " W " << ShapeToString(w_shape);
+  const Tensor expected = ReferenceConv(x, w, bias ? &b : nullptr, p);
+  for (bool constant_w : {false, true}) {
+    OpTest test("Conv", 22);
+    test.Input("x", x);
+    constant_w ? test.Constant("w", w) : test.Input("w", w);
+    if (bias) constant_w ? test.Constant("b", b) : test.Input("b", b);
+    auto result = test.Attr("strides", p.strides).Attr("dilations", p.dilations).Attr("pads", p.pads)
+                      .Attr("group", p.group).Output("y").Run();
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_TRUE(TensorsClose(expected, (*result)[0], 1e-4, 1e-5))
+        << "X " << ShapeToString(x_shape) << " W " << ShapeToString(w_shape) << " constant W " << constant_w;
+  }
 }
 
 TEST(ConvTest, TwoDimensionalWithStridesDilationsAndAsymmetricPads) {
@@ -131,6 +136,17 @@ TEST(ConvTest, LargeColumnMatricesAreBuiltInRowBlocks) {
   ExpectConvMatchesReference({1, 3, 64, 64}, {4, 3, 7, 7}, {.pads = {3, 3, 3, 3}});
   ExpectConvMatchesReference({1, 3, 130, 129}, {4, 3, 7, 7}, {.strides = {2, 2}, .pads = {3, 2, 2, 3}});
   ExpectConvMatchesReference({1, 4, 70, 66}, {2, 2, 5, 5}, {.dilations = {2, 1}, .pads = {4, 2, 4, 2}, .group = 2});
+}
+
+TEST(ConvTest, WeightsPackedAtLoadCoverEveryTileAndBlock) {
+  // At least 8 maps per group, so a constant W takes the packed path: maps past a panel's 8, grids whose
+  // width leaves narrow and 16/32-wide column tiles, im2col row blocks (a 256 KiB+ column matrix), 1-D.
+  ExpectConvMatchesReference({2, 5, 7, 7}, {13, 5, 3, 3}, {.pads = {1, 1, 1, 1}});
+  ExpectConvMatchesReference({1, 16, 14, 14}, {24, 16, 1, 1}, {});
+  ExpectConvMatchesReference({1, 32, 56, 56}, {8, 32, 3, 3}, {.pads = {1, 1, 1, 1}});
+  ExpectConvMatchesReference({1, 3, 61, 59}, {8, 3, 7, 7}, {.strides = {2, 2}, .pads = {3, 3, 3, 3}});
+  ExpectConvMatchesReference({1, 16, 9, 9}, {16, 8, 3, 3}, {.dilations = {2, 2}, .pads = {2, 2, 2, 2}, .group = 2});
+  ExpectConvMatchesReference({2, 4, 50}, {9, 4, 5}, {.strides = {2}, .pads = {2, 2}});
 }
 
 TEST(ConvTest, AutoPadModesMatchTheirExplicitPads) {
@@ -195,22 +211,25 @@ void ExpectFusedConvMatchesConvAddRelu(const FusedCase& c) {
   const Tensor x = Random(c.x_shape, 1), w = Random(c.w_shape, 2), b = Random({c.w_shape[0]}, 3);
   const Tensor conv = ReferenceConv(x, w, c.bias ? &b : nullptr, p);
   const Tensor z = Random(conv.shape(), 4);
-  OpTest test("FusedConv", 1, "ai.onnxserve");
-  test.Input("x", x).Input("w", w);
-  if (c.bias) {
-    test.Input("b", b);
-  } else if (c.residual) {
-    test.NoInput();
-  }
-  if (c.residual) test.Input("z", z);
-  auto result = test.Attr("strides", p.strides).Attr("dilations", p.dilations).Attr("pads", p.pads)
-                    .Attr("group", p.group).Attr("activation", std::string(c.relu ? "Relu" : ""))
-                    .Output("y").Run();
-  ASSERT_TRUE(result.ok()) << result.status();
   const Tensor expected = AddThenRelu(conv, c.residual ? &z : nullptr, c.relu);
-  EXPECT_TRUE(TensorsClose(expected, (*result)[0], 1e-4, 1e-5))
-      << "X " << ShapeToString(c.x_shape) << " W " << ShapeToString(c.w_shape) << " bias " << c.bias
-      << " residual " << c.residual << " relu " << c.relu;
+  for (bool constant_w : {false, true}) {
+    OpTest test("FusedConv", 1, "ai.onnxserve");
+    test.Input("x", x);
+    constant_w ? test.Constant("w", w) : test.Input("w", w);
+    if (c.bias) {
+      constant_w ? test.Constant("b", b) : test.Input("b", b);
+    } else if (c.residual) {
+      test.NoInput();
+    }
+    if (c.residual) test.Input("z", z);
+    auto result = test.Attr("strides", p.strides).Attr("dilations", p.dilations).Attr("pads", p.pads)
+                      .Attr("group", p.group).Attr("activation", std::string(c.relu ? "Relu" : ""))
+                      .Output("y").Run();
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_TRUE(TensorsClose(expected, (*result)[0], 1e-4, 1e-5))
+        << "X " << ShapeToString(c.x_shape) << " W " << ShapeToString(c.w_shape) << " bias " << c.bias
+        << " residual " << c.residual << " relu " << c.relu << " constant W " << constant_w;
+  }
 }
 
 TEST(FusedConvTest, MatchesConvThenAddThenRelu) {
@@ -232,6 +251,10 @@ TEST(FusedConvTest, PointwiseStridedAndGroupedTiles) {
   ExpectFusedConvMatchesConvAddRelu({{1, 3, 15, 15}, {4, 3, 7, 7}, {.strides = {2, 2}, .pads = {3, 3, 3, 3}},
                                      false, false, true});
   ExpectFusedConvMatchesConvAddRelu({{1, 3, 64, 64}, {4, 3, 7, 7}, {.pads = {3, 3, 3, 3}}, true, true, true});
+  // Enough maps for the packed path, which adds B and Z and applies Relu as it stores each tile.
+  ExpectFusedConvMatchesConvAddRelu({{1, 16, 7, 7}, {24, 16, 1, 1}, {}, true, true, true});
+  ExpectFusedConvMatchesConvAddRelu({{2, 8, 20, 20}, {16, 8, 3, 3}, {.pads = {1, 1, 1, 1}}, false, true, true});
+  ExpectFusedConvMatchesConvAddRelu({{1, 600, 5, 5}, {9, 600, 1, 1}, {}, true, true, true});  // 3 depth blocks
 }
 
 TEST(FusedConvTest, UnknownActivationIsRejected) {

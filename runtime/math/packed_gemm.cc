@@ -1,0 +1,128 @@
+#include "runtime/math/packed_gemm.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+
+#include "runtime/math/packed_gemm_kernels.h"
+
+namespace onnxserve {
+namespace {
+
+using avx512::kPanelColumns;
+using avx512::kPanelRows;
+
+// A depth block of A's panel (8 x 256 floats, 8 KiB) stays in L1 while the B block streams past it.
+constexpr int64_t kMaxDepthBlock = 256;
+// A packed B block (depth block x columns) stays in L2 while every A panel multiplies it.
+constexpr int64_t kColumnBlockBytes = int64_t{1} << 20;
+// Below this many multiply-adds a GEMM is not worth waking the pool for.
+constexpr int64_t kMinParallelWork = int64_t{1} << 18;
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Splits `depth` into equal blocks of at most kMaxDepthBlock: 288 + 288, not 256 + 256 + 64, so C is
+// revisited as few times as possible and no block is too thin to amortize its C traffic.
+int64_t DepthBlock(int64_t depth) {
+  return depth == 0 ? 1 : CeilDiv(depth, CeilDiv(depth, kMaxDepthBlock));
+}
+
+int64_t ColumnBlock(int64_t depth_block) {
+  const int64_t columns = kColumnBlockBytes / (depth_block * static_cast<int64_t>(sizeof(float)));
+  return std::max<int64_t>(kPanelColumns, columns / kPanelColumns * kPanelColumns);
+}
+
+// Per-thread scratch for packed B blocks, kept across calls: a run multiplies many blocks of one size.
+float* PackScratch(int64_t floats) {
+  struct Buffer {
+    float* data = nullptr;
+    int64_t size = 0;
+    ~Buffer() { std::free(data); }
+  };
+  thread_local Buffer buffer;
+  if (buffer.size < floats) {
+    std::free(buffer.data);
+    const size_t bytes = static_cast<size_t>(floats) * sizeof(float);
+    buffer.data = static_cast<float*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
+    buffer.size = floats;
+  }
+  return buffer.data;
+}
+
+// C rows [panel_begin * 8, panel_end * 8) x columns [column_begin, column_end).
+void MultiplyRange(const PackedMatrix& a, int64_t panel_begin, int64_t panel_end, int64_t column_begin,
+                   int64_t column_end, const float* b, int64_t ldb, float* c, int64_t ldc,
+                   const GemmEpilogue& epilogue) {
+  const int64_t depth = a.depth(), depth_block = DepthBlock(depth);
+  const int64_t column_block = ColumnBlock(depth_block);
+  float* packed = PackScratch(avx512::PackedColumnsSize(depth_block, column_block));
+  for (int64_t column = column_begin; column < column_end; column += column_block) {
+    const int64_t columns = std::min(column_block, column_end - column);
+    // At least one block, even of depth 0, so that C = bias + z still gets written.
+    int64_t k = 0;
+    do {
+      const int64_t block_depth = std::min(depth_block, depth - k);
+      avx512::PackColumns(b + k * ldb + column, ldb, block_depth, columns, packed);
+      const bool first = k == 0, last = k + block_depth == depth;
+      for (int64_t p = panel_begin; p < panel_end; ++p) {
+        const int64_t row = p * kPanelRows;
+        avx512::PanelOutput out{
+            .c = c + row * ldc + column,
+            .ldc = ldc,
+            .accumulate = !first,
+            .bias = first && epilogue.bias != nullptr ? epilogue.bias + row : nullptr,
+            .z = first && epilogue.z != nullptr ? epilogue.z + row * epilogue.ldz + column : nullptr,
+            .ldz = epilogue.ldz,
+            .relu = last && epilogue.relu,
+        };
+        const int rows = static_cast<int>(std::min<int64_t>(kPanelRows, a.rows() - row));
+        avx512::MultiplyPanel(a.panel(p) + k * kPanelRows, packed, block_depth, columns, rows, out);
+      }
+      k += block_depth;
+    } while (k < depth);
+  }
+}
+
+}  // namespace
+
+bool PackedMatrix::Supported() {
+  static const bool kSupported = __builtin_cpu_supports("avx512f");
+  return kSupported;
+}
+
+PackedMatrix::PackedMatrix(const float* a, int64_t rows, int64_t depth, int64_t lda)
+    : rows_(rows), depth_(depth), data_(DataType::kFloat, {CeilDiv(rows, kPanelRows) * kPanelRows * depth}) {
+  float* out = data_.data<float>();
+  for (int64_t row = 0; row < rows_; row += kPanelRows) {
+    for (int64_t k = 0; k < depth_; ++k) {
+      for (int64_t r = row; r < row + kPanelRows; ++r) *out++ = r < rows_ ? a[r * lda + k] : 0.0f;
+    }
+  }
+}
+
+const float* PackedMatrix::panel(int64_t p) const { return data_.data<float>() + p * kPanelRows * depth_; }
+
+void PackedGemm(const PackedMatrix& a, int64_t n, const float* b, int64_t ldb, float* c, int64_t ldc,
+                const GemmEpilogue& epilogue, ThreadPool& pool) {
+  const int64_t panels = CeilDiv(a.rows(), kPanelRows);
+  if (panels == 0 || n == 0) return;
+  const int64_t column_panels = CeilDiv(n, kPanelColumns);
+  // Columns split best (each thread packs only its own B); when there are fewer column panels than
+  // threads, rows split instead and each thread packs all of B, which is then small.
+  const int threads = pool.num_threads();
+  if (threads == 1 || a.rows() * n * a.depth() < kMinParallelWork) {
+    return MultiplyRange(a, 0, panels, 0, n, b, ldb, c, ldc, epilogue);
+  }
+  if (column_panels >= threads || panels < threads) {
+    pool.ParallelFor(column_panels, 1, [&](int64_t begin, int64_t end) {
+      MultiplyRange(a, 0, panels, begin * kPanelColumns, std::min(n, end * kPanelColumns), b, ldb, c, ldc,
+                    epilogue);
+    });
+  } else {
+    pool.ParallelFor(panels, 1, [&](int64_t begin, int64_t end) {
+      MultiplyRange(a, begin, end, 0, n, b, ldb, c, ldc, epilogue);
+    });
+  }
+}
+
+}  // namespace onnxserve

@@ -1,0 +1,49 @@
+// A float GEMM for products whose left operand is known at load: convolution weights. The weights are
+// packed once, into the layout the micro-kernel streams, when a model compiles; each run packs only the
+// right operand (im2col columns or the input itself), block by cache-sized block. Bias, a residual and
+// Relu are applied as each tile of C leaves the registers, so C is written once per depth block and never
+// re-read for them.
+//
+// Only CPUs with AVX-512F have a micro-kernel; elsewhere PackedMatrix::Supported() is false and callers
+// keep their OpenBLAS path.
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/core/tensor.h"
+#include "runtime/core/thread_pool.h"
+
+namespace onnxserve {
+
+// A row-major [rows x depth] float matrix packed for PackedGemm.
+class PackedMatrix {
+ public:
+  // Whether this CPU runs the packed micro-kernels.
+  static bool Supported();
+
+  PackedMatrix(const float* a, int64_t rows, int64_t depth, int64_t lda);
+
+  int64_t rows() const { return rows_; }
+  int64_t depth() const { return depth_; }
+  // Panel p: rows [8p, 8p + 8), 8 floats per k (zero past `rows`).
+  const float* panel(int64_t p) const;
+
+ private:
+  int64_t rows_, depth_;
+  Tensor data_;
+};
+
+// What joins A * B in C.
+struct GemmEpilogue {
+  const float* bias = nullptr;  // added to each row of C, one value per row
+  const float* z = nullptr;     // added element by element: [rows x n] with row stride ldz
+  int64_t ldz = 0;
+  bool relu = false;  // applied last
+};
+
+// C[a.rows() x n] = relu?(A * B + bias + z), B row-major [a.depth() x n] with row stride ldb, C with row
+// stride ldc. Splits columns (or, when they are few, rows) over `pool`.
+void PackedGemm(const PackedMatrix& a, int64_t n, const float* b, int64_t ldb, float* c, int64_t ldc,
+                const GemmEpilogue& epilogue, ThreadPool& pool);
+
+}  // namespace onnxserve

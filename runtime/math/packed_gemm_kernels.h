@@ -1,0 +1,40 @@
+// The micro-kernels behind PackedGemm, one instruction set per file. Each file is compiled for its own
+// instruction set and only called after a CPU check, so this header and those files stay free of standard
+// library templates: an inline function instantiated there could be the copy the linker keeps for
+// everyone, and would then run AVX-512 code on a CPU without it.
+#pragma once
+
+#include <cstdint>
+
+namespace onnxserve::avx512 {
+
+// Rows of A one micro-kernel multiplies at once: A is packed in panels of this many rows.
+inline constexpr int kPanelRows = 8;
+// Columns of B per packed panel. The last panel of a block is narrower: its width rounded up to 16.
+inline constexpr int kPanelColumns = 48;
+
+// Where one panel's product goes, and what joins it on the way out.
+struct PanelOutput {
+  float* c;
+  int64_t ldc;
+  // C += product (a later depth block); otherwise C = product + bias + z.
+  bool accumulate;
+  const float* bias;  // one per row of the panel, or nullptr
+  const float* z;     // added element by element, [rows x n] with row stride ldz, or nullptr
+  int64_t ldz;
+  bool relu;  // max(C, 0) after everything else (the last depth block); NaN passes through
+};
+
+// Floats PackColumns writes for a [depth x n] block.
+int64_t PackedColumnsSize(int64_t depth, int64_t n);
+
+// Packs B[depth x n] (row stride ldb) into column panels: panel j holds columns [48j, 48j + width) for
+// every k, width floats per k, zero-padded past n.
+void PackColumns(const float* b, int64_t ldb, int64_t depth, int64_t n, float* packed);
+
+// C[rows x n] of `out` from one A panel (kPanelRows x depth, kPanelRows floats per k, rows past `rows`
+// zero) and a PackColumns block of the same depth.
+void MultiplyPanel(const float* a_panel, const float* packed_b, int64_t depth, int64_t n, int rows,
+                   const PanelOutput& out);
+
+}  // namespace onnxserve::avx512
