@@ -32,7 +32,9 @@ int64_t ColumnBlock(int64_t depth_block) {
   return std::max<int64_t>(kPanelColumns, columns / kPanelColumns * kPanelColumns);
 }
 
-// Per-thread scratch for packed B blocks, kept across calls: a run multiplies many blocks of one size.
+// Per-thread scratch, kept across calls (a run multiplies many blocks of one size): kSlot 0 holds the
+// packed B block, 1 the block a ColumnBlockFn makes.
+template <int kSlot>
 float* PackScratch(int64_t floats) {
   struct Buffer {
     float* data = nullptr;
@@ -49,20 +51,33 @@ float* PackScratch(int64_t floats) {
   return buffer.data;
 }
 
+// B as stored (b, ldb), or made block by block by `make`.
+struct ColumnSource {
+  const float* b = nullptr;
+  int64_t ldb = 0;
+  const ColumnBlockFn* make = nullptr;
+};
+
 // C rows [panel_begin * 8, panel_end * 8) x columns [column_begin, column_end).
 void MultiplyRange(const PackedMatrix& a, int64_t panel_begin, int64_t panel_end, int64_t column_begin,
-                   int64_t column_end, const float* b, int64_t ldb, float* c, int64_t ldc,
+                   int64_t column_end, const ColumnSource& source, float* c, int64_t ldc,
                    const GemmEpilogue& epilogue) {
   const int64_t depth = a.depth(), depth_block = DepthBlock(depth);
   const int64_t column_block = ColumnBlock(depth_block);
-  float* packed = PackScratch(avx512::PackedColumnsSize(depth_block, column_block));
+  float* packed = PackScratch<0>(avx512::PackedColumnsSize(depth_block, column_block));
+  float* made = source.make != nullptr ? PackScratch<1>(depth_block * column_block) : nullptr;
   for (int64_t column = column_begin; column < column_end; column += column_block) {
     const int64_t columns = std::min(column_block, column_end - column);
     // At least one block, even of depth 0, so that C = bias + z still gets written.
     int64_t k = 0;
     do {
       const int64_t block_depth = std::min(depth_block, depth - k);
-      avx512::PackColumns(b + k * ldb + column, ldb, block_depth, columns, packed);
+      if (made != nullptr) {
+        (*source.make)(k, block_depth, column, columns, made);
+        avx512::PackColumns(made, columns, block_depth, columns, packed);
+      } else {
+        avx512::PackColumns(source.b + k * source.ldb + column, source.ldb, block_depth, columns, packed);
+      }
       const bool first = k == 0, last = k + block_depth == depth;
       for (int64_t p = panel_begin; p < panel_end; ++p) {
         const int64_t row = p * kPanelRows;
@@ -80,6 +95,28 @@ void MultiplyRange(const PackedMatrix& a, int64_t panel_begin, int64_t panel_end
       }
       k += block_depth;
     } while (k < depth);
+  }
+}
+
+void MultiplyOverPool(const PackedMatrix& a, int64_t n, const ColumnSource& b, float* c, int64_t ldc,
+                      const GemmEpilogue& epilogue, ThreadPool& pool) {
+  const int64_t panels = CeilDiv(a.rows(), kPanelRows);
+  if (panels == 0 || n == 0) return;
+  const int64_t column_panels = CeilDiv(n, kPanelColumns);
+  // Columns split best (each thread packs only its own B); when there are fewer column panels than
+  // threads, rows split instead and each thread packs all of B, which is then small.
+  const int threads = pool.num_threads();
+  if (threads == 1 || a.rows() * n * a.depth() < kMinParallelWork) {
+    return MultiplyRange(a, 0, panels, 0, n, b, c, ldc, epilogue);
+  }
+  if (column_panels >= threads || panels < threads) {
+    pool.ParallelFor(column_panels, 1, [&](int64_t begin, int64_t end) {
+      MultiplyRange(a, 0, panels, begin * kPanelColumns, std::min(n, end * kPanelColumns), b, c, ldc, epilogue);
+    });
+  } else {
+    pool.ParallelFor(panels, 1, [&](int64_t begin, int64_t end) {
+      MultiplyRange(a, begin, end, 0, n, b, c, ldc, epilogue);
+    });
   }
 }
 
@@ -104,25 +141,12 @@ const float* PackedMatrix::panel(int64_t p) const { return data_.data<float>() +
 
 void PackedGemm(const PackedMatrix& a, int64_t n, const float* b, int64_t ldb, float* c, int64_t ldc,
                 const GemmEpilogue& epilogue, ThreadPool& pool) {
-  const int64_t panels = CeilDiv(a.rows(), kPanelRows);
-  if (panels == 0 || n == 0) return;
-  const int64_t column_panels = CeilDiv(n, kPanelColumns);
-  // Columns split best (each thread packs only its own B); when there are fewer column panels than
-  // threads, rows split instead and each thread packs all of B, which is then small.
-  const int threads = pool.num_threads();
-  if (threads == 1 || a.rows() * n * a.depth() < kMinParallelWork) {
-    return MultiplyRange(a, 0, panels, 0, n, b, ldb, c, ldc, epilogue);
-  }
-  if (column_panels >= threads || panels < threads) {
-    pool.ParallelFor(column_panels, 1, [&](int64_t begin, int64_t end) {
-      MultiplyRange(a, 0, panels, begin * kPanelColumns, std::min(n, end * kPanelColumns), b, ldb, c, ldc,
-                    epilogue);
-    });
-  } else {
-    pool.ParallelFor(panels, 1, [&](int64_t begin, int64_t end) {
-      MultiplyRange(a, begin, end, 0, n, b, ldb, c, ldc, epilogue);
-    });
-  }
+  MultiplyOverPool(a, n, {.b = b, .ldb = ldb}, c, ldc, epilogue, pool);
+}
+
+void PackedGemm(const PackedMatrix& a, int64_t n, ColumnBlockFn columns, float* c, int64_t ldc,
+                const GemmEpilogue& epilogue, ThreadPool& pool) {
+  MultiplyOverPool(a, n, {.make = &columns}, c, ldc, epilogue, pool);
 }
 
 }  // namespace onnxserve

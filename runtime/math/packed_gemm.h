@@ -10,6 +10,7 @@
 
 #include <cstdint>
 
+#include "absl/functional/function_ref.h"
 #include "runtime/core/tensor.h"
 #include "runtime/core/thread_pool.h"
 
@@ -44,6 +45,15 @@ struct GemmEpilogue {
 // C[a.rows() x n] = relu?(A * B + bias + z), B row-major [a.depth() x n] with row stride ldb, C with row
 // stride ldc. Splits columns (or, when they are few, rows) over `pool`.
 void PackedGemm(const PackedMatrix& a, int64_t n, const float* b, int64_t ldb, float* c, int64_t ldc,
+                const GemmEpilogue& epilogue, ThreadPool& pool);
+
+// Writes rows [k_begin, k_begin + depth) and columns [n_begin, n_begin + n) of B, row-major with row
+// stride n, into `block`. Called from pool threads, on blocks that fit in L2.
+using ColumnBlockFn =
+    absl::FunctionRef<void(int64_t k_begin, int64_t depth, int64_t n_begin, int64_t n, float* block)>;
+
+// The same product with B built block by block (im2col columns that never exist whole).
+void PackedGemm(const PackedMatrix& a, int64_t n, ColumnBlockFn columns, float* c, int64_t ldc,
                 const GemmEpilogue& epilogue, ThreadPool& pool);
 
 }  // namespace onnxserve

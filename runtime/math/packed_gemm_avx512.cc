@@ -76,21 +76,42 @@ void MultiplyTile(const float* a, const float* b, int64_t depth, int rows, int64
 constexpr int64_t kMaxNarrowColumns = 8;
 
 // C[rows x kColumns] at `column`: per k, the 8 rows of A's panel form one ymm vector, multiplied by each
-// column's broadcast B value; the tile is transposed through memory on the way out.
+// column's broadcast B value; the tile is transposed through memory on the way out. Few columns would
+// leave the FMAs waiting on each other's latency, so consecutive k steps go to kChains separate sums.
 template <int kColumns>
 void MultiplyNarrow(const float* a, const float* b, int64_t depth, int64_t b_width, int rows, int64_t column,
                     const PanelOutput& out) {
-  __m256 acc[kColumns];
+  constexpr int kChains = kColumns >= 8 ? 1 : 8 / kColumns;
+  __m256 acc[kChains][kColumns];
 #pragma GCC unroll 8
-  for (int j = 0; j < kColumns; ++j) acc[j] = _mm256_setzero_ps();
-  for (int64_t k = 0; k < depth; ++k, a += kPanelRows, b += b_width) {
-    const __m256 av = _mm256_loadu_ps(a);
+  for (int s = 0; s < kChains; ++s) {
 #pragma GCC unroll 8
-    for (int j = 0; j < kColumns; ++j) acc[j] = _mm256_fmadd_ps(av, _mm256_set1_ps(b[j]), acc[j]);
+    for (int j = 0; j < kColumns; ++j) acc[s][j] = _mm256_setzero_ps();
+  }
+  int64_t k = 0;
+  for (; k + kChains <= depth; k += kChains) {
+#pragma GCC unroll 8
+    for (int s = 0; s < kChains; ++s) {
+      const __m256 av = _mm256_loadu_ps(a + (k + s) * kPanelRows);
+#pragma GCC unroll 8
+      for (int j = 0; j < kColumns; ++j) {
+        acc[s][j] = _mm256_fmadd_ps(av, _mm256_set1_ps(b[(k + s) * b_width + j]), acc[s][j]);
+      }
+    }
+  }
+  for (; k < depth; ++k) {
+    const __m256 av = _mm256_loadu_ps(a + k * kPanelRows);
+#pragma GCC unroll 8
+    for (int j = 0; j < kColumns; ++j) acc[0][j] = _mm256_fmadd_ps(av, _mm256_set1_ps(b[k * b_width + j]), acc[0][j]);
+  }
+#pragma GCC unroll 8
+  for (int s = 1; s < kChains; ++s) {
+#pragma GCC unroll 8
+    for (int j = 0; j < kColumns; ++j) acc[0][j] = _mm256_add_ps(acc[0][j], acc[s][j]);
   }
   alignas(32) float tile[kColumns][kPanelRows];
 #pragma GCC unroll 8
-  for (int j = 0; j < kColumns; ++j) _mm256_store_ps(tile[j], acc[j]);
+  for (int j = 0; j < kColumns; ++j) _mm256_store_ps(tile[j], acc[0][j]);
   for (int r = 0; r < rows; ++r) {
     float* c = out.c + r * out.ldc + column;
     for (int j = 0; j < kColumns; ++j) {

@@ -103,12 +103,6 @@ int64_t ColumnBlockRows(const ConvGeometry& geo, int64_t depth, int64_t group_ma
   return blocks > 1 && weight_bytes * blocks < row_bytes * geo.grid[0] ? rows : 0;
 }
 
-// With W packed, blocks cost nothing extra: 2-D im2col always builds one cache-sized block of grid rows.
-int64_t PackedBlockRows(const ConvGeometry& geo, int64_t depth) {
-  const int64_t row_bytes = depth * geo.grid[1] * static_cast<int64_t>(sizeof(float));
-  return std::clamp<int64_t>(kColumnBlockBytes / std::max<int64_t>(row_bytes, 1), 1, geo.grid[0]);
-}
-
 constexpr int64_t kMinPackedGroupMaps = 8;
 
 // kFused: FusedConv, whose 4th input Z and `activation` attribute extend Conv.
@@ -239,35 +233,36 @@ class ConvKernel final : public OpKernel {
     packed_source_ = w->raw_data();
   }
 
-  // The packed path: per (image, group), the columns (X itself for a pointwise kernel, else im2col one
-  // cache-sized block of grid rows at a time for 2-D) times the packed W, with bias, Z and Relu applied
-  // by the GEMM as it stores.
+  // The packed path, per (image, group): X itself is the column matrix of a pointwise kernel; a 2-D
+  // kernel's columns are built one cache block at a time by the thread that multiplies them; other ranks
+  // build them whole. PackedGemm adds B and Z and applies Relu as it stores.
   void RunPacked(const ConvGeometry& geo, const Tensor& x, const Tensor* b, const Tensor* z, Tensor& y,
                  ThreadPool& pool) const {
     const int64_t batch = x.dim(0), channels = x.dim(1), group = attrs_.group;
     const int64_t group_channels = channels / group, maps = y.dim(1), group_maps = maps / group;
     const int64_t image_size = geo.ImageSize(), grid_size = geo.GridSize();
+    const bool pointwise = geo.IsPointwise(), blockwise = !pointwise && geo.image.size() == 2;
     const int64_t depth = packed_weights_[0].depth();
-    const bool pointwise = geo.IsPointwise();
-    const int64_t block_rows = pointwise || geo.image.size() != 2 ? geo.grid[0] : PackedBlockRows(geo, depth);
-    const int64_t row_size = geo.grid[0] == 0 ? 0 : grid_size / geo.grid[0];  // grid positions per grid row
-    Tensor col_buffer(DataType::kFloat, {pointwise ? 0 : depth * block_rows * row_size});
-    float* col = col_buffer.data<float>();
+    Tensor col_buffer(DataType::kFloat, {pointwise || blockwise ? 0 : depth * grid_size});
     for (int64_t n = 0; n < batch; ++n) {
       for (int64_t g = 0; g < group; ++g) {
         const float* x_g = x.data<float>() + (n * channels + g * group_channels) * image_size;
         const int64_t tile = (n * maps + g * group_maps) * grid_size;
-        for (int64_t r = 0; r < geo.grid[0]; r += block_rows) {
-          const int64_t r_end = std::min(geo.grid[0], r + block_rows), size = (r_end - r) * row_size;
-          if (!pointwise && block_rows == geo.grid[0]) Im2Col(geo, group_channels, x_g, col, pool);
-          if (!pointwise && block_rows != geo.grid[0]) Im2ColRows(geo, group_channels, x_g, r, r_end, col, pool);
-          const GemmEpilogue epilogue{.bias = b ? b->data<float>() + g * group_maps : nullptr,
-                                      .z = z ? z->data<float>() + tile + r * row_size : nullptr,
-                                      .ldz = grid_size,
-                                      .relu = relu_};
-          PackedGemm(packed_weights_[g], size, pointwise ? x_g : col, pointwise ? grid_size : size,
-                     y.data<float>() + tile + r * row_size, grid_size, epilogue, pool);
+        float* y_tile = y.data<float>() + tile;
+        const GemmEpilogue epilogue{.bias = b ? b->data<float>() + g * group_maps : nullptr,
+                                    .z = z ? z->data<float>() + tile : nullptr,
+                                    .ldz = grid_size,
+                                    .relu = relu_};
+        if (blockwise) {
+          auto im2col = [&](int64_t k_begin, int64_t k_depth, int64_t n_begin, int64_t columns, float* block) {
+            Im2ColBlock(geo, x_g, k_begin, k_depth, n_begin, columns, block);
+          };
+          PackedGemm(packed_weights_[g], grid_size, im2col, y_tile, grid_size, epilogue, pool);
+          continue;
         }
+        if (!pointwise) Im2Col(geo, group_channels, x_g, col_buffer.data<float>(), pool);
+        PackedGemm(packed_weights_[g], grid_size, pointwise ? x_g : col_buffer.data<float>(), grid_size, y_tile,
+                   grid_size, epilogue, pool);
       }
     }
   }
