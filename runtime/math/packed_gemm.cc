@@ -51,6 +51,21 @@ float* PackScratch(int64_t floats) {
   return buffer.data;
 }
 
+// Where the tile of C at (row, column) goes in a depth block: the first block writes the product with bias
+// and Z, later ones add to it, and the last applies Relu.
+avx512::PanelOutput OutputAt(float* c, int64_t ldc, int64_t row, int64_t column, const GemmEpilogue& epilogue,
+                             bool first, bool last) {
+  return {
+      .c = c + row * ldc + column,
+      .ldc = ldc,
+      .accumulate = !first,
+      .bias = first && epilogue.bias != nullptr ? epilogue.bias + row : nullptr,
+      .z = first && epilogue.z != nullptr ? epilogue.z + row * epilogue.ldz + column : nullptr,
+      .ldz = epilogue.ldz,
+      .relu = last && epilogue.relu,
+  };
+}
+
 // B as stored (b, ldb), or made block by block by `make`.
 struct ColumnSource {
   const float* b = nullptr;
@@ -59,7 +74,7 @@ struct ColumnSource {
 };
 
 // C rows [panel_begin * 8, panel_end * 8) x columns [column_begin, column_end).
-void MultiplyRange(const PackedMatrix& a, int64_t panel_begin, int64_t panel_end, int64_t column_begin,
+void MultiplyRange(const PackedRows& a, int64_t panel_begin, int64_t panel_end, int64_t column_begin,
                    int64_t column_end, const ColumnSource& source, float* c, int64_t ldc,
                    const GemmEpilogue& epilogue) {
   const int64_t depth = a.depth(), depth_block = DepthBlock(depth);
@@ -81,24 +96,16 @@ void MultiplyRange(const PackedMatrix& a, int64_t panel_begin, int64_t panel_end
       const bool first = k == 0, last = k + block_depth == depth;
       for (int64_t p = panel_begin; p < panel_end; ++p) {
         const int64_t row = p * kPanelRows;
-        avx512::PanelOutput out{
-            .c = c + row * ldc + column,
-            .ldc = ldc,
-            .accumulate = !first,
-            .bias = first && epilogue.bias != nullptr ? epilogue.bias + row : nullptr,
-            .z = first && epilogue.z != nullptr ? epilogue.z + row * epilogue.ldz + column : nullptr,
-            .ldz = epilogue.ldz,
-            .relu = last && epilogue.relu,
-        };
+        const avx512::PanelOutput out = OutputAt(c, ldc, row, column, epilogue, first, last);
         const int rows = static_cast<int>(std::min<int64_t>(kPanelRows, a.rows() - row));
-        avx512::MultiplyPanel(a.panel(p) + k * kPanelRows, packed, block_depth, columns, rows, out);
+        avx512::MultiplyPanel(a.panel(p) + k * kPanelRows, packed, block_depth, 0, block_depth, columns, rows, out);
       }
       k += block_depth;
     } while (k < depth);
   }
 }
 
-void MultiplyOverPool(const PackedMatrix& a, int64_t n, const ColumnSource& b, float* c, int64_t ldc,
+void MultiplyOverPool(const PackedRows& a, int64_t n, const ColumnSource& b, float* c, int64_t ldc,
                       const GemmEpilogue& epilogue, ThreadPool& pool) {
   const int64_t panels = CeilDiv(a.rows(), kPanelRows);
   if (panels == 0 || n == 0) return;
@@ -120,14 +127,54 @@ void MultiplyOverPool(const PackedMatrix& a, int64_t n, const ColumnSource& b, f
   }
 }
 
+// A [m x depth] (row-major, or A^T row-major when transposed) rows [row_begin, row_end) and depth
+// [k_begin, k_begin + depth) into 8-row panels, rows past row_end zero.
+void PackRowBlock(const float* a, int64_t lda, bool transposed, int64_t row_begin, int64_t row_end,
+                  int64_t k_begin, int64_t depth, float* packed) {
+  for (int64_t row = row_begin; row < row_end; row += kPanelRows) {
+    for (int64_t k = k_begin; k < k_begin + depth; ++k) {
+      for (int64_t r = row; r < row + kPanelRows; ++r) {
+        *packed++ = r >= row_end ? 0.0f : transposed ? a[k * lda + r] : a[r * lda + k];
+      }
+    }
+  }
+}
+
+// C rows [row_begin, row_end) x B's column panels [panel_begin, panel_end), B packed at load. Per depth
+// block, A's rows are packed once; each B panel's slice then stays in L1/L2 while every A panel passes.
+void MultiplyColumnRange(const float* a, int64_t lda, bool transposed_a, int64_t row_begin, int64_t row_end,
+                         const PackedColumns& b, int64_t panel_begin, int64_t panel_end, float* c, int64_t ldc,
+                         const GemmEpilogue& epilogue) {
+  const int64_t depth = b.depth(), depth_block = DepthBlock(depth);
+  const int64_t row_panels = CeilDiv(row_end - row_begin, kPanelRows);
+  float* packed = PackScratch<0>(row_panels * kPanelRows * depth_block);
+  int64_t k = 0;
+  do {
+    const int64_t block_depth = std::min(depth_block, depth - k);
+    PackRowBlock(a, lda, transposed_a, row_begin, row_end, k, block_depth, packed);
+    const bool first = k == 0, last = k + block_depth == depth;
+    for (int64_t j = panel_begin; j < panel_end; ++j) {
+      const int64_t column = j * kPanelColumns, columns = std::min<int64_t>(kPanelColumns, b.columns() - column);
+      for (int64_t p = 0; p < row_panels; ++p) {
+        const int64_t row = row_begin + p * kPanelRows;
+        const avx512::PanelOutput out = OutputAt(c, ldc, row, column, epilogue, first, last);
+        const int rows = static_cast<int>(std::min<int64_t>(kPanelRows, row_end - row));
+        avx512::MultiplyPanel(packed + p * kPanelRows * block_depth, b.data() + column * depth, depth, k,
+                              block_depth, columns, rows, out);
+      }
+    }
+    k += block_depth;
+  } while (k < depth);
+}
+
 }  // namespace
 
-bool PackedMatrix::Supported() {
+bool PackedGemmSupported() {
   static const bool kSupported = __builtin_cpu_supports("avx512f");
   return kSupported;
 }
 
-PackedMatrix::PackedMatrix(const float* a, int64_t rows, int64_t depth, int64_t lda)
+PackedRows::PackedRows(const float* a, int64_t rows, int64_t depth, int64_t lda)
     : rows_(rows), depth_(depth), data_(DataType::kFloat, {CeilDiv(rows, kPanelRows) * kPanelRows * depth}) {
   float* out = data_.data<float>();
   for (int64_t row = 0; row < rows_; row += kPanelRows) {
@@ -137,16 +184,52 @@ PackedMatrix::PackedMatrix(const float* a, int64_t rows, int64_t depth, int64_t 
   }
 }
 
-const float* PackedMatrix::panel(int64_t p) const { return data_.data<float>() + p * kPanelRows * depth_; }
+const float* PackedRows::panel(int64_t p) const { return data_.data<float>() + p * kPanelRows * depth_; }
 
-void PackedGemm(const PackedMatrix& a, int64_t n, const float* b, int64_t ldb, float* c, int64_t ldc,
+void PackedGemm(const PackedRows& a, int64_t n, const float* b, int64_t ldb, float* c, int64_t ldc,
                 const GemmEpilogue& epilogue, ThreadPool& pool) {
   MultiplyOverPool(a, n, {.b = b, .ldb = ldb}, c, ldc, epilogue, pool);
 }
 
-void PackedGemm(const PackedMatrix& a, int64_t n, ColumnBlockFn columns, float* c, int64_t ldc,
+void PackedGemm(const PackedRows& a, int64_t n, ColumnBlockFn columns, float* c, int64_t ldc,
                 const GemmEpilogue& epilogue, ThreadPool& pool) {
   MultiplyOverPool(a, n, {.make = &columns}, c, ldc, epilogue, pool);
+}
+
+PackedColumns::PackedColumns(const float* b, int64_t depth, int64_t columns, int64_t ldb, bool transposed,
+                             float scale)
+    : depth_(depth), columns_(columns), data_(DataType::kFloat, {depth * CeilDiv(columns, 16) * 16}) {
+  float* out = data_.data<float>();
+  for (int64_t column = 0; column < columns; column += kPanelColumns) {
+    const int64_t width = std::min<int64_t>(kPanelColumns, CeilDiv(columns - column, 16) * 16);
+    for (int64_t k = 0; k < depth; ++k) {
+      for (int64_t j = column; j < column + width; ++j) {
+        *out++ = j >= columns ? 0.0f : scale * (transposed ? b[j * ldb + k] : b[k * ldb + j]);
+      }
+    }
+  }
+}
+
+void PackedGemm(const float* a, int64_t m, int64_t lda, bool transposed_a, const PackedColumns& b, float* c,
+                int64_t ldc, const GemmEpilogue& epilogue, ThreadPool& pool) {
+  const int64_t panels = CeilDiv(b.columns(), kPanelColumns), row_panels = CeilDiv(m, kPanelRows);
+  if (m == 0 || panels == 0) return;
+  const int threads = pool.num_threads();
+  if (threads == 1 || m * b.columns() * b.depth() < kMinParallelWork) {
+    return MultiplyColumnRange(a, lda, transposed_a, 0, m, b, 0, panels, c, ldc, epilogue);
+  }
+  // B's panels split best (each thread streams only its share of the weights); with fewer panels than
+  // threads, rows split in whole panels instead.
+  if (panels >= threads || row_panels < threads) {
+    pool.ParallelFor(panels, 1, [&](int64_t begin, int64_t end) {
+      MultiplyColumnRange(a, lda, transposed_a, 0, m, b, begin, end, c, ldc, epilogue);
+    });
+  } else {
+    pool.ParallelFor(row_panels, 1, [&](int64_t begin, int64_t end) {
+      MultiplyColumnRange(a, lda, transposed_a, begin * kPanelRows, std::min(m, end * kPanelRows), b, 0, panels,
+                          c, ldc, epilogue);
+    });
+  }
 }
 
 }  // namespace onnxserve

@@ -1,11 +1,11 @@
-// A float GEMM for products whose left operand is known at load: convolution weights. The weights are
-// packed once, into the layout the micro-kernel streams, when a model compiles; each run packs only the
-// right operand (im2col columns or the input itself), block by cache-sized block. Bias, a residual and
-// Relu are applied as each tile of C leaves the registers, so C is written once per depth block and never
-// re-read for them.
+// A float GEMM for products with one operand known at load: convolution weights (the left operand, W x
+// columns) and MatMul/Gemm weights (the right one, X x W). The weights are packed once, into the layout
+// the micro-kernel streams, when a model compiles; each run packs only the other operand (im2col columns,
+// the input itself), block by cache-sized block. Bias, a residual and Relu are applied as each tile of C
+// leaves the registers, so C is written once per depth block and never re-read for them.
 //
-// Only CPUs with AVX-512F have a micro-kernel; elsewhere PackedMatrix::Supported() is false and callers
-// keep their OpenBLAS path.
+// Only CPUs with AVX-512F have micro-kernels; elsewhere PackedGemmSupported() is false and callers keep
+// their OpenBLAS path.
 #pragma once
 
 #include <cstdint>
@@ -16,13 +16,13 @@
 
 namespace onnxserve {
 
-// A row-major [rows x depth] float matrix packed for PackedGemm.
-class PackedMatrix {
- public:
-  // Whether this CPU runs the packed micro-kernels.
-  static bool Supported();
+// Whether this CPU runs the packed micro-kernels.
+bool PackedGemmSupported();
 
-  PackedMatrix(const float* a, int64_t rows, int64_t depth, int64_t lda);
+// A constant left operand, row-major [rows x depth], packed in panels of 8 rows.
+class PackedRows {
+ public:
+  PackedRows(const float* a, int64_t rows, int64_t depth, int64_t lda);
 
   int64_t rows() const { return rows_; }
   int64_t depth() const { return depth_; }
@@ -34,17 +34,32 @@ class PackedMatrix {
   Tensor data_;
 };
 
-// What joins A * B in C.
+// A constant right operand [depth x columns], scaled by `scale`, packed in panels of 48 columns. Given as
+// stored: row-major B (ldb its row stride), or, when `transposed`, B^T row-major (Gemm's transB = 1).
+class PackedColumns {
+ public:
+  PackedColumns(const float* b, int64_t depth, int64_t columns, int64_t ldb, bool transposed, float scale);
+
+  int64_t depth() const { return depth_; }
+  int64_t columns() const { return columns_; }
+  const float* data() const { return data_.data<float>(); }
+
+ private:
+  int64_t depth_, columns_;
+  Tensor data_;
+};
+
+// What joins the product in C.
 struct GemmEpilogue {
   const float* bias = nullptr;  // added to each row of C, one value per row
-  const float* z = nullptr;     // added element by element: [rows x n] with row stride ldz
+  const float* z = nullptr;     // added element by element: [rows x n] with row stride ldz (may be C itself)
   int64_t ldz = 0;
   bool relu = false;  // applied last
 };
 
 // C[a.rows() x n] = relu?(A * B + bias + z), B row-major [a.depth() x n] with row stride ldb, C with row
 // stride ldc. Splits columns (or, when they are few, rows) over `pool`.
-void PackedGemm(const PackedMatrix& a, int64_t n, const float* b, int64_t ldb, float* c, int64_t ldc,
+void PackedGemm(const PackedRows& a, int64_t n, const float* b, int64_t ldb, float* c, int64_t ldc,
                 const GemmEpilogue& epilogue, ThreadPool& pool);
 
 // Writes rows [k_begin, k_begin + depth) and columns [n_begin, n_begin + n) of B, row-major with row
@@ -53,7 +68,12 @@ using ColumnBlockFn =
     absl::FunctionRef<void(int64_t k_begin, int64_t depth, int64_t n_begin, int64_t n, float* block)>;
 
 // The same product with B built block by block (im2col columns that never exist whole).
-void PackedGemm(const PackedMatrix& a, int64_t n, ColumnBlockFn columns, float* c, int64_t ldc,
+void PackedGemm(const PackedRows& a, int64_t n, ColumnBlockFn columns, float* c, int64_t ldc,
                 const GemmEpilogue& epilogue, ThreadPool& pool);
+
+// C[m x b.columns()] = relu?(A * B + bias + z) with A [m x b.depth()] given as stored: row-major (lda its
+// row stride), or, when `transposed_a`, A^T row-major. Splits B's panels (or, when few, rows) over `pool`.
+void PackedGemm(const float* a, int64_t m, int64_t lda, bool transposed_a, const PackedColumns& b, float* c,
+                int64_t ldc, const GemmEpilogue& epilogue, ThreadPool& pool);
 
 }  // namespace onnxserve

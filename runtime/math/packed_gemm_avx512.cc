@@ -150,21 +150,22 @@ void PackColumns(const float* b, int64_t ldb, int64_t depth, int64_t n, float* p
   }
 }
 
-void MultiplyPanel(const float* a_panel, const float* packed_b, int64_t depth, int64_t n, int rows,
-                   const PanelOutput& out) {
+void MultiplyPanel(const float* a_panel, const float* packed_b, int64_t panel_depth, int64_t k_begin,
+                   int64_t depth, int64_t n, int rows, const PanelOutput& out) {
   for (int64_t column = 0; column < n; column += kPanelColumns) {
     const int64_t columns = n - column < kPanelColumns ? n - column : kPanelColumns;
     const int64_t width = RoundUpToLanes(columns);
+    const float* b = packed_b + k_begin * width;
     if (columns <= kMaxNarrowColumns) {
-      kNarrowKernels[columns](a_panel, packed_b, depth, width, rows, column, out);
+      kNarrowKernels[columns](a_panel, b, depth, width, rows, column, out);
     } else if (width == 3 * kLanes) {
-      MultiplyTile<3>(a_panel, packed_b, depth, rows, column, columns, out);
+      MultiplyTile<3>(a_panel, b, depth, rows, column, columns, out);
     } else if (width == 2 * kLanes) {
-      MultiplyTile<2>(a_panel, packed_b, depth, rows, column, columns, out);
+      MultiplyTile<2>(a_panel, b, depth, rows, column, columns, out);
     } else {
-      MultiplyTile<1>(a_panel, packed_b, depth, rows, column, columns, out);
+      MultiplyTile<1>(a_panel, b, depth, rows, column, columns, out);
     }
-    packed_b += depth * width;
+    packed_b += panel_depth * width;
   }
 }
 

@@ -33,8 +33,9 @@ int64_t PackedColumnsSize(int64_t depth, int64_t n);
 void PackColumns(const float* b, int64_t ldb, int64_t depth, int64_t n, float* packed);
 
 // C[rows x n] of `out` from one A panel (kPanelRows x depth, kPanelRows floats per k, rows past `rows`
-// zero) and a PackColumns block of the same depth.
-void MultiplyPanel(const float* a_panel, const float* packed_b, int64_t depth, int64_t n, int rows,
-                   const PanelOutput& out);
+// zero) and rows [k_begin, k_begin + depth) of PackColumns panels packed over `panel_depth` rows: a block
+// packed per call (panel_depth == depth, k_begin 0) or weights packed whole at load.
+void MultiplyPanel(const float* a_panel, const float* packed_b, int64_t panel_depth, int64_t k_begin,
+                   int64_t depth, int64_t n, int rows, const PanelOutput& out);
 
 }  // namespace onnxserve::avx512

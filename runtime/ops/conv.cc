@@ -223,7 +223,7 @@ class ConvKernel final : public OpKernel {
   // Packs W per group when it is a float constant and PackedGemm runs on this CPU. Groups of fewer maps
   // than a panel's rows (depthwise convolutions) would waste most of each tile and stay on OpenBLAS.
   void PackConstantWeights(const Tensor* w) {
-    if (w == nullptr || w->dtype() != DataType::kFloat || w->rank() < 3 || !PackedMatrix::Supported()) return;
+    if (w == nullptr || w->dtype() != DataType::kFloat || w->rank() < 3 || !PackedGemmSupported()) return;
     const int64_t maps = w->dim(0), group = attrs_.group;
     if (maps % group != 0 || maps / group < kMinPackedGroupMaps) return;  // Compute reports bad shapes
     const int64_t group_maps = maps / group, depth = w->NumElements() / maps;
@@ -285,7 +285,7 @@ class ConvKernel final : public OpKernel {
 
   ConvAttributes attrs_;
   bool relu_ = false;
-  std::vector<PackedMatrix> packed_weights_;  // one per group, or none
+  std::vector<PackedRows> packed_weights_;  // one per group, or none
   const void* packed_source_ = nullptr;        // the W they were packed from
 };
 

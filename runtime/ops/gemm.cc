@@ -1,5 +1,9 @@
 // MatMul and Gemm over OpenBLAS (float, double; float16/bfloat16 through float) or a plain loop (integers).
+// A constant 2-D float weight (B) is packed at load for PackedGemm where the CPU has its kernels.
+#include <optional>
+
 #include "absl/strings/str_cat.h"
+#include "runtime/math/packed_gemm.h"
 #include "runtime/ops/blas.h"
 #include "runtime/ops/common.h"
 #include "runtime/registry/registry.h"
@@ -63,8 +67,30 @@ void RunMatMul(const MatMulPlan& p, const T* a, const T* b, T* y, ThreadPool& po
   }
 }
 
+// B packed at load: a float constant B of rank 2 (a weight matrix), when PackedGemm runs on this CPU.
+struct PackedWeight {
+  static std::optional<PackedWeight> Of(const Tensor* b, bool transposed, float scale) {
+    if (b == nullptr || b->dtype() != DataType::kFloat || b->rank() != 2 || !PackedGemmSupported()) {
+      return std::nullopt;
+    }
+    const int64_t depth = transposed ? b->dim(1) : b->dim(0), columns = transposed ? b->dim(0) : b->dim(1);
+    return PackedWeight{PackedColumns(b->data<float>(), depth, columns, b->dim(1), transposed, scale),
+                        b->raw_data()};
+  }
+  // Whether `b`, the input at run time, is the tensor this was packed from.
+  bool Packs(const Tensor& b) const { return b.raw_data() == source; }
+
+  PackedColumns columns;
+  const void* source;
+};
+
 class MatMul final : public OpKernel {
  public:
+  absl::Status Init(const KernelInfo& info) {
+    packed_b_ = PackedWeight::Of(info.ConstantInput(1), false, 1.0f);
+    return absl::OkStatus();
+  }
+
   absl::Status Compute(KernelContext& ctx) const override {
     RETURN_IF_ERROR(RequireInputs(ctx, 2));
     const Tensor& a = *ctx.Input(0);
@@ -79,12 +105,21 @@ class MatMul final : public OpKernel {
       NarrowFromFloat(y_float, y);
       return absl::OkStatus();
     }
+    if (packed_b_ && packed_b_->Packs(b) && plan.b_matrices == 1) {
+      // One weight matrix for every batch: the batches fold into the rows of one product.
+      const int64_t rows = NumElements(plan.batch) * plan.m;
+      PackedGemm(a.data<float>(), rows, plan.k, false, packed_b_->columns, y.data<float>(), plan.n, {}, ctx.pool());
+      return absl::OkStatus();
+    }
     return DispatchGemmType(a.dtype(), [&](auto tag) {
       using T = decltype(tag);
       RunMatMul<T>(plan, a.data<T>(), b.data<T>(), y.data<T>(), ctx.pool());
       return absl::OkStatus();
     });
   }
+
+ private:
+  std::optional<PackedWeight> packed_b_;
 };
 
 // MatMul-1: float types; -9 adds 32/64-bit integers; -13 adds bfloat16. Same semantics throughout.
@@ -124,6 +159,7 @@ class GemmOp final : public OpKernel {
     // Gemm-1..6 broadcast C only when asked; -7 on always broadcast unidirectionally.
     ASSIGN_OR_RETURN(int64_t broadcast, info.Attr<int64_t>("broadcast", 0));
     broadcast_c_ = info.opset() >= 7 || broadcast != 0;
+    packed_b_ = PackedWeight::Of(info.ConstantInput(1), trans_b_, alpha_);  // alpha folds into the packing
     return absl::OkStatus();
   }
 
@@ -179,6 +215,14 @@ class GemmOp final : public OpKernel {
     const int64_t k = trans_a_ ? a.dim(0) : a.dim(1);
     const bool with_bias = c != nullptr && beta_ != 0.f;
     if (with_bias) FillWithScaledBias<T>(*c, static_cast<T>(beta_), m, n, y.data<T>());
+    if constexpr (std::is_same_v<T, float>) {
+      if (packed_b_ && packed_b_->Packs(b)) {
+        // Y already holds beta * C: the first depth block adds it as Z, which is Y itself.
+        const GemmEpilogue epilogue{.z = with_bias ? y.data<float>() : nullptr, .ldz = n};
+        return PackedGemm(a.data<float>(), m, a.dim(1), trans_a_, packed_b_->columns, y.data<float>(), n, epilogue,
+                          pool);
+      }
+    }
     Gemm<T>(trans_a_, trans_b_, m, n, k, static_cast<T>(alpha_), a.data<T>(), a.dim(1), b.data<T>(), b.dim(1),
             with_bias ? T{1} : T{0}, y.data<T>(), n, &pool);
   }
@@ -188,6 +232,7 @@ class GemmOp final : public OpKernel {
   bool trans_a_ = false;
   bool trans_b_ = false;
   bool broadcast_c_ = true;
+  std::optional<PackedWeight> packed_b_;
 };
 
 // Gemm-1/-6: `broadcast` attribute; -7: unidirectional broadcast of C; -9: integer types; -11: C optional;

@@ -73,10 +73,16 @@ Tensor ReferenceMatMul(const Tensor& a, const Tensor& b) {
 template <typename T>
 void ExpectMatMulMatchesReference(const Shape& sa, const Shape& sb, int opset = 13) {
   const Tensor a = Random<T>(sa, 1), b = Random<T>(sb, 2);
-  auto result = OpTest("MatMul", opset).Input("a", a).Input("b", b).Output("y").Run();
-  ASSERT_TRUE(result.ok()) << result.status();
-  EXPECT_TRUE(TensorsClose(ReferenceMatMul<T>(a, b), (*result)[0], 1e-3, 1e-5))
-      << ShapeToString(sa) << " x " << ShapeToString(sb);
+  // B fed at run time, and B an initializer (a 2-D float one is packed at load for PackedGemm).
+  for (bool constant_b : {false, true}) {
+    OpTest test("MatMul", opset);
+    test.Input("a", a);
+    constant_b ? test.Constant("b", b) : test.Input("b", b);
+    auto result = test.Output("y").Run();
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_TRUE(TensorsClose(ReferenceMatMul<T>(a, b), (*result)[0], 1e-3, 1e-5))
+        << ShapeToString(sa) << " x " << ShapeToString(sb) << " constant B " << constant_b;
+  }
 }
 
 TEST(MatMulTest, MatricesOfRandomShapes) {
@@ -98,6 +104,7 @@ TEST(MatMulTest, OneDimensionalOperandsArePromotedAndDropped) {
 TEST(MatMulTest, BatchDimsBroadcast) {
   ExpectMatMulMatchesReference<float>({2, 1, 3, 4}, {5, 4, 6});  // -> [2,5,3,6]
   ExpectMatMulMatchesReference<float>({3, 4}, {2, 4, 6});         // A broadcast over B's batch
+  ExpectMatMulMatchesReference<float>({3, 7, 40}, {40, 50});       // one weight: batches fold into rows
   ExpectMatMulMatchesReference<float>({2, 3, 7, 4}, {4, 9});      // a weight matrix: folds into one GEMM
   ExpectMatMulMatchesReference<float>({1, 3, 4}, {1, 1, 4, 2});
 }
@@ -164,15 +171,19 @@ template <typename T>
 void ExpectGemmMatchesReference(const GemmCase& g, int64_t m, int64_t n, int64_t k, int opset = 13) {
   const Tensor a = Random<T>(g.ta ? Shape{k, m} : Shape{m, k}, 3), b = Random<T>(g.tb ? Shape{n, k} : Shape{k, n}, 4);
   const Tensor c = Random<T>(g.c, 5);
-  OpTest test("Gemm", opset);
-  test.Input("a", a).Input("b", b);
-  if (g.has_c) test.Input("c", c);
-  test.Attr("transA", int64_t{g.ta}).Attr("transB", int64_t{g.tb}).Attr("alpha", g.alpha).Attr("beta", g.beta);
-  auto result = test.Output("y").Run();
-  ASSERT_TRUE(result.ok()) << result.status();
-  EXPECT_TRUE(TensorsClose(ReferenceGemm<T>(a, b, g.has_c ? &c : nullptr, g.ta, g.tb, g.alpha, g.beta), (*result)[0],
-                           1e-4, 1e-5))
-      << "transA " << g.ta << " transB " << g.tb << " C " << ShapeToString(g.c);
+  const Tensor expected = ReferenceGemm<T>(a, b, g.has_c ? &c : nullptr, g.ta, g.tb, g.alpha, g.beta);
+  // B fed at run time, and B an initializer (a float one is packed at load, alpha folded in).
+  for (bool constant_b : {false, true}) {
+    OpTest test("Gemm", opset);
+    test.Input("a", a);
+    constant_b ? test.Constant("b", b) : test.Input("b", b);
+    if (g.has_c) test.Input("c", c);
+    test.Attr("transA", int64_t{g.ta}).Attr("transB", int64_t{g.tb}).Attr("alpha", g.alpha).Attr("beta", g.beta);
+    auto result = test.Output("y").Run();
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_TRUE(TensorsClose(expected, (*result)[0], 1e-4, 1e-5))
+        << "transA " << g.ta << " transB " << g.tb << " C " << ShapeToString(g.c) << " constant B " << constant_b;
+  }
 }
 
 TEST(GemmTest, TransposesScalesAndEveryBiasBroadcast) {

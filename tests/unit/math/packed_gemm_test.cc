@@ -1,6 +1,7 @@
 // PackedGemm against a plain triple loop in double, over shapes that hit every tile the micro-kernels
 // have: full 48-column tiles, the 32- and 16-wide ones, the narrow 1..8-column kernels, rows that leave a
-// panel part empty, depths split into several blocks, and a depth of 0.
+// panel part empty, depths split into several blocks, and a depth of 0. Each case runs with A packed at
+// load (convolution weights) and with B packed at load (MatMul/Gemm weights, as stored or transposed).
 #include "runtime/math/packed_gemm.h"
 
 #include <cmath>
@@ -28,21 +29,35 @@ struct Case {
   int threads;
 };
 
-// relu?(A[m x k] * B[k x n] + bias + z), A and B given with row strides k + 3 and n + 5 (padding the
-// kernel must not read), C with stride n + 2 (padding it must not write).
-void CheckAgainstReference(const Case& c) {
+// Which operand is packed at load, and how the other one is given.
+enum class Packing { kLeft, kRight, kRightTransposed, kRightWithTransposedLeft };
+
+// relu?(A[m x k] * B[k x n] + bias + z), A and B stored with row strides 3 and 5 floats longer than their
+// rows (padding the kernels must not read), C with a stride 2 longer (padding they must not write).
+void CheckAgainstReference(const Case& c, Packing packing) {
   SCOPED_TRACE(testing::Message() << "m=" << c.m << " n=" << c.n << " k=" << c.k << " bias=" << c.bias
-                                  << " z=" << c.z << " relu=" << c.relu << " threads=" << c.threads);
-  const int64_t lda = c.k + 3, ldb = c.n + 5, ldc = c.n + 2;
-  const std::vector<float> a = RandomValues(c.m * lda, 1), b = RandomValues(std::max<int64_t>(c.k, 1) * ldb, 2);
+                                  << " z=" << c.z << " relu=" << c.relu << " threads=" << c.threads
+                                  << " packing=" << static_cast<int>(packing));
+  const bool a_transposed = packing == Packing::kRightWithTransposedLeft;
+  const bool b_transposed = packing == Packing::kRightTransposed;
+  // Element (i, p) of A and (p, j) of B, wherever the storage order puts them.
+  const int64_t lda = (a_transposed ? c.m : c.k) + 3, ldb = (b_transposed ? c.k : c.n) + 5, ldc = c.n + 2;
+  const std::vector<float> a = RandomValues((a_transposed ? std::max<int64_t>(c.k, 1) : c.m) * lda, 1);
+  const std::vector<float> b = RandomValues((b_transposed ? c.n : std::max<int64_t>(c.k, 1)) * ldb, 2);
+  auto a_at = [&](int64_t i, int64_t p) { return a_transposed ? a[p * lda + i] : a[i * lda + p]; };
+  auto b_at = [&](int64_t p, int64_t j) { return b_transposed ? b[j * ldb + p] : b[p * ldb + j]; };
   const std::vector<float> bias = RandomValues(c.m, 3), z = RandomValues(c.m * ldc, 4);
   const float sentinel = 12345.0f;
   std::vector<float> out(static_cast<size_t>(c.m * ldc), sentinel);
   ThreadPool pool(c.threads);
-  PackedMatrix packed(a.data(), c.m, c.k, lda);
   GemmEpilogue epilogue{.bias = c.bias ? bias.data() : nullptr, .z = c.z ? z.data() : nullptr, .ldz = ldc,
                         .relu = c.relu};
-  PackedGemm(packed, c.n, b.data(), ldb, out.data(), ldc, epilogue, pool);
+  if (packing == Packing::kLeft) {
+    PackedGemm(PackedRows(a.data(), c.m, c.k, lda), c.n, b.data(), ldb, out.data(), ldc, epilogue, pool);
+  } else {
+    PackedGemm(a.data(), c.m, lda, a_transposed, PackedColumns(b.data(), c.k, c.n, ldb, b_transposed, 1.0f),
+               out.data(), ldc, epilogue, pool);
+  }
   for (int64_t i = 0; i < c.m; ++i) {
     for (int64_t j = 0; j < ldc; ++j) {
       const float got = out[i * ldc + j];
@@ -51,7 +66,7 @@ void CheckAgainstReference(const Case& c) {
         continue;
       }
       double want = 0;
-      for (int64_t p = 0; p < c.k; ++p) want += double{a[i * lda + p]} * b[p * ldb + j];
+      for (int64_t p = 0; p < c.k; ++p) want += double{a_at(i, p)} * b_at(p, j);
       if (c.bias) want += bias[i];
       if (c.z) want += z[i * ldc + j];
       if (c.relu) want = std::max(want, 0.0);
@@ -60,10 +75,17 @@ void CheckAgainstReference(const Case& c) {
   }
 }
 
+void CheckAgainstReference(const Case& c) {
+  for (Packing packing :
+       {Packing::kLeft, Packing::kRight, Packing::kRightTransposed, Packing::kRightWithTransposedLeft}) {
+    CheckAgainstReference(c, packing);
+  }
+}
+
 class PackedGemmTest : public testing::Test {
  protected:
   void SetUp() override {
-    if (!PackedMatrix::Supported()) GTEST_SKIP() << "this CPU lacks AVX-512F: PackedGemm has no kernel here";
+    if (!PackedGemmSupported()) GTEST_SKIP() << "this CPU lacks AVX-512F: PackedGemm has no kernel here";
   }
 };
 
@@ -93,13 +115,22 @@ TEST_F(PackedGemmTest, SplitsColumnsOrRowsOverThreads) {
   CheckAgainstReference({64, 49, 700, false, false, true, 3});
 }
 
+TEST_F(PackedGemmTest, RightOperandIsScaledWhenPacked) {
+  // Gemm folds alpha into its packed B: 2 * ([1 2] x [3 4]^T) = 22.
+  const std::vector<float> a = {1, 2}, b = {3, 4};
+  std::vector<float> out(1);
+  ThreadPool pool(1);
+  PackedGemm(a.data(), 1, 2, false, PackedColumns(b.data(), 2, 1, 1, false, 2.0f), out.data(), 1, {}, pool);
+  EXPECT_EQ(out[0], 22.0f);
+}
+
 TEST_F(PackedGemmTest, ReluKeepsNaN) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   // Column 0 is wide-tile work, the last column goes through the narrow kernel: both keep NaN.
   for (int64_t n : {1, 49}) {
     std::vector<float> a = {nan, 1.0f}, b(2 * n, 1.0f), out(n);
     ThreadPool pool(1);
-    PackedGemm(PackedMatrix(a.data(), 1, 2, 2), n, b.data(), n, out.data(), n, {.relu = true}, pool);
+    PackedGemm(PackedRows(a.data(), 1, 2, 2), n, b.data(), n, out.data(), n, {.relu = true}, pool);
     for (float v : out) EXPECT_TRUE(std::isnan(v));
   }
 }
