@@ -33,7 +33,7 @@ int64_t ColumnBlock(int64_t depth_block) {
 }
 
 // Per-thread scratch, kept across calls (a run multiplies many blocks of one size): kSlot 0 holds the
-// packed B block, 1 the block a ColumnBlockFn makes.
+// packed block, 1 the row a ColumnRowFn makes.
 template <int kSlot>
 float* PackScratch(int64_t floats) {
   struct Buffer {
@@ -66,11 +66,11 @@ avx512::PanelOutput OutputAt(float* c, int64_t ldc, int64_t row, int64_t column,
   };
 }
 
-// B as stored (b, ldb), or made block by block by `make`.
+// B as stored (b, ldb), or made row by row by `make`.
 struct ColumnSource {
   const float* b = nullptr;
   int64_t ldb = 0;
-  const ColumnBlockFn* make = nullptr;
+  const ColumnRowFn* make = nullptr;
 };
 
 // C rows [panel_begin * 8, panel_end * 8) x columns [column_begin, column_end).
@@ -80,7 +80,7 @@ void MultiplyRange(const PackedRows& a, int64_t panel_begin, int64_t panel_end, 
   const int64_t depth = a.depth(), depth_block = DepthBlock(depth);
   const int64_t column_block = ColumnBlock(depth_block);
   float* packed = PackScratch<0>(avx512::PackedColumnsSize(depth_block, column_block));
-  float* made = source.make != nullptr ? PackScratch<1>(depth_block * column_block) : nullptr;
+  float* made = source.make != nullptr ? PackScratch<1>(column_block) : nullptr;
   for (int64_t column = column_begin; column < column_end; column += column_block) {
     const int64_t columns = std::min(column_block, column_end - column);
     // At least one block, even of depth 0, so that C = bias + z still gets written.
@@ -88,8 +88,10 @@ void MultiplyRange(const PackedRows& a, int64_t panel_begin, int64_t panel_end, 
     do {
       const int64_t block_depth = std::min(depth_block, depth - k);
       if (made != nullptr) {
-        (*source.make)(k, block_depth, column, columns, made);
-        avx512::PackColumns(made, columns, block_depth, columns, packed);
+        for (int64_t row = 0; row < block_depth; ++row) {
+          (*source.make)(k + row, column, columns, made);
+          avx512::PackColumnsRow(made, columns, block_depth, row, packed);
+        }
       } else {
         avx512::PackColumns(source.b + k * source.ldb + column, source.ldb, block_depth, columns, packed);
       }
@@ -191,9 +193,9 @@ void PackedGemm(const PackedRows& a, int64_t n, const float* b, int64_t ldb, flo
   MultiplyOverPool(a, n, {.b = b, .ldb = ldb}, c, ldc, epilogue, pool);
 }
 
-void PackedGemm(const PackedRows& a, int64_t n, ColumnBlockFn columns, float* c, int64_t ldc,
+void PackedGemm(const PackedRows& a, int64_t n, ColumnRowFn rows, float* c, int64_t ldc,
                 const GemmEpilogue& epilogue, ThreadPool& pool) {
-  MultiplyOverPool(a, n, {.make = &columns}, c, ldc, epilogue, pool);
+  MultiplyOverPool(a, n, {.make = &rows}, c, ldc, epilogue, pool);
 }
 
 PackedColumns::PackedColumns(const float* b, int64_t depth, int64_t columns, int64_t ldb, bool transposed,

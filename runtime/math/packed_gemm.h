@@ -62,13 +62,12 @@ struct GemmEpilogue {
 void PackedGemm(const PackedRows& a, int64_t n, const float* b, int64_t ldb, float* c, int64_t ldc,
                 const GemmEpilogue& epilogue, ThreadPool& pool);
 
-// Writes rows [k_begin, k_begin + depth) and columns [n_begin, n_begin + n) of B, row-major with row
-// stride n, into `block`. Called from pool threads, on blocks that fit in L2.
-using ColumnBlockFn =
-    absl::FunctionRef<void(int64_t k_begin, int64_t depth, int64_t n_begin, int64_t n, float* block)>;
+// Writes columns [n_begin, n_begin + n) of row k of B into `row`. Called from pool threads, row by row of
+// each cache block just before it is packed, so B never exists whole (im2col columns).
+using ColumnRowFn = absl::FunctionRef<void(int64_t k, int64_t n_begin, int64_t n, float* row)>;
 
-// The same product with B built block by block (im2col columns that never exist whole).
-void PackedGemm(const PackedRows& a, int64_t n, ColumnBlockFn columns, float* c, int64_t ldc,
+// The same product with B's rows made on the fly.
+void PackedGemm(const PackedRows& a, int64_t n, ColumnRowFn rows, float* c, int64_t ldc,
                 const GemmEpilogue& epilogue, ThreadPool& pool);
 
 // C[m x b.columns()] = relu?(A * B + bias + z) with A [m x b.depth()] given as stored: row-major (lda its

@@ -150,6 +150,37 @@ void PackColumns(const float* b, int64_t ldb, int64_t depth, int64_t n, float* p
   }
 }
 
+void GatherRow(const float* src, int64_t stride, int64_t n, float* dst) {
+  if (stride == 1) {
+    for (int64_t g = 0; g < n; g += kLanes) {
+      const __mmask16 mask = TailMask(n - g);
+      _mm512_mask_storeu_ps(dst + g, mask, _mm512_maskz_loadu_ps(mask, src + g));
+    }
+  } else if (stride == 2) {
+    // The even lanes of 32 consecutive floats; masks keep the last loads inside the row.
+    const __m512i evens = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    for (int64_t g = 0; g < n; g += kLanes) {
+      const int64_t needed = 2 * (n - g < kLanes ? n - g : kLanes) - 1;  // floats up to the last even one
+      const __m512 lo = _mm512_maskz_loadu_ps(TailMask(needed), src + 2 * g);
+      const __m512 hi = _mm512_maskz_loadu_ps(TailMask(needed > kLanes ? needed - kLanes : 0), src + 2 * g + kLanes);
+      _mm512_mask_storeu_ps(dst + g, TailMask(n - g), _mm512_permutex2var_ps(lo, evens, hi));
+    }
+  } else {
+    for (int64_t g = 0; g < n; ++g) dst[g] = src[g * stride];
+  }
+}
+
+void PackColumnsRow(const float* row, int64_t n, int64_t depth, int64_t k, float* packed) {
+  for (int64_t column = 0; column < n; column += kPanelColumns, packed += depth * kPanelColumns) {
+    const int64_t columns = n - column < kPanelColumns ? n - column : kPanelColumns;
+    const int64_t width = RoundUpToLanes(columns);
+    float* dst = packed + k * width;
+    for (int64_t v = 0; v < width; v += kLanes) {
+      _mm512_store_ps(dst + v, _mm512_maskz_loadu_ps(TailMask(columns - v), row + column + v));
+    }
+  }
+}
+
 void MultiplyPanel(const float* a_panel, const float* packed_b, int64_t panel_depth, int64_t k_begin,
                    int64_t depth, int64_t n, int rows, const PanelOutput& out) {
   for (int64_t column = 0; column < n; column += kPanelColumns) {

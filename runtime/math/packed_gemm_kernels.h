@@ -32,6 +32,13 @@ int64_t PackedColumnsSize(int64_t depth, int64_t n);
 // every k, width floats per k, zero-padded past n.
 void PackColumns(const float* b, int64_t ldb, int64_t depth, int64_t n, float* packed);
 
+// dst[g] = src[g * stride] for g in [0, n): im2col's copy of one grid row, vectorized for strides 1 and 2.
+void GatherRow(const float* src, int64_t stride, int64_t n, float* dst);
+
+// Row k of a PackColumns block of `depth` rows from `row` (n floats): the same layout, filled one row at a
+// time by callers that build B's rows on the fly.
+void PackColumnsRow(const float* row, int64_t n, int64_t depth, int64_t k, float* packed);
+
 // C[rows x n] of `out` from one A panel (kPanelRows x depth, kPanelRows floats per k, rows past `rows`
 // zero) and rows [k_begin, k_begin + depth) of PackColumns panels packed over `panel_depth` rows: a block
 // packed per call (panel_depth == depth, k_begin 0) or weights packed whole at load.

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/math/packed_gemm_kernels.h"
 #include "runtime/ops/common.h"
 
 namespace onnxserve {
@@ -329,38 +330,29 @@ void Im2ColRows(const ConvGeometry& geo, int64_t channels, const T* image, int64
   });
 }
 
-void Im2ColBlock(const ConvGeometry& geo, const float* image, int64_t k_begin, int64_t depth, int64_t n_begin,
-                 int64_t n, float* block) {
+void Im2ColRow(const ConvGeometry& geo, const float* image, int64_t k, int64_t n_begin, int64_t n, float* row) {
   const int64_t height = geo.image[0], width = geo.image[1], grid_width = geo.grid[1];
   const int64_t row_stride = geo.strides[0], col_stride = geo.strides[1], taps = geo.KernelSize();
-  for (int64_t k = k_begin; k < k_begin + depth; ++k) {
-    const int64_t channel = k / taps, kh = k % taps / geo.kernel[1], kw = k % taps % geo.kernel[1];
-    const float* plane = image + channel * height * width;
-    const int64_t row_offset = kh * geo.dilations[0] - geo.pad_begin[0];
-    const int64_t col_offset = kw * geo.dilations[1] - geo.pad_begin[1];
-    // The grid columns whose tap lands inside the image are the same on every grid row.
-    const auto [lo, hi] = ValidRange(width, col_offset, col_stride, grid_width);
-    // The block covers grid rows from oh on, the first from column ow, the last possibly partly.
-    int64_t oh = n_begin / grid_width, ow = n_begin % grid_width;
-    for (float* dst = block; dst < block + n; ow = 0, ++oh) {
-      const int64_t ow_end = std::min(grid_width, ow + (block + n - dst));
-      const int64_t ih = oh * row_stride + row_offset;
-      const int64_t first = std::clamp(lo, ow, ow_end), last = std::clamp(hi, first, ow_end);
-      if (ih < 0 || ih >= height) {
-        for (int64_t g = ow; g < ow_end; ++g) *dst++ = 0.0f;
-        continue;
-      }
-      // Short runs (7x7 and 14x14 maps) are plain loops: a memcpy call would cost more than the copy.
-      const float* src = plane + ih * width + col_offset;
-      for (int64_t g = ow; g < first; ++g) *dst++ = 0.0f;
-      if (col_stride == 1) {
-        for (int64_t g = first; g < last; ++g) *dst++ = src[g];
-      } else {
-        for (int64_t g = first; g < last; ++g) *dst++ = src[g * col_stride];
-      }
-      for (int64_t g = last; g < ow_end; ++g) *dst++ = 0.0f;
+  const int64_t channel = k / taps, kh = k % taps / geo.kernel[1], kw = k % taps % geo.kernel[1];
+  const float* plane = image + channel * height * width;
+  const int64_t row_offset = kh * geo.dilations[0] - geo.pad_begin[0];
+  const int64_t col_offset = kw * geo.dilations[1] - geo.pad_begin[1];
+  // The grid columns whose tap lands inside the image are the same on every grid row.
+  const auto [lo, hi] = ValidRange(width, col_offset, col_stride, grid_width);
+  // The columns cover grid rows from oh on, the first from column ow, the last possibly partly.
+  int64_t oh = n_begin / grid_width, ow = n_begin % grid_width;
+  for (float* dst = row; dst < row + n; ow = 0, ++oh) {
+    const int64_t ow_end = std::min(grid_width, ow + (row + n - dst));
+    const int64_t ih = oh * row_stride + row_offset;
+    const int64_t first = std::clamp(lo, ow, ow_end), last = std::clamp(hi, first, ow_end);
+    if (ih < 0 || ih >= height) {
+      for (int64_t g = ow; g < ow_end; ++g) *dst++ = 0.0f;
+      continue;
     }
-    block += n;
+    for (int64_t g = ow; g < first; ++g) *dst++ = 0.0f;
+    avx512::GatherRow(plane + ih * width + first * col_stride + col_offset, col_stride, last - first, dst);
+    dst += last - first;
+    for (int64_t g = last; g < ow_end; ++g) *dst++ = 0.0f;
   }
 }
 

@@ -97,11 +97,10 @@ template <typename T>
 void Im2ColRows(const ConvGeometry& geo, int64_t channels, const T* image, int64_t row_begin, int64_t row_end,
                 T* col, ThreadPool& pool);
 
-// Rows [k_begin, k_begin + depth) and columns [n_begin, n_begin + n) of the 2-D im2col matrix of `image`
-// (every channel), row-major with row stride n: one cache block of the columns, built by the thread that
-// multiplies it, right before PackedGemm packs it.
-void Im2ColBlock(const ConvGeometry& geo, const float* image, int64_t k_begin, int64_t depth, int64_t n_begin,
-                 int64_t n, float* block);
+// Columns [n_begin, n_begin + n) of row k of the 2-D im2col matrix of `image` (every channel): what
+// PackedGemm asks for, row by row, as it packs each cache block of the columns. It copies with AVX-512,
+// so only the packed path, which has checked PackedGemmSupported(), may call it.
+void Im2ColRow(const ConvGeometry& geo, const float* image, int64_t k, int64_t n_begin, int64_t n, float* row);
 
 // The adjoint of Im2Col: image[c][...] += col[(c * K + kk), g]. The caller zeroes (or biases) the image
 // first. Splits channels over `pool` (each channel's image is written by one thread).

@@ -234,8 +234,8 @@ class ConvKernel final : public OpKernel {
   }
 
   // The packed path, per (image, group): X itself is the column matrix of a pointwise kernel; a 2-D
-  // kernel's columns are built one cache block at a time by the thread that multiplies them; other ranks
-  // build them whole. PackedGemm adds B and Z and applies Relu as it stores.
+  // kernel's columns are built row by row of each cache block, by the thread that multiplies it, straight
+  // into the packed layout; other ranks build them whole. PackedGemm adds B and Z and applies Relu as it stores.
   void RunPacked(const ConvGeometry& geo, const Tensor& x, const Tensor* b, const Tensor* z, Tensor& y,
                  ThreadPool& pool) const {
     const int64_t batch = x.dim(0), channels = x.dim(1), group = attrs_.group;
@@ -254,8 +254,8 @@ class ConvKernel final : public OpKernel {
                                     .ldz = grid_size,
                                     .relu = relu_};
         if (blockwise) {
-          auto im2col = [&](int64_t k_begin, int64_t k_depth, int64_t n_begin, int64_t columns, float* block) {
-            Im2ColBlock(geo, x_g, k_begin, k_depth, n_begin, columns, block);
+          auto im2col = [&](int64_t k, int64_t n_begin, int64_t columns, float* row) {
+            Im2ColRow(geo, x_g, k, n_begin, columns, row);
           };
           PackedGemm(packed_weights_[g], grid_size, im2col, y_tile, grid_size, epilogue, pool);
           continue;
