@@ -32,6 +32,21 @@ int64_t ColumnBlock(int64_t depth_block) {
   return std::max<int64_t>(kPanelColumns, columns / kPanelColumns * kPanelColumns);
 }
 
+// How much longer than an even share of `size` the biggest chunk is when `threads` split it in whole
+// panels of `panel` (the last one possibly partial).
+double Imbalance(int64_t size, int64_t panel, int threads) {
+  const int64_t biggest = std::min(size, CeilDiv(CeilDiv(size, panel), threads) * panel);
+  return static_cast<double>(biggest * threads) / static_cast<double>(size);
+}
+
+// Whether an [m x n] product splits over its column panels (else its row panels). Columns are
+// preferred (a row split has each thread pack or stream all of B) unless rows share out clearly more
+// evenly, as with a 7x7 map's 49 columns (48 + 1).
+bool SplitColumns(int64_t m, int64_t n, int threads) {
+  constexpr double kColumnPreference = 1.25;
+  return Imbalance(n, kPanelColumns, threads) <= kColumnPreference * Imbalance(m, kPanelRows, threads);
+}
+
 // Per-thread scratch, kept across calls (a run multiplies many blocks of one size): kSlot 0 holds the
 // packed block, 1 the row a ColumnRowFn makes.
 template <int kSlot>
@@ -112,13 +127,13 @@ void MultiplyOverPool(const PackedRows& a, int64_t n, const ColumnSource& b, flo
   const int64_t panels = CeilDiv(a.rows(), kPanelRows);
   if (panels == 0 || n == 0) return;
   const int64_t column_panels = CeilDiv(n, kPanelColumns);
-  // Columns split best (each thread packs only its own B); when there are fewer column panels than
-  // threads, rows split instead and each thread packs all of B, which is then small.
   const int threads = pool.num_threads();
   if (threads == 1 || a.rows() * n * a.depth() < kMinParallelWork) {
     return MultiplyRange(a, 0, panels, 0, n, b, c, ldc, epilogue);
   }
-  if (column_panels >= threads || panels < threads) {
+  // Columns split best (each thread packs only its own B), unless rows share out more evenly (a 7x7
+  // map's 2 column panels, 48 + 1 columns): each thread then packs all of B, which is then small.
+  if (SplitColumns(a.rows(), n, threads)) {
     pool.ParallelFor(column_panels, 1, [&](int64_t begin, int64_t end) {
       MultiplyRange(a, 0, panels, begin * kPanelColumns, std::min(n, end * kPanelColumns), b, c, ldc, epilogue);
     });
@@ -220,9 +235,9 @@ void PackedGemm(const float* a, int64_t m, int64_t lda, bool transposed_a, const
   if (threads == 1 || m * b.columns() * b.depth() < kMinParallelWork) {
     return MultiplyColumnRange(a, lda, transposed_a, 0, m, b, 0, panels, c, ldc, epilogue);
   }
-  // B's panels split best (each thread streams only its share of the weights); with fewer panels than
-  // threads, rows split in whole panels instead.
-  if (panels >= threads || row_panels < threads) {
+  // B's panels split best (each thread streams only its share of the weights), unless rows, in whole
+  // panels, share out more evenly.
+  if (SplitColumns(m, b.columns(), threads)) {
     pool.ParallelFor(panels, 1, [&](int64_t begin, int64_t end) {
       MultiplyColumnRange(a, lda, transposed_a, 0, m, b, begin, end, c, ldc, epilogue);
     });
