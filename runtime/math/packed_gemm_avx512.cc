@@ -38,7 +38,7 @@ inline void StoreRow(__m512 acc, int row, int64_t column, __mmask16 mask, const 
 
 // C[rows x columns] at `column` from an A panel and one B panel of kVectors * 16 floats per k.
 template <int kVectors>
-void MultiplyTile(const float* a, const float* b, int64_t depth, int rows, int64_t column, int64_t columns,
+void MultiplyWide(const float* a, const float* b, int64_t depth, int rows, int64_t column, int64_t columns,
                   const PanelOutput& out) {
   __m512 acc[kPanelRows][kVectors];
 #pragma GCC unroll 8
@@ -181,22 +181,17 @@ void PackColumnsRow(const float* row, int64_t n, int64_t depth, int64_t k, float
   }
 }
 
-void MultiplyPanel(const float* a_panel, const float* packed_b, int64_t panel_depth, int64_t k_begin,
-                   int64_t depth, int64_t n, int rows, const PanelOutput& out) {
-  for (int64_t column = 0; column < n; column += kPanelColumns) {
-    const int64_t columns = n - column < kPanelColumns ? n - column : kPanelColumns;
-    const int64_t width = RoundUpToLanes(columns);
-    const float* b = packed_b + k_begin * width;
-    if (columns <= kMaxNarrowColumns) {
-      kNarrowKernels[columns](a_panel, b, depth, width, rows, column, out);
-    } else if (width == 3 * kLanes) {
-      MultiplyTile<3>(a_panel, b, depth, rows, column, columns, out);
-    } else if (width == 2 * kLanes) {
-      MultiplyTile<2>(a_panel, b, depth, rows, column, columns, out);
-    } else {
-      MultiplyTile<1>(a_panel, b, depth, rows, column, columns, out);
-    }
-    packed_b += panel_depth * width;
+void MultiplyTile(const float* a_panel, const float* b_panel, int64_t depth, int64_t columns, int rows,
+                  const PanelOutput& out) {
+  const int64_t width = RoundUpToLanes(columns);
+  if (columns <= kMaxNarrowColumns) {
+    kNarrowKernels[columns](a_panel, b_panel, depth, width, rows, 0, out);
+  } else if (width == 3 * kLanes) {
+    MultiplyWide<3>(a_panel, b_panel, depth, rows, 0, columns, out);
+  } else if (width == 2 * kLanes) {
+    MultiplyWide<2>(a_panel, b_panel, depth, rows, 0, columns, out);
+  } else {
+    MultiplyWide<1>(a_panel, b_panel, depth, rows, 0, columns, out);
   }
 }
 

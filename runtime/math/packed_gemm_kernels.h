@@ -39,10 +39,10 @@ void GatherRow(const float* src, int64_t stride, int64_t n, float* dst);
 // time by callers that build B's rows on the fly.
 void PackColumnsRow(const float* row, int64_t n, int64_t depth, int64_t k, float* packed);
 
-// C[rows x n] of `out` from one A panel (kPanelRows x depth, kPanelRows floats per k, rows past `rows`
-// zero) and rows [k_begin, k_begin + depth) of PackColumns panels packed over `panel_depth` rows: a block
-// packed per call (panel_depth == depth, k_begin 0) or weights packed whole at load.
-void MultiplyPanel(const float* a_panel, const float* packed_b, int64_t panel_depth, int64_t k_begin,
-                   int64_t depth, int64_t n, int rows, const PanelOutput& out);
+// C[rows x columns] at out.c (columns <= kPanelColumns) from one A panel (kPanelRows x depth, kPanelRows
+// floats per k, rows past `rows` zero) and one B panel of `depth` rows (columns rounded up to 16 floats
+// per k).
+void MultiplyTile(const float* a_panel, const float* b_panel, int64_t depth, int64_t columns, int rows,
+                  const PanelOutput& out);
 
 }  // namespace onnxserve::avx512
