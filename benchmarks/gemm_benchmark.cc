@@ -41,9 +41,10 @@ BENCHMARK(BM_SgemmTransB)
     ->Args({64, 512, 784, 2})
     ->Unit(benchmark::kMicrosecond);
 
-// One node through the registry, created once, run per iteration.
+// One node through the registry, created once, run per iteration; with `constant_weights` it sees inputs
+// 1.. (the weight and bias) as initializers, so a float weight is packed at load.
 void RunNode(benchmark::State& state, const char* op, int opset, std::vector<Tensor> inputs, double flops,
-             bool trans_b) {
+             bool trans_b, bool constant_weights) {
   onnx::NodeProto node;
   node.set_op_type(op);
   for (size_t i = 0; i < inputs.size(); ++i) node.add_input(std::string(1, static_cast<char>('a' + i)));
@@ -54,7 +55,9 @@ void RunNode(benchmark::State& state, const char* op, int opset, std::vector<Ten
     attr->set_type(onnx::AttributeProto::INT);
     attr->set_i(1);
   }
-  KernelInfo info(node, opset, {}, {});
+  std::vector<const Tensor*> constants(inputs.size(), nullptr);
+  for (size_t i = 1; constant_weights && i < inputs.size(); ++i) constants[i] = &inputs[i];
+  KernelInfo info(node, opset, constants, {});
   auto kernel = KernelRegistry::Global().Find(kOnnx, op, opset)->create(info);
   if (!kernel.ok()) return state.SkipWithError(std::string(kernel.status().message()).c_str());
   ThreadPool pool(1);
@@ -70,20 +73,26 @@ void RunNode(benchmark::State& state, const char* op, int opset, std::vector<Ten
   state.counters["GFLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// The MLP's first layer as Gemm(transB=1) with a [N] bias: GEMM plus the bias broadcast.
+// The MLP's first layer as Gemm(transB=1) with a [N] bias: GEMM plus the bias broadcast. constW 1: the
+// weight is an initializer (packed at load), 0: a runtime input (OpenBLAS).
 void BM_GemmOp(benchmark::State& state) {
   const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
   RunNode(state, "Gemm", 13, {RandomFloats({m, k}), RandomFloats({n, k}), RandomFloats({n})}, 2.0 * m * n * k,
-          true);
+          true, state.range(3) != 0);
 }
-BENCHMARK(BM_GemmOp)->ArgNames({"M", "N", "K"})->Args({64, 512, 784})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_GemmOp)
+    ->ArgNames({"M", "N", "K", "constW"})
+    ->Args({64, 512, 784, 1})
+    ->Args({64, 512, 784, 0})
+    ->Unit(benchmark::kMicrosecond);
 
-// MatMul: a 3-D activation times a 2-D weight (folds into one GEMM) and a batched attention product.
+// MatMul: a 3-D activation times a 2-D weight initializer (folds into one packed GEMM) and a batched
+// attention product of two activations.
 void BM_MatMul(benchmark::State& state) {
   const int64_t batch = state.range(0), m = state.range(1), n = state.range(2), k = state.range(3);
   const bool weight = state.range(4) != 0;
   Tensor b = weight ? RandomFloats({k, n}) : RandomFloats({batch, k, n});
-  RunNode(state, "MatMul", 13, {RandomFloats({batch, m, k}), b}, 2.0 * batch * m * n * k, false);
+  RunNode(state, "MatMul", 13, {RandomFloats({batch, m, k}), b}, 2.0 * batch * m * n * k, false, weight);
 }
 BENCHMARK(BM_MatMul)
     ->ArgNames({"batch", "M", "N", "K", "weight"})

@@ -2,6 +2,7 @@
 // share of the work itself, so a pool of N threads has N-1 workers.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -33,6 +34,7 @@ class ThreadPool {
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<std::function<void()>> queue_;
+  std::atomic<int64_t> queued_{0};  // queue_.size(), for workers to poll without the lock while they spin
   bool stopping_ = false;
 };
 

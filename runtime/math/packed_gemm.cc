@@ -20,8 +20,9 @@ constexpr int64_t kColumnBlockBytes = int64_t{1} << 20;
 // A panels that pass each B panel in a row (64 rows of C), in depth blocks of at least kMinDepthForPasses.
 constexpr int64_t kPanelsPerPass = 8;
 constexpr int64_t kMinDepthForPasses = 128;
-// Below this many multiply-adds a GEMM is not worth waking the pool for.
-constexpr int64_t kMinParallelWork = int64_t{1} << 18;
+// Below this many multiply-adds (some 10 us of work) a GEMM is not worth splitting: handing a share to
+// another thread and waiting for it costs about as much.
+constexpr int64_t kMinParallelWork = int64_t{1} << 21;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
