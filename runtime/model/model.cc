@@ -2,7 +2,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -11,6 +10,8 @@
 
 namespace onnxserve {
 namespace {
+
+constexpr char kNotAModel[] = "not a valid ONNX ModelProto (protobuf parse failed)";
 
 std::string NodeLabel(const onnx::NodeProto& node, int index) {
   return node.name().empty() ? absl::StrCat("#", index, " (", node.op_type(), ")")
@@ -47,6 +48,25 @@ std::vector<std::string> NodeReads(const onnx::NodeProto& node, const std::vecto
     for (const auto& name : g->outer_scope_reads()) reads.push_back(name);
   }
   return reads;
+}
+
+// Once decoded, an initializer's payload in the proto is never read again; keeping it would hold every weight
+// twice for the model's lifetime. Move-assigning a header-only TensorProto frees the old fields outright
+// (clear_*() would keep their capacity).
+void DropInitializerPayloads(onnx::GraphProto& graph) {
+  for (auto& init : *graph.mutable_initializer()) {
+    onnx::TensorProto header;
+    header.set_name(init.name());
+    header.set_data_type(init.data_type());
+    *header.mutable_dims() = init.dims();
+    init = std::move(header);
+  }
+  for (auto& node : *graph.mutable_node()) {
+    for (auto& attr : *node.mutable_attribute()) {
+      if (attr.has_g()) DropInitializerPayloads(*attr.mutable_g());
+      for (auto& subgraph : *attr.mutable_graphs()) DropInitializerPayloads(subgraph);
+    }
+  }
 }
 
 }  // namespace
@@ -200,10 +220,14 @@ const Graph* Graph::Subgraph(int node_index, const std::string& attr) const {
 absl::StatusOr<std::shared_ptr<const Model>> Model::LoadFromFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open model file ", path));
-  std::stringstream bytes;
-  bytes << in.rdbuf();
+  // Parsed straight from the stream: a copy of the file's bytes in memory would raise the peak of a load
+  // by the model's size.
+  onnx::ModelProto proto;
+  if (!proto.ParseFromIstream(&in)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", kNotAModel));
+  }
   const std::string dir = std::filesystem::absolute(path).parent_path().string();
-  auto model = LoadFromBytes(bytes.str(), dir);
+  auto model = FromProto(std::move(proto), dir);
   if (!model.ok()) {
     return absl::Status(model.status().code(), absl::StrCat(path, ": ", model.status().message()));
   }
@@ -215,7 +239,7 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::LoadFromBytes(std::string_vi
   onnx::ModelProto proto;
   if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
       !proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return absl::InvalidArgumentError("not a valid ONNX ModelProto (protobuf parse failed)");
+    return absl::InvalidArgumentError(kNotAModel);
   }
   return FromProto(std::move(proto), model_dir);
 }
@@ -237,6 +261,7 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::FromProto(onnx::ModelProto p
     model->opsets_[CanonicalDomain(opset.domain())] = opset.version();
   }
   ASSIGN_OR_RETURN(model->graph_, Graph::Build(model->proto_.graph(), model_dir, {}));
+  DropInitializerPayloads(*model->proto_.mutable_graph());
   return std::shared_ptr<const Model>(std::move(model));
 }
 

@@ -83,6 +83,8 @@ class Model {
   static absl::StatusOr<std::shared_ptr<const Model>> FromProto(onnx::ModelProto proto,
                                                                 const std::string& model_dir);
 
+  // The proto as loaded, except that initializers keep only name, type and dims: their values live in
+  // graph().initializers() (and its subgraphs').
   const onnx::ModelProto& proto() const { return proto_; }
   int64_t ir_version() const { return proto_.ir_version(); }
   // Opset version imported for a domain ("" and "ai.onnx" alike), or 0 when the model imports none.

@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -94,6 +96,23 @@ TEST(ModelTest, RejectsGarbageBytes) {
   EXPECT_EQ(loaded.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(ModelTest, LoadsFilesAndNamesTheOneThatIsNotAModel) {
+  const fs::path dir = fs::temp_directory_path() / ("onnxserve_load_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string good = (dir / "good.onnx").string(), bad = (dir / "bad.onnx").string();
+  std::ofstream(good, std::ios::binary) << IdentityChain(2).SerializeAsString();
+  std::ofstream(bad, std::ios::binary) << "\xff\xff\xff not a model";
+
+  auto loaded = Model::LoadFromFile(good);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ((*loaded)->graph().topological_order().size(), 2u);
+  auto rejected = Model::LoadFromFile(bad);
+  EXPECT_EQ(rejected.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(rejected.status().message().find(bad), std::string::npos) << rejected.status();
+  EXPECT_EQ(Model::LoadFromFile((dir / "missing.onnx").string()).status().code(), absl::StatusCode::kNotFound);
+  fs::remove_all(dir);
+}
+
 TEST(ModelTest, OpsetImportsAreCanonicalized) {
   auto model = IdentityChain(1);
   model.mutable_opset_import(0)->set_domain("ai.onnx");
@@ -101,6 +120,74 @@ TEST(ModelTest, OpsetImportsAreCanonicalized) {
   ASSERT_TRUE(loaded.ok());
   EXPECT_EQ((*loaded)->OpsetFor(""), 13);
   EXPECT_EQ((*loaded)->OpsetFor("ai.onnx.ml"), 0);
+}
+
+// Adds `name` = float[values] to `graph`'s initializers as raw bytes.
+void AddRawInitializer(onnx::GraphProto& graph, const std::string& name, const std::vector<float>& values) {
+  auto* init = graph.add_initializer();
+  init->set_name(name);
+  init->set_data_type(onnx::TensorProto::FLOAT);
+  init->add_dims(static_cast<int64_t>(values.size()));
+  init->set_raw_data(values.data(), values.size() * sizeof(float));
+}
+
+TEST(ModelTest, KeepsInitializerValuesOnlyOnceDecoded) {
+  // y = If(cond) then (x + w_then) else x, with w_main feeding the condition's graph and w_then living
+  // in the branch: both graphs' payloads must leave the proto, and both values must still be used.
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.add_opset_import()->set_version(13);
+  auto* g = model.mutable_graph();
+  g->set_name("main");
+  for (const char* name : {"x", "cond"}) {
+    auto* in = g->add_input();
+    in->set_name(name);
+    in->mutable_type()->mutable_tensor_type()->set_elem_type(std::string(name) == "x" ? onnx::TensorProto::FLOAT
+                                                                                        : onnx::TensorProto::BOOL);
+  }
+  AddRawInitializer(*g, "w_main", {10.f, 20.f});
+  auto* add_main = g->add_node();
+  add_main->set_op_type("Add");
+  add_main->add_input("x");
+  add_main->add_input("w_main");
+  add_main->add_output("x_plus");
+  auto* if_node = g->add_node();
+  if_node->set_op_type("If");
+  if_node->add_input("cond");
+  if_node->add_output("y");
+  for (const char* branch : {"then_branch", "else_branch"}) {
+    auto* attr = if_node->add_attribute();
+    attr->set_name(branch);
+    attr->set_type(onnx::AttributeProto::GRAPH);
+    auto* sub = attr->mutable_g();
+    sub->set_name(branch);
+    auto* add = sub->add_node();
+    add->set_op_type(std::string(branch) == "then_branch" ? "Add" : "Identity");
+    add->add_input("x_plus");
+    if (std::string(branch) == "then_branch") {
+      AddRawInitializer(*sub, "w_then", {1.f, 2.f});
+      add->add_input("w_then");
+    }
+    add->add_output(absl::StrCat(branch, "_out"));
+    sub->add_output()->set_name(absl::StrCat(branch, "_out"));
+  }
+  g->add_output()->set_name("y");
+
+  auto loaded = Model::FromProto(model, "");
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const auto& kept = (*loaded)->proto().graph();
+  EXPECT_TRUE(kept.initializer(0).raw_data().empty());
+  EXPECT_EQ(kept.initializer(0).name(), "w_main");
+  EXPECT_EQ(kept.initializer(0).dims(0), 2);
+  EXPECT_TRUE(kept.node(1).attribute(0).g().initializer(0).raw_data().empty());
+
+  auto session = Session::Create(*loaded);
+  ASSERT_TRUE(session.ok()) << session.status();
+  auto out = (*session)->Run({{"x", Tensor::FromVector<float>({2}, {0.5f, 0.25f})},
+                              {"cond", Tensor::FromVector<bool>({}, {true})}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].values<float>()[0], 11.5f);
+  EXPECT_EQ((*out)[0].values<float>()[1], 22.25f);
 }
 
 TEST(TensorProtoTest, ReadsTypedFieldsAndRawData) {
