@@ -63,6 +63,12 @@ OpTest& OpTest::NoOutput() {
 }
 
 OpTest& OpTest::Attr(const onnx::AttributeProto& attr) {
+  for (auto& existing : *node_.mutable_attribute()) {
+    if (existing.name() == attr.name()) {
+      existing = attr;
+      return *this;
+    }
+  }
   *node_.add_attribute() = attr;
   return *this;
 }

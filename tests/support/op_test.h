@@ -31,6 +31,7 @@ class OpTest {
   OpTest& Output(const std::string& name);
   OpTest& NoOutput();
 
+  // Setting an attribute again replaces it.
   OpTest& Attr(const std::string& name, int64_t v);
   OpTest& Attr(const std::string& name, float v);
   OpTest& Attr(const std::string& name, const std::string& v);
