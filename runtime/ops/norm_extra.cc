@@ -1,5 +1,5 @@
 // Smaller normalizations and activations added with the newer opsets: RMSNormalization (23), LpNormalization
-// (1, 22), Shrink (9) and Swish (24). (CumProd lives with CumSum in cumsum_topk.cc.)
+// (1, 22), Shrink (9), Swish (24) and SwiGLU (28). (CumProd lives with CumSum in cumsum_topk.cc.)
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -164,6 +164,18 @@ class SwishOp : public FloatOp {
   float alpha_ = 1.0f;
 };
 
+// SwiGLU-28: Swish_alpha(A) * B, the gated MLP of Llama-style models. A and B have one shape: the spec
+// allows no broadcasting, so a mismatch is an error rather than a silently broadcast product.
+class SwiGluOp : public SwishOp {
+ public:
+  template <typename C> C operator()(C a, C b) const { return SwishOp::operator()(a) * b; }
+  template <typename T> absl::Status CheckInputs(const Tensor& a, const Tensor& b) const {
+    if (a.shape() == b.shape()) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat("A ", a.DebugString(), " and B ", b.DebugString(),
+                                                   " must have the same shape (SwiGLU does not broadcast)"));
+  }
+};
+
 constexpr DataType kShrinkTypes[] = {DataType::kUint8,   DataType::kUint16, DataType::kUint32, DataType::kUint64,
                                      DataType::kInt8,    DataType::kInt16,  DataType::kInt32,  DataType::kInt64,
                                      DataType::kFloat16, DataType::kFloat,  DataType::kDouble};
@@ -174,6 +186,7 @@ REGISTER_KERNEL(kOnnx, "LpNormalization", 1, 21, kFloatTypes, LpNormalization);
 REGISTER_KERNEL(kOnnx, "LpNormalization", 22, kLatest, kFloatTypes, LpNormalization);
 REGISTER_KERNEL(kOnnx, "Shrink", 9, kLatest, kShrinkTypes, UnaryKernel<ShrinkOp>);
 REGISTER_KERNEL(kOnnx, "Swish", 24, kLatest, kFloatTypes, UnaryKernel<SwishOp>);
+REGISTER_KERNEL(kOnnx, "SwiGLU", 28, kLatest, kFloatTypes, BinaryKernel<SwiGluOp>);
 
 }  // namespace
 }  // namespace onnxserve

@@ -1,6 +1,6 @@
-// ScatterElements, ScatterND (and the deprecated Scatter): the output is a copy of `data` with the elements
-// picked by `indices` replaced by, or reduced (add/mul/max/min) with, `updates`. All indices are checked
-// before anything is written. Updates apply in order, so duplicate indices reduce deterministically.
+// ScatterElements, ScatterND, TensorScatter (and the deprecated Scatter): the output is a copy of `data` with
+// the elements picked by `indices` replaced by, or reduced (add/mul/max/min) with, `updates`. All indices are
+// checked before anything is written. Updates apply in order, so duplicate indices reduce deterministically.
 #include <algorithm>
 #include <string>
 #include <type_traits>
@@ -205,6 +205,72 @@ class ScatterND final : public OpKernel {
   Reduction reduction_ = Reduction::kNone;
 };
 
+// TensorScatter-24: a KV cache of max_sequence_length positions on `axis`, with `update`'s sequence written
+// into it from write_indices[batch] (0 when absent). `linear` writes must fit; `circular` ones wrap.
+class TensorScatter final : public OpKernel {
+ public:
+  absl::Status Init(const KernelInfo& info) {
+    ASSIGN_OR_RETURN(axis_, info.Attr<int64_t>("axis", -2));
+    ASSIGN_OR_RETURN(const std::string mode, info.Attr<std::string>("mode", "linear"));
+    if (mode != "linear" && mode != "circular") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("attribute mode: expected \"linear\" or \"circular\", got \"", mode, "\""));
+    }
+    circular_ = mode == "circular";
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    RETURN_IF_ERROR(RequireInputs(ctx, 2));
+    const Tensor& cache = *ctx.Input(0);
+    const Tensor& update = *ctx.Input(1);
+    ASSIGN_OR_RETURN(const int64_t axis, NormalizeAxis(axis_, cache.rank()));
+    if (axis == 0) return absl::InvalidArgumentError("axis must not be 0, the batch axis");
+    Shape expected = cache.shape();
+    expected[axis] = update.rank() == cache.rank() ? update.dim(axis) : -1;
+    if (update.shape() != expected || update.dim(axis) > cache.dim(axis)) {
+      return absl::InvalidArgumentError(absl::StrCat("update ", update.DebugString(), " must have past_cache ",
+                                                     cache.DebugString(), "'s shape but on axis ", axis,
+                                                     ", where it can be at most ", cache.dim(axis)));
+    }
+    ASSIGN_OR_RETURN(const std::vector<int64_t> starts, WriteStarts(ctx, cache.dim(0)));
+    const int64_t max_len = cache.dim(axis), len = update.dim(axis);
+    const int64_t outer = NumElements(absl::MakeConstSpan(cache.shape()).subspan(0, axis));
+    const int64_t inner = NumElements(absl::MakeConstSpan(cache.shape()).subspan(axis + 1));
+    const int64_t per_batch = cache.dim(0) == 0 ? 1 : outer / cache.dim(0);
+    std::vector<int64_t> targets;
+    targets.reserve(outer * len);
+    for (int64_t o = 0; o < outer; ++o) {
+      const int64_t start = starts[o / per_batch];
+      if (!circular_ && (start < 0 || start + len > max_len)) {
+        return absl::InvalidArgumentError(absl::StrCat("write index ", start, " of batch ", o / per_batch, " plus ",
+                                                       len, " updates leaves the cache of ", max_len,
+                                                       " positions (mode linear)"));
+      }
+      for (int64_t i = 0; i < len; ++i) {
+        const int64_t position = ((start + i) % max_len + max_len) % max_len;
+        targets.push_back((o * max_len + position) * inner);
+      }
+    }
+    Tensor& out = ctx.Output(0, cache.dtype(), cache.shape());
+    return ScatterInto(cache, update, targets, inner, Reduction::kNone, out);
+  }
+
+ private:
+  static absl::StatusOr<std::vector<int64_t>> WriteStarts(const KernelContext& ctx, int64_t batch) {
+    const Tensor* indices = ctx.Input(2);
+    if (indices == nullptr) return std::vector<int64_t>(batch, 0);
+    if (indices->dtype() != DataType::kInt64 || indices->shape() != Shape{batch}) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("write_indices must be int64 of shape [", batch, "], got ", indices->DebugString()));
+    }
+    return Int64Values(*indices);
+  }
+
+  int64_t axis_ = -2;
+  bool circular_ = false;
+};
+
 // Kept for the error message: the spec removes Scatter from opset 11 in favour of ScatterElements.
 class DeprecatedScatter final : public OpKernel {
  public:
@@ -215,6 +281,7 @@ class DeprecatedScatter final : public OpKernel {
   absl::Status Compute(KernelContext&) const override { return absl::InternalError("unreachable"); }
 };
 
+REGISTER_KERNEL(kOnnx, "TensorScatter", 24, kLatest, kAllTypes, TensorScatter);
 REGISTER_KERNEL(kOnnx, "Scatter", 9, 10, kAllTypes, ScatterElements);
 REGISTER_KERNEL(kOnnx, "Scatter", 11, kLatest, kAllTypes, DeprecatedScatter);
 // ScatterElements-13 adds bfloat16; -16 adds reduction add/mul; -18 adds max/min.

@@ -87,6 +87,19 @@ TEST(SwishTest, IsXTimesSigmoidOfAlphaX) {
   EXPECT_TRUE(TensorsClose(Floats({1}, {-1 / (1 + std::exp(2.0f))}), *two));
 }
 
+TEST(SwiGluTest, GatesBWithSwishOfAAndRefusesToBroadcast) {
+  // Swish_2(-1) = -1 / (1 + e^2); Swish_2(0) = 0; Swish_2(1) = 1 / (1 + e^-2).
+  auto y = RunOne(OpTest("SwiGLU", 28).Input("A", Floats({3}, {-1, 0, 1})).Input("B", Floats({3}, {3, 5, -2}))
+                      .Attr("alpha", 2.0f).Output("Y"));
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_TRUE(TensorsClose(Floats({3}, {-3 / (1 + std::exp(2.0f)), 0, -2 / (1 + std::exp(-2.0f))}), *y));
+
+  y = RunOne(OpTest("SwiGLU", 28).Input("A", Floats({2, 1}, {1, 2})).Input("B", Floats({2, 2}, {1, 2, 3, 4}))
+                 .Output("Y"));
+  ASSERT_FALSE(y.ok());
+  EXPECT_NE(y.status().message().find("does not broadcast"), std::string::npos) << y.status();
+}
+
 absl::StatusOr<Tensor> CumProd(const Tensor& x, const Tensor& axis, int64_t exclusive = 0, int64_t reverse = 0) {
   return RunOne(OpTest("CumProd", 26).Input("x", x).Input("axis", axis).Attr("exclusive", exclusive)
                     .Attr("reverse", reverse).Output("y"));

@@ -1,5 +1,7 @@
-// ScatterElements and ScatterND: spec examples, each reduction with duplicate indices, reductions rejected
-// by versions that lack them, negative and out-of-range indices, strings, the deprecated Scatter.
+// ScatterElements, ScatterND and TensorScatter: spec examples, each reduction with duplicate indices, reductions
+// rejected by versions that lack them, negative and out-of-range indices, strings, the deprecated Scatter, and
+// KV-cache writes (linear and circular).
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -138,6 +140,43 @@ TEST(ScatterNDTest, RejectsOutOfRangeIndicesAndWrongUpdateShapes) {
                        .Output("y")
                        .Run();
   EXPECT_EQ(bad_shape.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+absl::StatusOr<Tensor> TensorScatter(const std::string& mode, Tensor cache, Tensor update,
+                                     std::optional<Tensor> write_indices) {
+  OpTest test("TensorScatter", 24);
+  test.Attr("mode", mode).Attr("axis", int64_t{1});
+  test.Input("past_cache", std::move(cache)).Input("update", std::move(update));
+  if (write_indices) test.Input("write_indices", std::move(*write_indices));
+  auto out = test.Output("present_cache").Run();
+  if (!out.ok()) return out.status();
+  return (*out)[0];
+}
+
+TEST(TensorScatterTest, WritesEachBatchEntrysSequenceFromItsIndex) {
+  // Cache [2 batch, 4 positions, 1]; batch 0 writes 2 positions at 1, batch 1 at 2.
+  auto y = TensorScatter("linear", Floats({2, 4, 1}, {0, 0, 0, 0, 0, 0, 0, 0}), Floats({2, 2, 1}, {1, 2, 3, 4}),
+                         Ints({2}, {1, 2}));
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_TRUE(TensorsClose(Floats({2, 4, 1}, {0, 1, 2, 0, 0, 0, 3, 4}), *y));
+
+  y = TensorScatter("linear", Floats({1, 3, 1}, {7, 8, 9}), Floats({1, 1, 1}, {5}), std::nullopt);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_TRUE(TensorsClose(Floats({1, 3, 1}, {5, 8, 9}), *y));
+}
+
+TEST(TensorScatterTest, CircularWritesWrapAndLinearOnesMustFit) {
+  auto y = TensorScatter("circular", Floats({1, 3, 1}, {0, 0, 0}), Floats({1, 2, 1}, {1, 2}), Ints({1}, {2}));
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_TRUE(TensorsClose(Floats({1, 3, 1}, {2, 0, 1}), *y));
+
+  y = TensorScatter("linear", Floats({1, 3, 1}, {0, 0, 0}), Floats({1, 2, 1}, {1, 2}), Ints({1}, {2}));
+  ASSERT_FALSE(y.ok());
+  EXPECT_NE(y.status().message().find("write index 2 of batch 0 plus 2 updates"), std::string::npos) << y.status();
+
+  y = TensorScatter("linear", Floats({1, 3, 1}, {0, 0, 0}), Floats({1, 2, 2}, {1, 2, 3, 4}), std::nullopt);
+  ASSERT_FALSE(y.ok());
+  EXPECT_NE(y.status().message().find("must have past_cache"), std::string::npos) << y.status();
 }
 
 }  // namespace
