@@ -20,6 +20,8 @@ namespace onnxserve {
 inline constexpr std::string_view kOnnxDomain = "ai.onnx";
 inline constexpr std::string_view kMlDomain = "ai.onnx.ml";
 inline constexpr std::string_view kTrainingDomain = "ai.onnx.preview.training";
+// Experimental ops, unversioned in the spec (FlexAttention).
+inline constexpr std::string_view kPreviewDomain = "ai.onnx.preview";
 // onnxserve's own fused kernels, which only the graph optimizer (runtime/model/optimize.h) emits.
 inline constexpr std::string_view kInternalDomain = "ai.onnxserve";
 

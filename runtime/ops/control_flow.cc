@@ -12,6 +12,7 @@
 
 #include "runtime/exec/plan.h"
 #include "runtime/ops/common.h"
+#include "runtime/ops/subgraph.h"
 #include "runtime/registry/registry.h"
 
 namespace onnxserve {
@@ -59,17 +60,6 @@ absl::StatusOr<Tensor> StackAlongAxis(const std::vector<Tensor>& parts, int64_t 
     for (int64_t i = 0; i < n; ++i) CopyElements(parts[i], o * inner, out, (o * n + i) * inner, inner);
   }
   return out;
-}
-
-// The enclosing-graph values `plan` reads, to be fed along with its inputs.
-std::vector<NamedTensor> OuterFeeds(const KernelContext& ctx, const ExecutionPlan& plan) {
-  std::vector<NamedTensor> feeds;
-  for (const auto& name : plan.graph().outer_scope_reads()) {
-    for (const auto& [outer_name, tensor] : ctx.outer_scope()) {
-      if (outer_name == name) feeds.push_back({name, tensor});
-    }
-  }
-  return feeds;
 }
 
 absl::StatusOr<const ExecutionPlan*> RequireSubgraph(const KernelInfo& info, const char* attr) {

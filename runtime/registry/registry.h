@@ -25,6 +25,7 @@ namespace onnxserve {
 inline constexpr std::string_view kOnnx = kOnnxDomain;
 inline constexpr std::string_view kMl = kMlDomain;
 inline constexpr std::string_view kTraining = kTrainingDomain;
+inline constexpr std::string_view kPreview = kPreviewDomain;
 inline constexpr std::string_view kInternal = kInternalDomain;
 // The newest opset onnxserve knows of; a range ending at kLatest is open.
 inline constexpr int kLatest = std::numeric_limits<int>::max();
