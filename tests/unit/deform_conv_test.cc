@@ -1,0 +1,80 @@
+// DeformConv: zero offsets reduce it to a convolution, fractional offsets interpolate bilinearly with zeros
+// outside the image, mask and bias scale and shift, offset groups move their own channels, and the
+// shape errors.
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/support/op_test.h"
+
+namespace onnxserve {
+namespace {
+
+using testing::OpTest;
+using testing::TensorsClose;
+
+Tensor Floats(Shape shape, std::vector<float> v) { return Tensor::FromVector<float>(std::move(shape), v); }
+Tensor Zeros(Shape shape) { return Floats(shape, std::vector<float>(NumElements(shape), 0.0f)); }
+
+TEST(DeformConvTest, ZeroOffsetsGiveAPlainConvolution) {
+  auto out = OpTest("DeformConv", 22)
+                 .Input("X", Floats({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9}))
+                 .Input("W", Floats({1, 1, 2, 2}, {1, 1, 1, 1}))
+                 .Input("offset", Zeros({1, 8, 2, 2}))
+                 .Output("Y")
+                 .Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Floats({1, 1, 2, 2}, {12, 16, 24, 28}), (*out)[0]));
+}
+
+TEST(DeformConvTest, FractionalOffsetsInterpolateThenMaskAndBiasApply) {
+  // X = [10, 20]; both pixels sample half a step right: 15, and 0.5 * 20 + 0.5 * (outside: 0) = 10.
+  // The mask doubles the second, the bias adds 1.
+  auto out = OpTest("DeformConv", 19)
+                 .Input("X", Floats({1, 1, 1, 2}, {10, 20}))
+                 .Input("W", Floats({1, 1, 1, 1}, {1}))
+                 .Input("offset", Floats({1, 2, 1, 2}, {0, 0, 0.5f, 0.5f}))
+                 .Input("B", Floats({1}, {1}))
+                 .Input("mask", Floats({1, 1, 1, 2}, {1, 2}))
+                 .Output("Y")
+                 .Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Floats({1, 1, 1, 2}, {16, 21}), (*out)[0]));
+}
+
+TEST(DeformConvTest, EachOffsetGroupMovesItsOwnChannels) {
+  // Channel 0 ([1, 2]) samples one step right: [2, 0]; channel 1 ([10, 20]) stays. W sums them.
+  auto out = OpTest("DeformConv", 22)
+                 .Attr("offset_group", int64_t{2})
+                 .Input("X", Floats({1, 2, 1, 2}, {1, 2, 10, 20}))
+                 .Input("W", Floats({1, 2, 1, 1}, {1, 1}))
+                 .Input("offset", Floats({1, 4, 1, 2}, {0, 0, 1, 1, 0, 0, 0, 0}))
+                 .Output("Y")
+                 .Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Floats({1, 1, 1, 2}, {12, 20}), (*out)[0]));
+}
+
+TEST(DeformConvTest, OnlyTwoDimensionalImagesAndMatchingOffsets) {
+  auto out = OpTest("DeformConv", 22)
+                 .Input("X", Zeros({1, 1, 2, 2, 2}))
+                 .Input("W", Zeros({1, 1, 1, 1, 1}))
+                 .Input("offset", Zeros({1, 3, 2, 2, 2}))
+                 .Output("Y")
+                 .Run();
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kUnimplemented) << out.status();
+  EXPECT_NE(out.status().message().find("2-D images only"), std::string::npos) << out.status();
+
+  out = OpTest("DeformConv", 22)
+            .Input("X", Zeros({1, 1, 3, 3}))
+            .Input("W", Zeros({1, 1, 2, 2}))
+            .Input("offset", Zeros({1, 4, 2, 2}))
+            .Output("Y")
+            .Run();
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("offset must be [1,8,2,2]"), std::string::npos) << out.status();
+}
+
+}  // namespace
+}  // namespace onnxserve
