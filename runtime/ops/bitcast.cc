@@ -21,22 +21,10 @@ int BitWidth(DataType type) {
   }
 }
 
-// Runs fn(T{}) for the sub-byte type `type`; false for other types.
-template <typename Fn>
-bool DispatchSubByte(DataType type, Fn&& fn) {
-  switch (type) {
-    case DataType::kInt4: fn(Int4{}); return true;
-    case DataType::kUint4: fn(UInt4{}); return true;
-    case DataType::kFloat4E2M1: fn(Float4E2M1{}); return true;
-    case DataType::kInt2: fn(Int2{}); return true;
-    case DataType::kUint2: fn(UInt2{}); return true;
-    default: return false;
-  }
-}
-
+// x and y are sub-byte types of one width (int4, uint4, float4e2m1; or int2, uint2).
 void BitCastSubByte(const Tensor& x, Tensor& y) {
-  DispatchSubByte(x.dtype(), [&](auto from) {
-    DispatchSubByte(y.dtype(), [&](auto to) {
+  DispatchLowPrecision(x.dtype(), [&](auto from) {
+    DispatchLowPrecision(y.dtype(), [&](auto to) {
       using From = decltype(from);
       using To = decltype(to);
       const From* in = x.data<From>();
