@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -195,11 +196,10 @@ absl::StatusOr<Forest> LegacyForest(const KernelInfo& info, const std::string& p
   Forest forest;
   forest.n_targets = n_targets;
   std::map<std::pair<int64_t, int64_t>, Child> refs;  // (tree, node) -> branch or leaf
-  std::vector<int64_t> tree_order;
+  std::vector<int64_t> tree_order;  // trees in the order they first appear
+  std::set<int64_t> seen_trees;
   for (size_t i = 0; i < n; ++i) {
-    if (std::find(tree_order.begin(), tree_order.end(), tree_ids[i]) == tree_order.end()) {
-      tree_order.push_back(tree_ids[i]);
-    }
+    if (seen_trees.insert(tree_ids[i]).second) tree_order.push_back(tree_ids[i]);
     Child ref;
     if (modes[i] == "LEAF") {
       ref = LeafChild(static_cast<int64_t>(forest.leaves.size()));
@@ -220,7 +220,9 @@ absl::StatusOr<Forest> LegacyForest(const KernelInfo& info, const std::string& p
     }
     return it->second;
   };
-  std::map<int64_t, std::vector<Child>> children_of_tree;
+  // Every ref is one tree's, and children resolve within their node's tree, so the refs nothing points at
+  // are the trees' roots.
+  std::set<Child> pointed_at;
   for (size_t i = 0; i < n; ++i) {
     if (modes[i] == "LEAF") continue;
     Branch& b = forest.branches[refs[{tree_ids[i], node_ids[i]}]];
@@ -230,18 +232,16 @@ absl::StatusOr<Forest> LegacyForest(const KernelInfo& info, const std::string& p
     b.missing_goes_true = !missing.empty() && missing[i] != 0;
     ASSIGN_OR_RETURN(b.on_true, resolve(tree_ids[i], true_ids[i]));
     ASSIGN_OR_RETURN(b.on_false, resolve(tree_ids[i], false_ids[i]));
-    children_of_tree[tree_ids[i]].push_back(b.on_true);
-    children_of_tree[tree_ids[i]].push_back(b.on_false);
+    pointed_at.insert(b.on_true);
+    pointed_at.insert(b.on_false);
+  }
+  std::map<int64_t, std::vector<Child>> roots_of_tree;
+  for (const auto& [key, ref] : refs) {
+    if (!pointed_at.contains(ref)) roots_of_tree[key.first].push_back(ref);
   }
   // A tree's root is its one node no other node of the tree points at.
   for (int64_t tree : tree_order) {
-    const auto& children = children_of_tree[tree];
-    std::vector<Child> roots;
-    for (const auto& [key, ref] : refs) {
-      if (key.first == tree && std::find(children.begin(), children.end(), ref) == children.end()) {
-        roots.push_back(ref);
-      }
-    }
+    const std::vector<Child>& roots = roots_of_tree[tree];
     if (roots.size() != 1) {
       return absl::InvalidArgumentError(
           absl::StrCat("tree ", tree, " has ", roots.size(), " nodes no other node points at, expected one root"));
