@@ -134,6 +134,22 @@ absl::Status DispatchFloating(const Tensor& t, const char* what, Fn&& fn) {
   return absl::InvalidArgumentError(absl::StrCat(what, " must be floating-point, got ", t.DebugString()));
 }
 
+// A floating-point tensor with elements of type P (float or double): `t` itself (shared, no copy) when it
+// already is, else a converted copy; an undefined `t` stays undefined. For kernels that compute in one
+// precision whatever their inputs (float16 and bfloat16 widened to float).
+template <typename P>
+Tensor InPrecision(const Tensor& t) {
+  if (!t.defined() || t.dtype() == kTypeOf<P>) return t;
+  Tensor out(kTypeOf<P>, t.shape());
+  DispatchFloating(t, "input", [&](auto tag) {
+    using T = decltype(tag);
+    const T* in = t.data<T>();
+    P* o = out.data<P>();
+    for (int64_t i = 0; i < t.NumElements(); ++i) o[i] = static_cast<P>(ToCompute(in[i]));
+  }).IgnoreError();  // callers have checked that t is floating-point
+  return out;
+}
+
 // Runs fn(row) for `rows` independent rows of about `len` elements each, in parallel chunks of ~16K elements.
 template <typename Fn>
 void ForEachRow(ThreadPool& pool, int64_t rows, int64_t len, const Fn& fn) {

@@ -20,20 +20,6 @@
 namespace onnxserve {
 namespace {
 
-// `t` with elements of type P (float or double): `t` itself, or a converted copy.
-template <typename P>
-Tensor InPrecision(const Tensor& t) {
-  if (t.dtype() == kTypeOf<P>) return t;
-  Tensor out(kTypeOf<P>, t.shape());
-  DispatchFloating(t, "input", [&](auto tag) {
-    using T = decltype(tag);
-    const T* in = t.data<T>();
-    P* o = out.data<P>();
-    for (int64_t i = 0; i < t.NumElements(); ++i) o[i] = static_cast<P>(ToCompute(in[i]));
-  }).IgnoreError();  // the caller checked that t is floating-point
-  return out;
-}
-
 template <typename P>
 void SoftmaxRows(Tensor& x, ThreadPool& pool) {
   const int64_t cols = x.dim(x.rank() - 1);

@@ -35,25 +35,6 @@ absl::StatusOr<Rule> ParseRule(const std::string& name) {
       "attribute update_rule: expected \"linear\", \"gated\", \"delta\" or \"gated_delta\", got \"", name, "\""));
 }
 
-// A float view of a float, float16 or bfloat16 tensor: the tensor itself, or a widened copy kept alive here.
-class FloatView {
- public:
-  explicit FloatView(const Tensor* t) {
-    if (t == nullptr) return;
-    if (IsHalfType(t->dtype())) {
-      widened_ = WidenToFloat(t);
-      data_ = widened_.data<float>();
-    } else {
-      data_ = t->data<float>();
-    }
-  }
-  const float* data() const { return data_; }
-
- private:
-  Tensor widened_;
-  const float* data_ = nullptr;
-};
-
 // The sizes of one call, with the packed last axes split into heads.
 struct Dims {
   int64_t batch = 0, tokens = 0, q_heads = 0, kv_heads = 0, d_k = 0, d_v = 0;
@@ -100,9 +81,14 @@ class LinearAttention final : public OpKernel {
     ASSIGN_OR_RETURN(const Dims d, CheckShapes(ctx));
     const Tensor& query = *ctx.Input(kQuery);
     const Tensor* past = ctx.Input(kPastState);
-    const FloatView q(&query), k(ctx.Input(kKey)), v(ctx.Input(kValue)), s0(past);
-    const FloatView decay(IsGated(rule_) ? ctx.Input(kDecay) : nullptr);
-    const FloatView beta(IsDelta(rule_) ? ctx.Input(kBeta) : nullptr);
+    // Optional inputs left out, and decay/beta where the rule ignores them, are undefined: null data.
+    auto in_float = [&](int i, bool used) {
+      const Tensor* t = ctx.Input(i);
+      return used && t != nullptr ? InPrecision<float>(*t) : Tensor();
+    };
+    const Tensor q = in_float(kQuery, true), k = in_float(kKey, true), v = in_float(kValue, true);
+    const Tensor s0 = in_float(kPastState, true), decay = in_float(kDecay, IsGated(rule_)),
+                 beta = in_float(kBeta, IsDelta(rule_));
     const float scale = scale_ != 0.0f ? scale_ : 1.0f / std::sqrt(static_cast<float>(d.d_k));
 
     const Shape out_shape = {d.batch, d.tokens, d.q_heads * d.d_v};
@@ -114,8 +100,9 @@ class LinearAttention final : public OpKernel {
     Tensor state = FloatTarget(present, state_shape);
     ctx.pool().ParallelFor(d.batch * d.kv_heads, 1, [&](int64_t begin, int64_t end) {
       for (int64_t task = begin; task < end; ++task) {
-        RunHead(d, task / d.kv_heads, task % d.kv_heads, scale, q.data(), k.data(), v.data(), s0.data(),
-                decay.data(), beta.data(), out.data<float>(), state.data<float>());
+        RunHead(d, task / d.kv_heads, task % d.kv_heads, scale, q.data<float>(), k.data<float>(),
+                v.data<float>(), s0.data<float>(), decay.data<float>(), beta.data<float>(), out.data<float>(),
+                state.data<float>());
       }
     });
     if (IsHalfType(y.dtype())) NarrowFromFloat(out, y);
