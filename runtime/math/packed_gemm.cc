@@ -4,13 +4,22 @@
 #include <cstdlib>
 #include <memory>
 
+#include "runtime/math/isa.h"
 #include "runtime/math/packed_gemm_kernels.h"
 
 namespace onnxserve {
 namespace {
 
-using avx512::kPanelColumns;
-using avx512::kPanelRows;
+using packed::kPanelAlignment;
+using packed::kPanelColumns;
+using packed::kPanelRows;
+
+// The active instruction set's micro-kernels; only called once PackedGemmSupported() said yes.
+const packed::MicroKernels& Kernels() {
+  static const packed::MicroKernels& kKernels =
+      ActiveIsa() == Isa::kAvx512 ? packed::kAvx512Kernels : packed::kAvx2Kernels;
+  return kKernels;
+}
 
 // Depth per block: C is read and written once per block, so deeper blocks save C traffic; a B panel's
 // block (256 x 48 floats, 48 KiB) is then about L1's size. 128, 192 and 256 measured alike on ResNet-50.
@@ -25,6 +34,9 @@ constexpr int64_t kMinDepthForPasses = 128;
 constexpr int64_t kMinParallelWork = int64_t{1} << 21;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Floats a packed [depth x n] block of B takes: each panel's width rounded up to kPanelAlignment.
+int64_t PackedColumnsSize(int64_t depth, int64_t n) { return depth * CeilDiv(n, kPanelAlignment) * kPanelAlignment; }
 
 // Splits `depth` into equal blocks of at most kMaxDepthBlock: 288 + 288, not 256 + 256 + 64, so C is
 // revisited as few times as possible and no block is too thin to amortize its C traffic.
@@ -73,7 +85,7 @@ float* PackScratch(int64_t floats) {
 
 // Where the tile of C at (row, column) goes in a depth block: the first block writes the product with bias
 // and Z, later ones add to it, and the last applies Relu.
-avx512::PanelOutput OutputAt(float* c, int64_t ldc, int64_t row, int64_t column, const GemmEpilogue& epilogue,
+packed::PanelOutput OutputAt(float* c, int64_t ldc, int64_t row, int64_t column, const GemmEpilogue& epilogue,
                              bool first, bool last) {
   return {
       .c = c + row * ldc + column,
@@ -99,7 +111,7 @@ void MultiplyRange(const PackedRows& a, int64_t panel_begin, int64_t panel_end, 
                    const GemmEpilogue& epilogue) {
   const int64_t depth = a.depth(), depth_block = DepthBlock(depth);
   const int64_t column_block = ColumnBlock(depth_block);
-  float* packed = PackScratch<0>(avx512::PackedColumnsSize(depth_block, column_block));
+  float* packed = PackScratch<0>(PackedColumnsSize(depth_block, column_block));
   float* made = source.make != nullptr ? PackScratch<1>(column_block) : nullptr;
   for (int64_t column = column_begin; column < column_end; column += column_block) {
     const int64_t columns = std::min(column_block, column_end - column);
@@ -110,10 +122,10 @@ void MultiplyRange(const PackedRows& a, int64_t panel_begin, int64_t panel_end, 
       if (made != nullptr) {
         for (int64_t row = 0; row < block_depth; ++row) {
           (*source.make)(k + row, column, columns, made);
-          avx512::PackColumnsRow(made, columns, block_depth, row, packed);
+          Kernels().pack_columns_row(made, columns, block_depth, row, packed);
         }
       } else {
-        avx512::PackColumns(source.b + k * source.ldb + column, source.ldb, block_depth, columns, packed);
+        Kernels().pack_columns(source.b + k * source.ldb + column, source.ldb, block_depth, columns, packed);
       }
       const bool first = k == 0, last = k + block_depth == depth;
       // A few A panels at a time: each B panel (block_depth x 48) stays in L1 while they pass it, and the
@@ -127,7 +139,7 @@ void MultiplyRange(const PackedRows& a, int64_t panel_begin, int64_t panel_end, 
           for (int64_t p = p_begin; p < p_end; ++p) {
             const int64_t row = p * kPanelRows;
             const int rows = static_cast<int>(std::min<int64_t>(kPanelRows, a.rows() - row));
-            avx512::MultiplyTile(a.panel(p) + k * kPanelRows, packed + j * block_depth, block_depth, tile_columns,
+            Kernels().multiply_tile(a.panel(p) + k * kPanelRows, packed + j * block_depth, block_depth, tile_columns,
                                  rows, OutputAt(c, ldc, row, column + j, epilogue, first, last));
           }
         }
@@ -190,8 +202,8 @@ void MultiplyColumnRange(const float* a, int64_t lda, bool transposed_a, int64_t
       for (int64_t p = 0; p < row_panels; ++p) {
         const int64_t row = row_begin + p * kPanelRows;
         const int rows = static_cast<int>(std::min<int64_t>(kPanelRows, row_end - row));
-        const int64_t width = std::min<int64_t>(kPanelColumns, CeilDiv(columns, 16) * 16);
-        avx512::MultiplyTile(packed + p * kPanelRows * block_depth, b.data() + column * depth + k * width,
+        const int64_t width = std::min<int64_t>(kPanelColumns, CeilDiv(columns, kPanelAlignment) * kPanelAlignment);
+        Kernels().multiply_tile(packed + p * kPanelRows * block_depth, b.data() + column * depth + k * width,
                              block_depth, columns, rows, OutputAt(c, ldc, row, column, epilogue, first, last));
       }
     }
@@ -201,10 +213,9 @@ void MultiplyColumnRange(const float* a, int64_t lda, bool transposed_a, int64_t
 
 }  // namespace
 
-bool PackedGemmSupported() {
-  static const bool kSupported = __builtin_cpu_supports("avx512f");
-  return kSupported;
-}
+bool PackedGemmSupported() { return ActiveIsa() >= Isa::kAvx2; }
+
+void GatherRow(const float* src, int64_t stride, int64_t n, float* dst) { Kernels().gather_row(src, stride, n, dst); }
 
 PackedRows::PackedRows(const float* a, int64_t rows, int64_t depth, int64_t lda)
     : rows_(rows), depth_(depth), data_(DataType::kFloat, {CeilDiv(rows, kPanelRows) * kPanelRows * depth}) {
@@ -230,10 +241,10 @@ void PackedGemm(const PackedRows& a, int64_t n, ColumnRowFn rows, float* c, int6
 
 PackedColumns::PackedColumns(const float* b, int64_t depth, int64_t columns, int64_t ldb, bool transposed,
                              float scale)
-    : depth_(depth), columns_(columns), data_(DataType::kFloat, {depth * CeilDiv(columns, 16) * 16}) {
+    : depth_(depth), columns_(columns), data_(DataType::kFloat, {depth * CeilDiv(columns, kPanelAlignment) * kPanelAlignment}) {
   float* out = data_.data<float>();
   for (int64_t column = 0; column < columns; column += kPanelColumns) {
-    const int64_t width = std::min<int64_t>(kPanelColumns, CeilDiv(columns - column, 16) * 16);
+    const int64_t width = std::min<int64_t>(kPanelColumns, CeilDiv(columns - column, kPanelAlignment) * kPanelAlignment);
     for (int64_t k = 0; k < depth; ++k) {
       for (int64_t j = column; j < column + width; ++j) {
         *out++ = j >= columns ? 0.0f : scale * (transposed ? b[j * ldb + k] : b[k * ldb + j]);

@@ -4,8 +4,8 @@
 // the input itself), block by cache-sized block. Bias, a residual and Relu are applied as each tile of C
 // leaves the registers, so C is written once per depth block and never re-read for them.
 //
-// Only CPUs with AVX-512F have micro-kernels; elsewhere PackedGemmSupported() is false and callers keep
-// their OpenBLAS path.
+// Micro-kernels exist for AVX2 + FMA and for AVX-512F (runtime/math/isa.h picks one); on a CPU with
+// neither, PackedGemmSupported() is false and callers keep their OpenBLAS path.
 #pragma once
 
 #include <cstdint>
@@ -16,8 +16,12 @@
 
 namespace onnxserve {
 
-// Whether this CPU runs the packed micro-kernels.
+// Whether this CPU runs the packed micro-kernels (ActiveIsa() is AVX2 or better).
 bool PackedGemmSupported();
+
+// dst[g] = src[g * stride] for g in [0, n) with the packed path's vector instructions: im2col's copy of one
+// grid row. Only for callers that have checked PackedGemmSupported().
+void GatherRow(const float* src, int64_t stride, int64_t n, float* dst);
 
 // A constant left operand, row-major [rows x depth], packed in panels of 8 rows.
 class PackedRows {

@@ -1,13 +1,14 @@
 // AVX-512 micro-kernels of PackedGemm. An 8 x 48 tile of C lives in 24 zmm registers for a whole depth
 // block: per k, three vectors of B and eight broadcasts of A feed 24 FMAs, and C is touched once per
 // block. Narrower tiles (32, 16 and a masked last vector) cover the columns left over; the last few
-// columns (a 7x7 map's 49th, a 14x14 map's last 4) turn the tile around and run down A's rows instead,
-// so a single leftover column costs one FMA per k, not eight.
+// columns (a 7x7 map's 49th, a 14x14 map's last 4) go to the AVX2 narrow kernel, which runs down A's rows
+// instead, so a single leftover column costs one FMA per k, not eight.
 #include <immintrin.h>
 
 #include "runtime/math/packed_gemm_kernels.h"
 
-namespace onnxserve::avx512 {
+namespace onnxserve::packed {
+namespace avx512 {
 namespace {
 
 constexpr int kLanes = 16;
@@ -71,72 +72,6 @@ void MultiplyWide(const float* a, const float* b, int64_t depth, int rows, int64
   }
 }
 
-// Leftover columns up to this many take MultiplyNarrow: past it, a 16-wide tile does the same work in
-// fewer instructions.
-constexpr int64_t kMaxNarrowColumns = 8;
-
-// C[rows x kColumns] at `column`: per k, the 8 rows of A's panel form one ymm vector, multiplied by each
-// column's broadcast B value; the tile is transposed through memory on the way out. Few columns would
-// leave the FMAs waiting on each other's latency, so consecutive k steps go to kChains separate sums.
-template <int kColumns>
-void MultiplyNarrow(const float* a, const float* b, int64_t depth, int64_t b_width, int rows, int64_t column,
-                    const PanelOutput& out) {
-  constexpr int kChains = kColumns >= 8 ? 1 : 8 / kColumns;
-  __m256 acc[kChains][kColumns];
-#pragma GCC unroll 8
-  for (int s = 0; s < kChains; ++s) {
-#pragma GCC unroll 8
-    for (int j = 0; j < kColumns; ++j) acc[s][j] = _mm256_setzero_ps();
-  }
-  int64_t k = 0;
-  for (; k + kChains <= depth; k += kChains) {
-#pragma GCC unroll 8
-    for (int s = 0; s < kChains; ++s) {
-      const __m256 av = _mm256_loadu_ps(a + (k + s) * kPanelRows);
-#pragma GCC unroll 8
-      for (int j = 0; j < kColumns; ++j) {
-        acc[s][j] = _mm256_fmadd_ps(av, _mm256_set1_ps(b[(k + s) * b_width + j]), acc[s][j]);
-      }
-    }
-  }
-  for (; k < depth; ++k) {
-    const __m256 av = _mm256_loadu_ps(a + k * kPanelRows);
-#pragma GCC unroll 8
-    for (int j = 0; j < kColumns; ++j) acc[0][j] = _mm256_fmadd_ps(av, _mm256_set1_ps(b[k * b_width + j]), acc[0][j]);
-  }
-#pragma GCC unroll 8
-  for (int s = 1; s < kChains; ++s) {
-#pragma GCC unroll 8
-    for (int j = 0; j < kColumns; ++j) acc[0][j] = _mm256_add_ps(acc[0][j], acc[s][j]);
-  }
-  alignas(32) float tile[kColumns][kPanelRows];
-#pragma GCC unroll 8
-  for (int j = 0; j < kColumns; ++j) _mm256_store_ps(tile[j], acc[0][j]);
-  for (int r = 0; r < rows; ++r) {
-    float* c = out.c + r * out.ldc + column;
-    for (int j = 0; j < kColumns; ++j) {
-      float value = tile[j][r];
-      if (out.accumulate) {
-        value += c[j];
-      } else {
-        if (out.bias != nullptr) value += out.bias[r];
-        if (out.z != nullptr) value += out.z[r * out.ldz + column + j];
-      }
-      c[j] = out.relu && value < 0.0f ? 0.0f : value;  // NaN compares false and passes through
-    }
-  }
-}
-
-using NarrowKernel = void (*)(const float*, const float*, int64_t, int64_t, int, int64_t, const PanelOutput&);
-constexpr NarrowKernel kNarrowKernels[kMaxNarrowColumns + 1] = {
-    nullptr,           MultiplyNarrow<1>, MultiplyNarrow<2>, MultiplyNarrow<3>, MultiplyNarrow<4>,
-    MultiplyNarrow<5>, MultiplyNarrow<6>, MultiplyNarrow<7>, MultiplyNarrow<8>,
-};
-
-}  // namespace
-
-int64_t PackedColumnsSize(int64_t depth, int64_t n) { return depth * RoundUpToLanes(n); }
-
 void PackColumns(const float* b, int64_t ldb, int64_t depth, int64_t n, float* packed) {
   for (int64_t column = 0; column < n; column += kPanelColumns) {
     const int64_t columns = n - column < kPanelColumns ? n - column : kPanelColumns;
@@ -185,7 +120,7 @@ void MultiplyTile(const float* a_panel, const float* b_panel, int64_t depth, int
                   const PanelOutput& out) {
   const int64_t width = RoundUpToLanes(columns);
   if (columns <= kMaxNarrowColumns) {
-    kNarrowKernels[columns](a_panel, b_panel, depth, width, rows, 0, out);
+    avx2::MultiplyNarrow(a_panel, b_panel, depth, width, columns, rows, out);
   } else if (width == 3 * kLanes) {
     MultiplyWide<3>(a_panel, b_panel, depth, rows, 0, columns, out);
   } else if (width == 2 * kLanes) {
@@ -195,4 +130,14 @@ void MultiplyTile(const float* a_panel, const float* b_panel, int64_t depth, int
   }
 }
 
-}  // namespace onnxserve::avx512
+}  // namespace
+}  // namespace avx512
+
+const MicroKernels kAvx512Kernels = {
+    .pack_columns = avx512::PackColumns,
+    .pack_columns_row = avx512::PackColumnsRow,
+    .gather_row = avx512::GatherRow,
+    .multiply_tile = avx512::MultiplyTile,
+};
+
+}  // namespace onnxserve::packed

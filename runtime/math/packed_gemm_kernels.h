@@ -1,17 +1,21 @@
-// The micro-kernels behind PackedGemm, one instruction set per file. Each file is compiled for its own
-// instruction set and only called after a CPU check, so this header and those files stay free of standard
-// library templates: an inline function instantiated there could be the copy the linker keeps for
-// everyone, and would then run AVX-512 code on a CPU without it.
+// The micro-kernels behind PackedGemm, one instruction set per file, each file compiled for its own
+// instruction set and only called after a CPU check (ActiveIsa()). This header and those files stay free
+// of inline functions and standard library templates: a copy instantiated in an AVX-512 file could be the
+// one the linker keeps for everyone, and would then run AVX-512 code on a CPU without it.
 #pragma once
 
 #include <cstdint>
 
-namespace onnxserve::avx512 {
+namespace onnxserve::packed {
 
 // Rows of A one micro-kernel multiplies at once: A is packed in panels of this many rows.
 inline constexpr int kPanelRows = 8;
-// Columns of B per packed panel. The last panel of a block is narrower: its width rounded up to 16.
+// Columns of B per packed panel. The last panel of a block is narrower: its width rounded up to
+// kPanelAlignment, the floats of one AVX-512 vector (two AVX2 ones), so every ISA shares one layout.
 inline constexpr int kPanelColumns = 48;
+inline constexpr int kPanelAlignment = 16;
+// Leftover columns up to this many take a narrow kernel that runs down A's rows instead of B's columns.
+inline constexpr int kMaxNarrowColumns = 8;
 
 // Where one panel's product goes, and what joins it on the way out.
 struct PanelOutput {
@@ -25,24 +29,31 @@ struct PanelOutput {
   bool relu;  // max(C, 0) after everything else (the last depth block); NaN passes through
 };
 
-// Floats PackColumns writes for a [depth x n] block.
-int64_t PackedColumnsSize(int64_t depth, int64_t n);
+// One instruction set's kernels.
+struct MicroKernels {
+  // Packs B[depth x n] (row stride ldb) into column panels: panel j holds columns [48j, 48j + width) for
+  // every k, width floats per k, zero-padded past n.
+  void (*pack_columns)(const float* b, int64_t ldb, int64_t depth, int64_t n, float* packed);
+  // Row k of a pack_columns block of `depth` rows from `row` (n floats): the same layout, filled one row at
+  // a time by callers that build B's rows on the fly.
+  void (*pack_columns_row)(const float* row, int64_t n, int64_t depth, int64_t k, float* packed);
+  // dst[g] = src[g * stride] for g in [0, n): im2col's copy of one grid row, vectorized for strides 1, 2.
+  void (*gather_row)(const float* src, int64_t stride, int64_t n, float* dst);
+  // C[rows x columns] at out.c (columns <= kPanelColumns) from one A panel (kPanelRows x depth, kPanelRows
+  // floats per k, rows past `rows` zero) and one B panel of `depth` rows (columns rounded up to
+  // kPanelAlignment floats per k).
+  void (*multiply_tile)(const float* a_panel, const float* b_panel, int64_t depth, int64_t columns, int rows,
+                        const PanelOutput& out);
+};
 
-// Packs B[depth x n] (row stride ldb) into column panels: panel j holds columns [48j, 48j + width) for
-// every k, width floats per k, zero-padded past n.
-void PackColumns(const float* b, int64_t ldb, int64_t depth, int64_t n, float* packed);
+extern const MicroKernels kAvx2Kernels;    // needs AVX2 and FMA
+extern const MicroKernels kAvx512Kernels;  // needs AVX-512F (and so AVX2 and FMA)
 
-// dst[g] = src[g * stride] for g in [0, n): im2col's copy of one grid row, vectorized for strides 1 and 2.
-void GatherRow(const float* src, int64_t stride, int64_t n, float* dst);
+namespace avx2 {
+// The narrow kernel (columns <= kMaxNarrowColumns), in AVX2: the AVX-512 tile calls it too, since its
+// vectors are a panel's 8 rows.
+void MultiplyNarrow(const float* a_panel, const float* b_panel, int64_t depth, int64_t b_width, int64_t columns,
+                    int rows, const PanelOutput& out);
+}  // namespace avx2
 
-// Row k of a PackColumns block of `depth` rows from `row` (n floats): the same layout, filled one row at a
-// time by callers that build B's rows on the fly.
-void PackColumnsRow(const float* row, int64_t n, int64_t depth, int64_t k, float* packed);
-
-// C[rows x columns] at out.c (columns <= kPanelColumns) from one A panel (kPanelRows x depth, kPanelRows
-// floats per k, rows past `rows` zero) and one B panel of `depth` rows (columns rounded up to 16 floats
-// per k).
-void MultiplyTile(const float* a_panel, const float* b_panel, int64_t depth, int64_t columns, int rows,
-                  const PanelOutput& out);
-
-}  // namespace onnxserve::avx512
+}  // namespace onnxserve::packed

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "runtime/core/status_macros.h"
-#include "runtime/math/packed_gemm_kernels.h"
+#include "runtime/math/packed_gemm.h"
 #include "runtime/ops/common.h"
 
 namespace onnxserve {
@@ -350,7 +350,7 @@ void Im2ColRow(const ConvGeometry& geo, const float* image, int64_t k, int64_t n
       continue;
     }
     for (int64_t g = ow; g < first; ++g) *dst++ = 0.0f;
-    avx512::GatherRow(plane + ih * width + first * col_stride + col_offset, col_stride, last - first, dst);
+    GatherRow(plane + ih * width + first * col_stride + col_offset, col_stride, last - first, dst);
     dst += last - first;
     for (int64_t g = last; g < ow_end; ++g) *dst++ = 0.0f;
   }

@@ -98,8 +98,8 @@ void Im2ColRows(const ConvGeometry& geo, int64_t channels, const T* image, int64
                 T* col, ThreadPool& pool);
 
 // Columns [n_begin, n_begin + n) of row k of the 2-D im2col matrix of `image` (every channel): what
-// PackedGemm asks for, row by row, as it packs each cache block of the columns. It copies with AVX-512,
-// so only the packed path, which has checked PackedGemmSupported(), may call it.
+// PackedGemm asks for, row by row, as it packs each cache block of the columns. It copies with the packed
+// path's vector instructions, so only that path, which has checked PackedGemmSupported(), may call it.
 void Im2ColRow(const ConvGeometry& geo, const float* image, int64_t k, int64_t n_begin, int64_t n, float* row);
 
 // The adjoint of Im2Col: image[c][...] += col[(c * K + kk), g]. The caller zeroes (or biases) the image

@@ -4,6 +4,9 @@
 // load (convolution weights) and with B packed at load (MatMul/Gemm weights, as stored or transposed).
 #include "runtime/math/packed_gemm.h"
 
+#include <cstdlib>
+#include <cstring>
+
 #include <cmath>
 #include <limits>
 #include <random>
@@ -11,6 +14,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "runtime/math/isa.h"
 
 namespace onnxserve {
 namespace {
@@ -85,7 +89,7 @@ void CheckAgainstReference(const Case& c) {
 class PackedGemmTest : public testing::Test {
  protected:
   void SetUp() override {
-    if (!PackedGemmSupported()) GTEST_SKIP() << "this CPU lacks AVX-512F: PackedGemm has no kernel here";
+    if (!PackedGemmSupported()) GTEST_SKIP() << "ISA " << IsaName(ActiveIsa()) << ": PackedGemm has no kernel here";
   }
 };
 
@@ -133,6 +137,34 @@ TEST_F(PackedGemmTest, ReluKeepsNaN) {
     PackedGemm(PackedRows(a.data(), 1, 2, 2), n, b.data(), n, out.data(), n, {.relu = true}, pool);
     for (float v : out) EXPECT_TRUE(std::isnan(v));
   }
+}
+
+TEST_F(PackedGemmTest, EqualRowsOfAGiveBitIdenticalRowsOfC) {
+  // Channels computed from equal weights must agree to the bit, whatever tile or block they fall in:
+  // squeezenet's logits reach 1e10, where a last-bit difference between channels shows through softmax.
+  const int64_t m = 21, n = 151, k = 700;
+  const std::vector<float> row = RandomValues(k, 5), b = RandomValues(k * n, 6);
+  std::vector<float> a;
+  for (int64_t i = 0; i < m; ++i) a.insert(a.end(), row.begin(), row.end());
+  for (int threads : {1, 2}) {
+    std::vector<float> out(m * n);
+    ThreadPool pool(threads);
+    PackedGemm(PackedRows(a.data(), m, k, k), n, b.data(), n, out.data(), n, {}, pool);
+    for (int64_t i = 1; i < m; ++i) {
+      ASSERT_EQ(std::memcmp(&out[i * n], &out[0], n * sizeof(float)), 0) << "row " << i << ", threads " << threads;
+    }
+  }
+}
+
+TEST(IsaTest, NamesRoundTrip) {
+  for (Isa isa : {Isa::kBaseline, Isa::kAvx2, Isa::kAvx512}) EXPECT_EQ(ParseIsa(IsaName(isa)), isa);
+  EXPECT_EQ(ParseIsa("sse2"), std::nullopt);
+}
+
+TEST(IsaTest, EnvironmentLowersButNeverRaisesTheIsa) {
+  const char* forced = std::getenv("ONNXSERVE_ISA");
+  const std::optional<Isa> parsed = forced == nullptr ? std::nullopt : ParseIsa(forced);
+  EXPECT_EQ(ActiveIsa(), parsed ? std::min(*parsed, DetectedIsa()) : DetectedIsa());
 }
 
 }  // namespace

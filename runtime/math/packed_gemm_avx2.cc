@@ -1,0 +1,238 @@
+// AVX2 + FMA micro-kernels of PackedGemm. Sixteen ymm registers hold a 4 x 24 block of C (twelve
+// accumulators, three vectors of B and one broadcast of A), so an 8 x 48 tile is four such blocks, each a
+// pass over its half of the A panel and its half of the B panel; per k a block does 12 FMAs for 3 loads
+// and 4 broadcasts, which keeps both FMA ports busy. Every element of C sums its depth in the same order
+// whatever its row, so channels computed from equal weights come out bit-identical.
+#include <immintrin.h>
+
+#include "runtime/math/packed_gemm_kernels.h"
+
+namespace onnxserve::packed {
+namespace avx2 {
+namespace {
+
+constexpr int kLanes = 8;
+constexpr int kBlockRows = 4;
+constexpr int kBlockVectors = 3;
+
+// Lanes [0, n) set, n clamped to [0, 8].
+__m256i TailMask(int64_t n) {
+  static const int32_t kTable[2 * kLanes] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+  const int64_t lanes = n < 0 ? 0 : n > kLanes ? kLanes : n;
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kTable + kLanes - lanes));
+}
+
+int64_t RoundUpToPanelAlignment(int64_t n) { return (n + kPanelAlignment - 1) / kPanelAlignment * kPanelAlignment; }
+
+// Writes one vector of C = acc (+ C | + bias + z), then Relu, to the lanes [0, lanes).
+inline void StoreVector(__m256 acc, int row, int64_t column, int64_t lanes, const PanelOutput& out) {
+  float* c = out.c + row * out.ldc + column;
+  const bool full = lanes >= kLanes;
+  const __m256i mask = TailMask(lanes);
+  if (out.accumulate) {
+    acc = _mm256_add_ps(acc, full ? _mm256_loadu_ps(c) : _mm256_maskload_ps(c, mask));
+  } else {
+    if (out.bias != nullptr) acc = _mm256_add_ps(acc, _mm256_set1_ps(out.bias[row]));
+    if (out.z != nullptr) {
+      const float* z = out.z + row * out.ldz + column;
+      acc = _mm256_add_ps(acc, full ? _mm256_loadu_ps(z) : _mm256_maskload_ps(z, mask));
+    }
+  }
+  // vmaxps returns its second operand when either is NaN, so NaN survives as it does in Relu.
+  if (out.relu) acc = _mm256_max_ps(_mm256_setzero_ps(), acc);
+  if (full) {
+    _mm256_storeu_ps(c, acc);
+  } else {
+    _mm256_maskstore_ps(c, mask, acc);
+  }
+}
+
+// C[rows x columns] (rows <= 4, columns <= kVectors * 8) at (row, column) of the tile, from rows
+// [row, row + 4) of the A panel and kVectors vectors of the B panel, whose rows are b_width floats apart.
+template <int kVectors>
+void MultiplyBlock(const float* a, const float* b, int64_t depth, int64_t b_width, int row, int rows,
+                   int64_t column, int64_t columns, const PanelOutput& out) {
+  __m256 acc[kBlockRows][kVectors];
+#pragma GCC unroll 4
+  for (int r = 0; r < kBlockRows; ++r) {
+#pragma GCC unroll 3
+    for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm256_setzero_ps();
+  }
+  a += row;
+  b += column;
+#pragma GCC unroll 2
+  for (int64_t k = 0; k < depth; ++k, a += kPanelRows, b += b_width) {
+    __m256 bv[kVectors];
+#pragma GCC unroll 3
+    for (int v = 0; v < kVectors; ++v) bv[v] = _mm256_loadu_ps(b + v * kLanes);
+#pragma GCC unroll 4
+    for (int r = 0; r < kBlockRows; ++r) {
+      const __m256 ar = _mm256_broadcast_ss(a + r);
+#pragma GCC unroll 3
+      for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm256_fmadd_ps(ar, bv[v], acc[r][v]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < kBlockRows; ++r) {
+    if (r >= rows) break;
+#pragma GCC unroll 3
+    for (int v = 0; v < kVectors; ++v) {
+      if (v * kLanes >= columns) break;
+      StoreVector(acc[r][v], row + r, column + v * kLanes, columns - v * kLanes, out);
+    }
+  }
+}
+
+using BlockKernel = void (*)(const float*, const float*, int64_t, int64_t, int, int, int64_t, int64_t,
+                             const PanelOutput&);
+constexpr BlockKernel kBlockKernels[kBlockVectors + 1] = {nullptr, MultiplyBlock<1>, MultiplyBlock<2>,
+                                                          MultiplyBlock<3>};
+
+// C[rows x kColumns]: per k, the 8 rows of A's panel form one vector, multiplied by each column's
+// broadcast B value; the tile is transposed through memory on the way out. Few columns would leave the
+// FMAs waiting on each other's latency, so consecutive k steps go to kChains separate sums.
+template <int kColumns>
+void MultiplyNarrowColumns(const float* a, const float* b, int64_t depth, int64_t b_width, int rows,
+                           const PanelOutput& out) {
+  constexpr int kChains = kColumns >= 8 ? 1 : 8 / kColumns;
+  __m256 acc[kChains][kColumns];
+#pragma GCC unroll 8
+  for (int s = 0; s < kChains; ++s) {
+#pragma GCC unroll 8
+    for (int j = 0; j < kColumns; ++j) acc[s][j] = _mm256_setzero_ps();
+  }
+  int64_t k = 0;
+  for (; k + kChains <= depth; k += kChains) {
+#pragma GCC unroll 8
+    for (int s = 0; s < kChains; ++s) {
+      const __m256 av = _mm256_loadu_ps(a + (k + s) * kPanelRows);
+#pragma GCC unroll 8
+      for (int j = 0; j < kColumns; ++j) {
+        acc[s][j] = _mm256_fmadd_ps(av, _mm256_set1_ps(b[(k + s) * b_width + j]), acc[s][j]);
+      }
+    }
+  }
+  for (; k < depth; ++k) {
+    const __m256 av = _mm256_loadu_ps(a + k * kPanelRows);
+#pragma GCC unroll 8
+    for (int j = 0; j < kColumns; ++j) acc[0][j] = _mm256_fmadd_ps(av, _mm256_set1_ps(b[k * b_width + j]), acc[0][j]);
+  }
+#pragma GCC unroll 8
+  for (int s = 1; s < kChains; ++s) {
+#pragma GCC unroll 8
+    for (int j = 0; j < kColumns; ++j) acc[0][j] = _mm256_add_ps(acc[0][j], acc[s][j]);
+  }
+  alignas(32) float tile[kColumns][kPanelRows];
+#pragma GCC unroll 8
+  for (int j = 0; j < kColumns; ++j) _mm256_store_ps(tile[j], acc[0][j]);
+  for (int r = 0; r < rows; ++r) {
+    float* c = out.c + r * out.ldc;
+    for (int j = 0; j < kColumns; ++j) {
+      float value = tile[j][r];
+      if (out.accumulate) {
+        value += c[j];
+      } else {
+        if (out.bias != nullptr) value += out.bias[r];
+        if (out.z != nullptr) value += out.z[r * out.ldz + j];
+      }
+      c[j] = out.relu && value < 0.0f ? 0.0f : value;  // NaN compares false and passes through
+    }
+  }
+}
+
+using NarrowKernel = void (*)(const float*, const float*, int64_t, int64_t, int, const PanelOutput&);
+constexpr NarrowKernel kNarrowKernels[kMaxNarrowColumns + 1] = {
+    nullptr,
+    MultiplyNarrowColumns<1>,
+    MultiplyNarrowColumns<2>,
+    MultiplyNarrowColumns<3>,
+    MultiplyNarrowColumns<4>,
+    MultiplyNarrowColumns<5>,
+    MultiplyNarrowColumns<6>,
+    MultiplyNarrowColumns<7>,
+    MultiplyNarrowColumns<8>,
+};
+
+// One k row of a panel: `columns` floats of src, zero-padded to `width`.
+void PackPanelRow(const float* src, int64_t columns, int64_t width, float* dst) {
+  for (int64_t v = 0; v < width; v += kLanes) {
+    const __m256 values =
+        columns - v >= kLanes ? _mm256_loadu_ps(src + v) : _mm256_maskload_ps(src + v, TailMask(columns - v));
+    _mm256_storeu_ps(dst + v, values);
+  }
+}
+
+void PackColumns(const float* b, int64_t ldb, int64_t depth, int64_t n, float* packed) {
+  for (int64_t column = 0; column < n; column += kPanelColumns) {
+    const int64_t columns = n - column < kPanelColumns ? n - column : kPanelColumns;
+    const int64_t width = RoundUpToPanelAlignment(columns);
+    const float* src = b + column;
+    for (int64_t k = 0; k < depth; ++k, src += ldb, packed += width) PackPanelRow(src, columns, width, packed);
+  }
+}
+
+void PackColumnsRow(const float* row, int64_t n, int64_t depth, int64_t k, float* packed) {
+  for (int64_t column = 0; column < n; column += kPanelColumns, packed += depth * kPanelColumns) {
+    const int64_t columns = n - column < kPanelColumns ? n - column : kPanelColumns;
+    const int64_t width = RoundUpToPanelAlignment(columns);
+    PackPanelRow(row + column, columns, width, packed + k * width);
+  }
+}
+
+void GatherRow(const float* src, int64_t stride, int64_t n, float* dst) {
+  if (stride == 1) {
+    int64_t g = 0;
+    for (; g + kLanes <= n; g += kLanes) _mm256_storeu_ps(dst + g, _mm256_loadu_ps(src + g));
+    if (g < n) {
+      const __m256i mask = TailMask(n - g);
+      _mm256_maskstore_ps(dst + g, mask, _mm256_maskload_ps(src + g, mask));
+    }
+  } else if (stride == 2) {
+    // The even lanes of 16 consecutive floats; masks keep the last loads inside the row.
+    for (int64_t g = 0; g < n; g += kLanes) {
+      const int64_t needed = 2 * (n - g < kLanes ? n - g : kLanes) - 1;  // floats up to the last even one
+      const __m256 lo = _mm256_maskload_ps(src + 2 * g, TailMask(needed));
+      const __m256 hi = _mm256_maskload_ps(src + 2 * g + kLanes, TailMask(needed - kLanes));
+      // [lo0 lo2 hi0 hi2 | lo4 lo6 hi4 hi6], then the middle 64-bit pairs swap places.
+      const __m256 evens = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
+      const __m256 ordered =
+          _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(evens), _MM_SHUFFLE(3, 1, 2, 0)));
+      _mm256_maskstore_ps(dst + g, TailMask(n - g), ordered);
+    }
+  } else {
+    for (int64_t g = 0; g < n; ++g) dst[g] = src[g * stride];
+  }
+}
+
+void MultiplyTile(const float* a_panel, const float* b_panel, int64_t depth, int64_t columns, int rows,
+                  const PanelOutput& out) {
+  const int64_t width = RoundUpToPanelAlignment(columns);
+  if (columns <= kMaxNarrowColumns) return MultiplyNarrow(a_panel, b_panel, depth, width, columns, rows, out);
+  for (int row = 0; row < rows; row += kBlockRows) {
+    const int block_rows = rows - row < kBlockRows ? rows - row : kBlockRows;
+    for (int64_t column = 0; column < columns; column += kBlockVectors * kLanes) {
+      const int64_t left = columns - column;
+      const int64_t vectors = left >= kBlockVectors * kLanes ? kBlockVectors : (left + kLanes - 1) / kLanes;
+      kBlockKernels[vectors](a_panel, b_panel, depth, width, row, block_rows, column,
+                             left < vectors * kLanes ? left : vectors * kLanes, out);
+    }
+  }
+}
+
+}  // namespace
+
+void MultiplyNarrow(const float* a_panel, const float* b_panel, int64_t depth, int64_t b_width, int64_t columns,
+                    int rows, const PanelOutput& out) {
+  kNarrowKernels[columns](a_panel, b_panel, depth, b_width, rows, out);
+}
+
+}  // namespace avx2
+
+const MicroKernels kAvx2Kernels = {
+    .pack_columns = avx2::PackColumns,
+    .pack_columns_row = avx2::PackColumnsRow,
+    .gather_row = avx2::GatherRow,
+    .multiply_tile = avx2::MultiplyTile,
+};
+
+}  // namespace onnxserve::packed
