@@ -246,8 +246,8 @@ absl::Status ExecutionPlan::CheckFeed(const ValueInfo& info, const Tensor& tenso
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<Tensor>> ExecutionPlan::Run(const std::vector<NamedTensor>& feeds,
-                                                       ThreadPool& pool) const {
+absl::StatusOr<std::vector<Tensor>> ExecutionPlan::Run(const std::vector<NamedTensor>& feeds, ThreadPool& pool,
+                                                       const RunLimits& limits) const {
   std::vector<const Tensor*> view(slots_.size(), nullptr);
   std::vector<Tensor> owned(slots_.size());
   for (const auto& [slot, tensor] : constants_) view[slot] = tensor;
@@ -273,6 +273,9 @@ absl::StatusOr<std::vector<Tensor>> ExecutionPlan::Run(const std::vector<NamedTe
   }
 
   for (const Step& step : steps_) {
+    if (absl::Status status = limits.Check(); !status.ok()) {
+      return absl::Status(status.code(), absl::StrCat(status.message(), " before ", step.label));
+    }
     std::vector<const Tensor*> inputs;
     inputs.reserve(step.inputs.size());
     for (int slot : step.inputs) inputs.push_back(slot < 0 ? nullptr : view[slot]);
@@ -283,7 +286,7 @@ absl::StatusOr<std::vector<Tensor>> ExecutionPlan::Run(const std::vector<NamedTe
     std::vector<std::pair<std::string, const Tensor*>> outer;
     for (const auto& [name, slot] : step.outer_scope) outer.push_back({name, view[slot]});
     std::vector<Tensor> outputs(step.outputs.size());
-    KernelContext ctx(std::move(inputs), &outputs, step.outputs_wanted, &pool, std::move(outer));
+    KernelContext ctx(std::move(inputs), &outputs, step.outputs_wanted, &pool, std::move(outer), &limits);
     absl::Status status = step.kernel->Compute(ctx);
     if (!status.ok()) {
       return absl::Status(status.code(), absl::StrCat(step.label, ": ", status.message()));

@@ -46,8 +46,9 @@ class ExecutionPlan {
 
   // Runs the graph. `feeds` holds the graph inputs and, for subgraphs, the outer-scope values the graph
   // reads, by name. Returns the graph outputs in graph order. Inputs are checked against the graph's
-  // declared types and static dims.
-  absl::StatusOr<std::vector<Tensor>> Run(const std::vector<NamedTensor>& feeds, ThreadPool& pool) const;
+  // declared types and static dims. `limits` is checked before every step.
+  absl::StatusOr<std::vector<Tensor>> Run(const std::vector<NamedTensor>& feeds, ThreadPool& pool,
+                                          const RunLimits& limits = {}) const;
 
  private:
   struct Step {

@@ -26,11 +26,12 @@ absl::StatusOr<std::unique_ptr<Session>> Session::LoadFile(const std::string& pa
 }
 
 absl::StatusOr<std::vector<Tensor>> Session::Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
-                                                 const std::vector<std::string>& output_names) const {
+                                                 const std::vector<std::string>& output_names,
+                                                 const RunLimits& limits) const {
   std::vector<NamedTensor> named;
   named.reserve(feeds.size());
   for (const auto& [name, tensor] : feeds) named.push_back({name, &tensor});
-  ASSIGN_OR_RETURN(std::vector<Tensor> all, plan_->Run(named, pool_));
+  ASSIGN_OR_RETURN(std::vector<Tensor> all, plan_->Run(named, pool_, limits));
   if (output_names.empty()) return all;
   std::vector<Tensor> picked;
   picked.reserve(output_names.size());

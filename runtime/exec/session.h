@@ -34,9 +34,11 @@ class Session {
   const std::vector<ValueInfo>& inputs() const { return model_->graph().inputs(); }
   const std::vector<ValueInfo>& outputs() const { return model_->graph().outputs(); }
 
-  // Runs the model. `output_names` picks outputs and their order; empty means all, in graph order.
+  // Runs the model. `output_names` picks outputs and their order; empty means all, in graph order. The run
+  // stops with DEADLINE_EXCEEDED or CANCELLED between steps once `limits` says so.
   absl::StatusOr<std::vector<Tensor>> Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
-                                          const std::vector<std::string>& output_names = {}) const;
+                                          const std::vector<std::string>& output_names = {},
+                                          const RunLimits& limits = {}) const;
 
  private:
   Session(std::shared_ptr<const Model> model, std::unique_ptr<ExecutionPlan> plan, int threads);

@@ -87,7 +87,7 @@ class If final : public OpKernel {
     RETURN_IF_ERROR(RequireInputs(ctx, 1));
     ASSIGN_OR_RETURN(bool cond, ScalarBool(*ctx.Input(0), "cond"));
     const ExecutionPlan& branch = cond ? *then_ : *else_;
-    ASSIGN_OR_RETURN(std::vector<Tensor> outputs, branch.Run(OuterFeeds(ctx, branch), ctx.pool()));
+    ASSIGN_OR_RETURN(std::vector<Tensor> outputs, branch.Run(OuterFeeds(ctx, branch), ctx.pool(), ctx.limits()));
     if (static_cast<int>(outputs.size()) != ctx.num_outputs()) {
       return absl::InvalidArgumentError(absl::StrCat("branch gives ", outputs.size(), " outputs, node has ",
                                                      ctx.num_outputs()));
@@ -132,13 +132,15 @@ class Loop final : public OpKernel {
     const auto& names = body_->graph().inputs();
     std::vector<std::vector<Tensor>> scans(num_scan_);
     for (int64_t iter = 0; iter < trip_count && cond; ++iter) {
+      // The body's own steps check too, but an empty body would not: a trip count of 1e13 must still stop.
+      RETURN_IF_ERROR(ctx.limits().Check());
       Tensor iter_tensor = Tensor::Scalar<int64_t>(iter);
       Tensor cond_tensor = Tensor::Scalar<bool>(cond);
       std::vector<NamedTensor> feeds = OuterFeeds(ctx, *body_);
       feeds.push_back({names[0].name, &iter_tensor});
       feeds.push_back({names[1].name, &cond_tensor});
       for (int i = 0; i < num_carried_; ++i) feeds.push_back({names[2 + i].name, &carried[i]});
-      ASSIGN_OR_RETURN(std::vector<Tensor> out, body_->Run(feeds, ctx.pool()));
+      ASSIGN_OR_RETURN(std::vector<Tensor> out, body_->Run(feeds, ctx.pool(), ctx.limits()));
       ASSIGN_OR_RETURN(cond, ScalarBool(out[0], "body condition output"));
       for (int i = 0; i < num_carried_; ++i) carried[i] = std::move(out[1 + i]);
       for (int k = 0; k < num_scan_; ++k) scans[k].push_back(std::move(out[1 + num_carried_ + k]));
@@ -192,6 +194,7 @@ absl::StatusOr<std::vector<Tensor>> RunScan(const ExecutionPlan& body, const Sca
   std::vector<Tensor> state = state_in;
   std::vector<std::vector<Tensor>> scans(num_scan_out);
   for (int64_t t = 0; t < std::max<int64_t>(length, 0); ++t) {
+    RETURN_IF_ERROR(ctx.limits().Check());
     std::vector<Tensor> elements;
     for (size_t j = 0; j < scan_in.size(); ++j) {
       const int64_t index = spec.input_directions[j] == 1 ? length - 1 - t : t;
@@ -200,7 +203,7 @@ absl::StatusOr<std::vector<Tensor>> RunScan(const ExecutionPlan& body, const Sca
     std::vector<NamedTensor> feeds = OuterFeeds(ctx, body);
     for (int i = 0; i < spec.num_state; ++i) feeds.push_back({names[i].name, &state[i]});
     for (size_t j = 0; j < elements.size(); ++j) feeds.push_back({names[spec.num_state + j].name, &elements[j]});
-    ASSIGN_OR_RETURN(std::vector<Tensor> out, body.Run(feeds, ctx.pool()));
+    ASSIGN_OR_RETURN(std::vector<Tensor> out, body.Run(feeds, ctx.pool(), ctx.limits()));
     for (int i = 0; i < spec.num_state; ++i) state[i] = std::move(out[i]);
     for (int k = 0; k < num_scan_out; ++k) scans[k].push_back(std::move(out[spec.num_state + k]));
   }

@@ -136,7 +136,7 @@ class FlexAttention final : public OpKernel {
     if (plan == nullptr) return x;
     std::vector<NamedTensor> feeds = OuterFeeds(ctx, *plan);
     feeds.push_back({plan->graph().inputs()[0].name, &x});
-    ASSIGN_OR_RETURN(std::vector<Tensor> out, plan->Run(feeds, ctx.pool()));
+    ASSIGN_OR_RETURN(std::vector<Tensor> out, plan->Run(feeds, ctx.pool(), ctx.limits()));
     if (out[0].dtype() != x.dtype() || out[0].shape() != x.shape()) {
       return absl::InvalidArgumentError(absl::StrCat(what, " must return its input's type and shape ",
                                                      x.DebugString(), ", returned ", out[0].DebugString()));

@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "onnx/onnx_pb.h"
+#include "runtime/core/run_limits.h"
 #include "runtime/core/tensor.h"
 #include "runtime/core/thread_pool.h"
 
@@ -71,9 +72,9 @@ class KernelContext {
  public:
   KernelContext(std::vector<const Tensor*> inputs, std::vector<Tensor>* outputs,
                 std::vector<bool> outputs_wanted, ThreadPool* pool,
-                std::vector<std::pair<std::string, const Tensor*>> outer_scope)
+                std::vector<std::pair<std::string, const Tensor*>> outer_scope, const RunLimits* limits = nullptr)
       : inputs_(std::move(inputs)), outputs_(outputs), outputs_wanted_(std::move(outputs_wanted)),
-        pool_(pool), outer_scope_(std::move(outer_scope)) {}
+        pool_(pool), outer_scope_(std::move(outer_scope)), limits_(limits) {}
 
   int num_inputs() const { return static_cast<int>(inputs_.size()); }
   // Input i, or nullptr when it is omitted.
@@ -91,6 +92,12 @@ class KernelContext {
   void SetOutput(int i, Tensor t) { (*outputs_)[i] = std::move(t); }
 
   ThreadPool& pool() const { return *pool_; }
+  // The run's deadline and cancellation: kernels that iterate (Loop, Scan) check them and pass them on to
+  // the subgraphs they run.
+  const RunLimits& limits() const {
+    static const RunLimits kNone;
+    return limits_ != nullptr ? *limits_ : kNone;
+  }
   // Values of enclosing graphs that this node's subgraphs read, by name.
   const std::vector<std::pair<std::string, const Tensor*>>& outer_scope() const { return outer_scope_; }
 
@@ -100,6 +107,7 @@ class KernelContext {
   std::vector<bool> outputs_wanted_;
   ThreadPool* pool_;
   std::vector<std::pair<std::string, const Tensor*>> outer_scope_;
+  const RunLimits* limits_;
 };
 
 class OpKernel {

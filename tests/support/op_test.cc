@@ -116,12 +116,12 @@ onnx::ModelProto OpTest::BuildModel() const {
   return model;
 }
 
-absl::StatusOr<std::vector<Tensor>> OpTest::Run() const {
+absl::StatusOr<std::vector<Tensor>> OpTest::Run(const RunLimits& limits) const {
   auto model = Model::FromProto(BuildModel(), "");
   if (!model.ok()) return model.status();
   auto session = Session::Create(*std::move(model));
   if (!session.ok()) return session.status();
-  return (*session)->Run(feeds_);
+  return (*session)->Run(feeds_, {}, limits);
 }
 
 ::testing::AssertionResult TensorsClose(const Tensor& expected, const Tensor& actual, double rtol,

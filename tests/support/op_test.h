@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
 #include "onnx/onnx_pb.h"
+#include "runtime/core/run_limits.h"
 #include "runtime/core/tensor.h"
 
 namespace onnxserve::testing {
@@ -45,7 +46,7 @@ class OpTest {
 
   onnx::ModelProto BuildModel() const;
   // Loads, compiles and runs; the outputs in the node's output order (omitted ones skipped).
-  absl::StatusOr<std::vector<Tensor>> Run() const;
+  absl::StatusOr<std::vector<Tensor>> Run(const RunLimits& limits = {}) const;
 
  private:
   onnx::NodeProto node_;

@@ -1,4 +1,6 @@
 // If, Loop and Scan: subgraphs run with values of the enclosing graph read by name.
+#include <atomic>
+
 #include "gtest/gtest.h"
 #include "tests/support/op_test.h"
 
@@ -108,6 +110,33 @@ TEST(LoopTest, AFalseConditionRunsNoIteration) {
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1}, {7.f}), (*out)[0]));
   EXPECT_EQ((*out)[1].shape(), Shape({0}));
+}
+
+// A Loop told to run 1e13 times stops at its run's deadline or cancellation, even with an empty body (no
+// step of its own to check between), and says why.
+TEST(LoopTest, StopsAtTheDeadlineOrCancellationWhateverItsTripCount) {
+  // Carries x through without a single node.
+  onnx::GraphProto empty_body;
+  empty_body.set_name("empty_body");
+  *empty_body.add_input() = Value("iter", onnx::TensorProto::INT64);
+  *empty_body.add_input() = Value("cond_in", onnx::TensorProto::BOOL);
+  *empty_body.add_input() = Value("x_in", onnx::TensorProto::FLOAT);
+  *empty_body.add_output() = Value("cond_in", onnx::TensorProto::BOOL);
+  *empty_body.add_output() = Value("x_in", onnx::TensorProto::FLOAT);
+  for (const onnx::GraphProto& body : {CountingBody(), empty_body}) {
+    OpTest loop = OpTest("Loop", 16)
+                      .Input("M", Tensor::Scalar<int64_t>(10'000'000'000'000))
+                      .Input("cond", Tensor::Scalar(true))
+                      .Input("x", Tensor::FromVector<float>({1}, {1.f}))
+                      .Output("x_final")
+                      .Attr(GraphAttr("body", body));
+    if (body.output_size() == 3) loop.Output("iters");
+    auto out = loop.Run(RunLimits(absl::Now() + absl::Milliseconds(50)));
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kDeadlineExceeded) << body.name() << ": " << out.status();
+    std::atomic<int> polls{0};
+    out = loop.Run(RunLimits(absl::InfiniteFuture(), [&polls] { return ++polls > 1000; }));
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled) << body.name() << ": " << out.status();
+  }
 }
 
 // Scan body: state passes through; the scanned element is emitted as a scan output.
