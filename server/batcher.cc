@@ -130,6 +130,7 @@ struct Scheduler::State {
   std::vector<size_t> Gather() const;
   std::vector<size_t> TrimToPreferred(std::vector<size_t> picks) const;
   Batch Collect(std::unique_lock<std::mutex>& lock);
+  RunLimits LimitsOf(const Batch& live, absl::Time start) const;
   void Execute(Batch batch);
   void Fail(Batch batch, const absl::Status& status);
 };
@@ -243,6 +244,17 @@ void Scheduler::State::Work() {
   }
 }
 
+// A batch runs while any of its requests still waits for the answer, and never past the model's
+// execution timeout.
+RunLimits Scheduler::State::LimitsOf(const Batch& live, absl::Time start) const {
+  absl::Time deadline = absl::InfinitePast();
+  for (const auto& r : live) deadline = std::max(deadline, r->deadline);
+  deadline = std::min(deadline, start + options.execution_timeout);
+  return RunLimits(deadline, [&live] {
+    return std::all_of(live.begin(), live.end(), [](const auto& r) { return r->cancelled && r->cancelled(); });
+  });
+}
+
 void Scheduler::State::Execute(Batch batch) {
   const absl::Time start = absl::Now();
   Batch live;
@@ -265,7 +277,7 @@ void Scheduler::State::Execute(Batch batch) {
     for (size_t i = 0; i < options.input_names.size(); ++i) inputs.push_back(ConcatInput(live, i, rows));
   }
   const absl::Time computed_input = absl::Now();
-  absl::StatusOr<std::vector<Tensor>> outputs = run(inputs);
+  absl::StatusOr<std::vector<Tensor>> outputs = run(inputs, LimitsOf(live, start));
   const absl::Time computed = absl::Now();
   if (!outputs.ok()) return Fail(std::move(live), outputs.status());
 

@@ -6,7 +6,9 @@
 // concatenated on dim 0 (up to max_batch_size rows), the model runs once and each output is split back
 // by rows. A batch starts when it reaches max_batch_size or a preferred size, or when its oldest request
 // has waited max_queue_delay. Requests past their deadline or cancelled are completed with
-// DEADLINE_EXCEEDED / CANCELLED before compute. With max_batch_size 0 each request runs alone.
+// DEADLINE_EXCEEDED / CANCELLED before compute; a running batch stops between steps once every request in
+// it has passed its deadline or been cancelled, or the model's execution timeout has passed. With
+// max_batch_size 0 each request runs alone.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "grpc_service.pb.h"
+#include "runtime/core/run_limits.h"
 #include "runtime/core/tensor.h"
 #include "server/metrics.h"
 
@@ -64,11 +67,14 @@ struct SchedulerOptions {
   absl::Duration max_queue_delay = absl::ZeroDuration();
   int64_t max_queue_size = 0;  // 0: unbounded
   int instances = 1;
+  // How long one execution may run (config parameter execution_timeout_ms).
+  absl::Duration execution_timeout = absl::InfiniteDuration();
 };
 
 // Runs the model once on a (batched) set of inputs, in input_names order; returns outputs in output_names
-// order. Called from several workers at once.
-using RunFn = std::function<absl::StatusOr<std::vector<Tensor>>(const std::vector<Tensor>& inputs)>;
+// order, or stops early once `limits` says so. Called from several workers at once.
+using RunFn =
+    std::function<absl::StatusOr<std::vector<Tensor>>(const std::vector<Tensor>& inputs, const RunLimits& limits)>;
 
 class Scheduler {
  public:

@@ -17,6 +17,9 @@ namespace onnxserve::server {
 namespace {
 
 constexpr char kThreadsParameter[] = "threads";
+constexpr char kExecutionTimeoutParameter[] = "execution_timeout_ms";
+// A day: longer is a typo, not a budget.
+constexpr int64_t kMaxExecutionTimeoutMs = int64_t{24} * 3600 * 1000;
 
 constexpr const char* kPlatform = "onnxruntime_onnx";
 constexpr const char* kBackend = "onnxruntime";
@@ -211,7 +214,7 @@ absl::Status CheckIdentity(const std::string& model_name, inference::ModelConfig
   config.set_platform(kPlatform);
   config.set_backend(kBackend);
   for (const auto& [key, value] : config.parameters()) {
-    if (key != kThreadsParameter) {
+    if (key != kThreadsParameter && key != kExecutionTimeoutParameter) {
       Log(LogLevel::kWarning, "config_parameter_ignored", {{"model", model_name}, {"parameter", key}});
     }
   }
@@ -282,6 +285,19 @@ absl::StatusOr<int> ThreadsParameter(const inference::ModelConfig& config, int f
                                                    it->second.string_value(), "\""));
   }
   return threads;
+}
+
+absl::StatusOr<absl::Duration> ExecutionTimeoutParameter(const inference::ModelConfig& config) {
+  auto it = config.parameters().find(kExecutionTimeoutParameter);
+  if (it == config.parameters().end()) return absl::InfiniteDuration();
+  int64_t ms = 0;
+  if (!absl::SimpleAtoi(it->second.string_value(), &ms) || ms < 1 || ms > kMaxExecutionTimeoutMs) {
+    return absl::InvalidArgumentError(absl::StrCat("parameters \"", kExecutionTimeoutParameter,
+                                                   "\" must be a whole number of milliseconds in [1, ",
+                                                   kMaxExecutionTimeoutMs, "], got \"",
+                                                   it->second.string_value().substr(0, 64), "\""));
+  }
+  return absl::Milliseconds(ms);
 }
 
 int InstanceCount(const inference::ModelConfig& config) {

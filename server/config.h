@@ -29,6 +29,10 @@ inline constexpr int kDefaultMaxBatchSize = 32;
 // or `fallback` (the --threads flag) when it does not. A value that is not a whole number >= 1 is an error.
 absl::StatusOr<int> ThreadsParameter(const inference::ModelConfig& config, int fallback);
 
+// How long one execution of the model may run, from `parameters { key: "execution_timeout_ms" value {
+// string_value: "N" } }`; infinite when absent. Past it a run stops between steps with DEADLINE_EXCEEDED.
+absl::StatusOr<absl::Duration> ExecutionTimeoutParameter(const inference::ModelConfig& config);
+
 // What a request must send (inputs) or gets back (outputs), per a completed config.
 struct TensorSpec {
   std::string name;

@@ -113,6 +113,7 @@ SchedulerOptions SchedulerOptionsFor(const ModelVersion& mv) {
   for (const auto& spec : mv.inputs) options.input_names.push_back(spec.name);
   for (const auto& spec : mv.outputs) options.output_names.push_back(spec.name);
   options.instances = InstanceCount(config);
+  options.execution_timeout = mv.execution_timeout;
   if (!config.has_dynamic_batching()) return options;
   const auto& batching = config.dynamic_batching();
   options.max_batch_size = config.max_batch_size();
@@ -277,6 +278,7 @@ absl::StatusOr<std::shared_ptr<ModelVersion>> ModelRepository::LoadVersion(const
   const fs::path path = fs::path(options_.root) / name / mv->version_str / kModelFile;
   SessionOptions session_options;
   ASSIGN_OR_RETURN(session_options.intra_op_threads, ThreadsParameter(config, options_.intra_op_threads));
+  ASSIGN_OR_RETURN(mv->execution_timeout, ExecutionTimeoutParameter(config));
   ASSIGN_OR_RETURN(mv->session, Session::LoadFile(path.string(), session_options));
   RETURN_IF_ERROR(CompleteModelConfig(name, *mv->session, from_file, config));
   mv->config = std::move(config);
@@ -285,11 +287,12 @@ absl::StatusOr<std::shared_ptr<ModelVersion>> ModelRepository::LoadVersion(const
   mv->stats = std::make_unique<VersionStats>(name, mv->version_str);
   SchedulerOptions scheduler_options = SchedulerOptionsFor(*mv);
   RunFn run = [session = mv->session.get(), inputs = scheduler_options.input_names,
-               outputs = scheduler_options.output_names](const std::vector<Tensor>& values) {
+               outputs = scheduler_options.output_names](const std::vector<Tensor>& values,
+                                                         const RunLimits& limits) {
     std::vector<std::pair<std::string, Tensor>> feeds;
     feeds.reserve(values.size());
     for (size_t i = 0; i < values.size(); ++i) feeds.emplace_back(inputs[i], values[i]);
-    return session->Run(feeds, outputs);
+    return session->Run(feeds, outputs, limits);
   };
   mv->scheduler = std::make_unique<Scheduler>(std::move(scheduler_options), std::move(run), mv->stats.get(),
                                               options_.metrics);

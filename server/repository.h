@@ -38,6 +38,7 @@ struct ModelVersion {
   std::string name;
   int64_t version = 0;
   std::string version_str;
+  absl::Duration execution_timeout = absl::InfiniteDuration();  // config parameter execution_timeout_ms
   inference::ModelConfig config;  // completed
   std::vector<TensorSpec> inputs;
   std::vector<TensorSpec> outputs;

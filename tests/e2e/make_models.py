@@ -1,6 +1,6 @@
 """Writes the e2e test model repository: make_models.py ROOT.
 
-Each model is tiny and uses only Add and Identity, so the tests exercise the server, not the kernels.
+Each model is tiny and uses only Add, Identity and Loop, so the tests exercise the server, not the kernels.
 """
 import os
 import sys
@@ -30,6 +30,24 @@ def add_graph():
          helper.make_tensor_value_info("w", T.FLOAT, ["N", 4])])
 
 
+def spin_graph():
+    """count = the number of iterations of a Loop that runs `trips` times: as long as a request asks."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["count_in", "one"], ["count_out"]),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"])], "spin_body",
+        [helper.make_tensor_value_info("iteration", T.INT64, []),
+         helper.make_tensor_value_info("cond_in", T.BOOL, []),
+         helper.make_tensor_value_info("count_in", T.FLOAT, [1])],
+        [helper.make_tensor_value_info("cond_out", T.BOOL, []),
+         helper.make_tensor_value_info("count_out", T.FLOAT, [1])],
+        [helper.make_tensor("one", T.FLOAT, [1], [1.0])])
+    return helper.make_graph(
+        [helper.make_node("Loop", ["trips", "", "zero"], ["count"], body=body)], "spin",
+        [helper.make_tensor_value_info("trips", T.INT64, [1])],
+        [helper.make_tensor_value_info("count", T.FLOAT, [1])],
+        [helper.make_tensor("zero", T.FLOAT, [1], [0.0])])
+
+
 def main(root):
     # No config: the server completes it (batching on, since every first dim is dynamic).
     save(root, "add", add_graph())
@@ -48,6 +66,10 @@ def main(root):
         [helper.make_node("Identity", ["s"], ["t"])], "strings",
         [helper.make_tensor_value_info("s", T.STRING, ["N"])],
         [helper.make_tensor_value_info("t", T.STRING, ["N"])]))
+    # Runs as long as its input says; "spin_limited" stops any run after 200 ms.
+    save(root, "spin", spin_graph())
+    save(root, "spin_limited", spin_graph(),
+         'parameters { key: "execution_timeout_ms" value { string_value: "200" } }\n')
     # Fixed shapes: no batching.
     save(root, "fixed", helper.make_graph(
         [helper.make_node("Identity", ["a"], ["b"])], "fixed",
