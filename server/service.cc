@@ -164,52 +164,76 @@ void FillTensorMetadata(const std::vector<TensorSpec>& specs,
   }
 }
 
+// Calls `finish` the first time it is called, and never again.
+class FinishOnce {
+ public:
+  explicit FinishOnce(std::function<void(const absl::Status&)> finish) : finish_(std::move(finish)) {}
+  void operator()(const absl::Status& status) {
+    if (!called_.exchange(true)) finish_(status);
+  }
+
+ private:
+  std::function<void(const absl::Status&)> finish_;
+  std::atomic<bool> called_{false};
+};
+
 grpc::ServerUnaryReactor* Finished(grpc::CallbackServerContext* ctx, const absl::Status& status) {
   auto* reactor = ctx->DefaultReactor();
   reactor->Finish(ToGrpcStatus(status));
   return reactor;
 }
 
-// ModelStreamInfer: reads requests one after another, runs them concurrently, writes one response per
-// request in completion order (errors in error_message), and finishes once the client has half-closed and
-// every response is written. Deletes itself in OnDone.
-class StreamInferReactor final : public grpc::ServerBidiReactor<ModelInferRequest, ModelStreamInferResponse> {
+// ModelStreamInfer: reads requests one after another and runs them concurrently, at most
+// kMaxInFlightPerStream unanswered at a time (past that it stops reading: gRPC's flow control then holds
+// the client back); writes one response per request in completion order (errors in error_message); and
+// finishes once the client has half-closed and every response is written, with INVALID_ARGUMENT instead
+// of OK when a message did not decode. Deletes itself in OnDone.
+//
+// Every decision is made under mu_ by Advance(); the gRPC calls it decides on are made after the lock is
+// released, Finish last of all, because OnDone may delete the reactor on another thread the moment
+// Finish is called.
+class StreamInferReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   StreamInferReactor(InferenceService& service, grpc::CallbackServerContext* ctx) : service_(service), ctx_(ctx) {
-    StartRead(&incoming_);
+    Advance();
   }
 
   void OnReadDone(bool ok) override {
-    if (!ok) {
-      std::lock_guard<std::mutex> lock(mu_);
-      reads_done_ = true;
-      MaybeFinish();
-      return;
-    }
     auto call = std::make_shared<Call>();
-    call->request = std::move(incoming_);
+    const bool decoded = ok && Decode(incoming_, call->request);
+    incoming_.Clear();
     {
       std::lock_guard<std::mutex> lock(mu_);
-      ++in_flight_;
+      reading_ = false;
+      ++messages_;
+      if (!decoded) {
+        reads_done_ = true;
+        if (ok) {
+          final_status_ = grpc::Status(grpc::INVALID_ARGUMENT,
+                                       absl::StrCat("message ", messages_, " of the stream is not a ModelInferRequest"));
+        }
+      } else {
+        ++in_flight_;
+      }
     }
-    service_.Infer(call->request, ctx_, call->response.mutable_infer_response(),
-                   [this, call](const absl::Status& status) { Complete(*call, status); });
-    StartRead(&incoming_);
+    if (decoded) {
+      service_.Infer(call->request, ctx_, call->response.mutable_infer_response(),
+                     [this, call](const absl::Status& status) { Complete(*call, status); });
+    }
+    Advance();
   }
 
   void OnWriteDone(bool ok) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    writes_.pop_front();
-    if (!ok) {
-      broken_ = true;
-      writes_.clear();
-    }
-    if (!writes_.empty()) {
-      StartWrite(&writes_.front());
-    } else {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
       writing_ = false;
-      MaybeFinish();
+      writes_.pop_front();
+      if (!ok) {
+        broken_ = true;
+        writes_.clear();
+      }
     }
+    Advance();
   }
 
   void OnDone() override { delete this; }
@@ -220,6 +244,10 @@ class StreamInferReactor final : public grpc::ServerBidiReactor<ModelInferReques
     ModelStreamInferResponse response;
   };
 
+  static bool Decode(grpc::ByteBuffer& buffer, ModelInferRequest& request) {
+    return grpc::SerializationTraits<ModelInferRequest>::Deserialize(&buffer, &request).ok();
+  }
+
   void Complete(Call& call, const absl::Status& status) {
     if (!status.ok()) {
       call.response.Clear();
@@ -227,32 +255,59 @@ class StreamInferReactor final : public grpc::ServerBidiReactor<ModelInferReques
       call.response.mutable_infer_response()->set_model_name(call.request.model_name());
       call.response.mutable_infer_response()->set_id(call.request.id());
     }
-    std::lock_guard<std::mutex> lock(mu_);
-    --in_flight_;
-    if (!broken_) {
-      writes_.push_back(std::move(call.response));
-      if (!writing_) {
-        writing_ = true;
-        StartWrite(&writes_.front());
+    grpc::ByteBuffer encoded;
+    bool own_buffer = false;
+    const bool serialized =
+        grpc::SerializationTraits<ModelStreamInferResponse>::Serialize(call.response, &encoded, &own_buffer).ok();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      --in_flight_;
+      if (!serialized) {
+        final_status_ = grpc::Status(grpc::INTERNAL, "a response could not be serialized");
+      } else if (!broken_) {
+        writes_.push_back(std::move(encoded));
       }
     }
-    MaybeFinish();
+    Advance();
   }
 
-  // Requires mu_.
-  void MaybeFinish() {
-    if (reads_done_ && in_flight_ == 0 && !writing_ && !finished_) {
-      finished_ = true;
-      Finish(grpc::Status::OK);
+  // Starts the next read or write, or finishes, as the state allows.
+  void Advance() {
+    bool read = false, finish = false;
+    grpc::ByteBuffer* write = nullptr;
+    grpc::Status status;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!reads_done_ && !reading_ && in_flight_ + static_cast<int>(writes_.size()) < kMaxInFlightPerStream) {
+        reading_ = read = true;
+      }
+      if (!writing_ && !writes_.empty()) {
+        writing_ = true;
+        write = &writes_.front();  // a deque keeps it in place while later responses are appended
+      }
+      if (reads_done_ && in_flight_ == 0 && !writing_ && writes_.empty() && !finished_) {
+        finished_ = finish = true;
+        status = final_status_;
+      }
     }
+    if (read) StartRead(&incoming_);
+    if (write != nullptr) StartWrite(write);
+    if (finish) Finish(status);  // last: `this` may be gone once it returns
   }
+
+  // Unanswered requests one stream may hold: bounds its memory (requests and responses waiting to be
+  // written) while keeping a batcher fed.
+  static constexpr int kMaxInFlightPerStream = 64;
 
   InferenceService& service_;
   grpc::CallbackServerContext* ctx_;
-  ModelInferRequest incoming_;
+  grpc::ByteBuffer incoming_;
   std::mutex mu_;
-  std::deque<ModelStreamInferResponse> writes_;  // front is being written; deque keeps it in place
+  std::deque<grpc::ByteBuffer> writes_;  // front is being written while writing_
   int in_flight_ = 0;
+  int64_t messages_ = 0;
+  grpc::Status final_status_;
+  bool reading_ = false;
   bool reads_done_ = false;
   bool writing_ = false;
   bool broken_ = false;
@@ -275,6 +330,19 @@ void InferenceService::Reply(const std::string& model, const std::string& versio
 
 void InferenceService::Infer(const ModelInferRequest& wire, grpc::CallbackServerContext* ctx,
                              ModelInferResponse* response, std::function<void(const absl::Status&)> finish) {
+  // Whatever throws (an allocation, a bug), the call is answered exactly once and the server goes on.
+  auto once = std::make_shared<FinishOnce>(std::move(finish));
+  try {
+    Enqueue(wire, ctx, response, [once](const absl::Status& status) { (*once)(status); });
+  } catch (const std::bad_alloc&) {
+    (*once)(absl::ResourceExhaustedError("out of memory while handling the request"));
+  } catch (const std::exception& e) {
+    (*once)(absl::InternalError(absl::StrCat("request failed: ", e.what())));
+  }
+}
+
+void InferenceService::Enqueue(const ModelInferRequest& wire, grpc::CallbackServerContext* ctx,
+                               ModelInferResponse* response, std::function<void(const absl::Status&)> finish) {
   const absl::Time arrival = absl::Now();
   auto found = repository_.Find(wire.model_name(), wire.model_version());
   if (!found.ok()) {
@@ -360,7 +428,7 @@ grpc::ServerUnaryReactor* InferenceService::ModelInfer(grpc::CallbackServerConte
   return reactor;
 }
 
-grpc::ServerBidiReactor<ModelInferRequest, ModelStreamInferResponse>* InferenceService::ModelStreamInfer(
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* InferenceService::ModelStreamInfer(
     grpc::CallbackServerContext* ctx) {
   return new StreamInferReactor(*this, ctx);
 }

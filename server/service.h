@@ -15,7 +15,20 @@ namespace onnxserve::server {
 inline constexpr const char* kServerName = "onnxserve";
 inline constexpr const char* kServerVersion = "0.1.0";
 
-class InferenceService final : public inference::GRPCInferenceService::CallbackService {
+namespace internal {
+using Grpc = inference::GRPCInferenceService;
+// Every method on the callback API, ModelStreamInfer raw (ByteBuffer in and out): typed, gRPC reports a
+// message that does not decode as the client's half-close, and the stream would end with OK.
+using CallbackServiceWithRawStream = Grpc::WithCallbackMethod_ServerLive<Grpc::WithCallbackMethod_ServerReady<
+    Grpc::WithCallbackMethod_ModelReady<Grpc::WithCallbackMethod_ServerMetadata<
+        Grpc::WithCallbackMethod_ModelMetadata<Grpc::WithCallbackMethod_ModelInfer<
+            Grpc::WithRawCallbackMethod_ModelStreamInfer<Grpc::WithCallbackMethod_ModelConfig<
+                Grpc::WithCallbackMethod_ModelStatistics<Grpc::WithCallbackMethod_RepositoryIndex<
+                    Grpc::WithCallbackMethod_RepositoryModelLoad<
+                        Grpc::WithCallbackMethod_RepositoryModelUnload<Grpc::Service>>>>>>>>>>>>;
+}  // namespace internal
+
+class InferenceService final : public internal::CallbackServiceWithRawStream {
  public:
   // `repository` and `metrics` (may be null) must outlive the service.
   InferenceService(ModelRepository& repository, ServerMetrics* metrics);
@@ -48,7 +61,7 @@ class InferenceService final : public inference::GRPCInferenceService::CallbackS
   grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* context,
                                        const inference::ModelInferRequest* request,
                                        inference::ModelInferResponse* response) override;
-  grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse>* ModelStreamInfer(
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ModelStreamInfer(
       grpc::CallbackServerContext* context) override;
   grpc::ServerUnaryReactor* ModelConfig(grpc::CallbackServerContext* context,
                                         const inference::ModelConfigRequest* request,
@@ -67,6 +80,9 @@ class InferenceService final : public inference::GRPCInferenceService::CallbackS
                                                   inference::RepositoryModelUnloadResponse* response) override;
 
  private:
+  // Infer's work, which may throw.
+  void Enqueue(const inference::ModelInferRequest& request, grpc::CallbackServerContext* context,
+               inference::ModelInferResponse* response, std::function<void(const absl::Status&)> finish);
   void Reply(const std::string& model, const std::string& version, absl::Time arrival, const absl::Status& status);
 
   ModelRepository& repository_;

@@ -67,6 +67,20 @@ std::vector<float> RawFloats(const ModelInferResponse& resp, int output) {
   return values;
 }
 
+// A request for the spin models: a Loop of `trips` iterations.
+ModelInferRequest SpinRequest(const std::string& model, int64_t trips) {
+  ModelInferRequest req;
+  req.set_model_name(model);
+  auto* input = req.add_inputs();
+  input->set_name("trips");
+  input->set_datatype("INT64");
+  input->add_shape(1);
+  req.add_raw_input_contents()->assign(reinterpret_cast<const char*>(&trips), sizeof(trips));
+  return req;
+}
+
+constexpr int64_t kForever = 10'000'000'000'000;  // Loop trips: hours of work
+
 grpc::Status Infer(GRPCInferenceService::Stub& stub, const ModelInferRequest& req, ModelInferResponse* resp,
                    std::chrono::milliseconds timeout = kCallTimeout) {
   return stub.ModelInfer(Context(timeout).get(), req, resp);
@@ -159,7 +173,8 @@ TEST_F(ServerTest, RepositoryIndexListsEveryModelReady) {
     EXPECT_EQ(m.state(), "READY") << m.name() << ": " << m.reason();
     EXPECT_EQ(m.version(), "1");
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"add", "batched", "fixed", "strings", "timeout", "tiny_queue"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"add", "batched", "fixed", "spin", "spin_limited", "strings", "timeout",
+                                             "tiny_queue"}));
 }
 
 TEST_F(ServerTest, InferRawAddsAndEchoesId) {
@@ -242,6 +257,94 @@ TEST_F(ServerTest, StreamInferAnswersEveryRequestWithErrorsInline) {
   EXPECT_EQ(RawFloats(by_id["a"].infer_response(), 0), ExpectedSum(1, 5));
   EXPECT_NE(by_id["b"].error_message().find("unknown model \"nope\""), std::string::npos);
   EXPECT_EQ(RawFloats(by_id["c"].infer_response(), 0), ExpectedSum(3, 2));
+}
+
+// ModelStreamInfer with messages as bytes, so that a test can send one that is not a ModelInferRequest.
+std::unique_ptr<grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>> RawStream(grpc::Channel& channel,
+                                                                                     grpc::ClientContext& ctx) {
+  const grpc::internal::RpcMethod method("/inference.GRPCInferenceService/ModelStreamInfer",
+                                         grpc::internal::RpcMethod::BIDI_STREAMING);
+  return std::unique_ptr<grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>>(
+      grpc::internal::ClientReaderWriterFactory<grpc::ByteBuffer, grpc::ByteBuffer>::Create(&channel, method, &ctx));
+}
+
+grpc::ByteBuffer Bytes(const std::string& bytes) {
+  grpc::Slice slice(bytes);
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+TEST_F(ServerTest, StreamEndsWithInvalidArgumentAfterAMessageThatDoesNotDecode) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+  auto stream = RawStream(*server_->channel(), ctx);
+  ModelInferRequest good = AddRequest("add", 1, 5);
+  good.set_id("good");
+  ASSERT_TRUE(stream->Write(Bytes(good.SerializeAsString())));
+  // Field 1 (model_name) claims 2^35 bytes: no ModelInferRequest decodes from this.
+  ASSERT_TRUE(stream->Write(Bytes(std::string("\x0a\x80\x80\x80\x80\x80\x01", 7))));
+  stream->WritesDone();
+  std::vector<inference::ModelStreamInferResponse> responses;
+  grpc::ByteBuffer buffer;
+  while (stream->Read(&buffer)) {
+    inference::ModelStreamInferResponse response;
+    ASSERT_TRUE(grpc::SerializationTraits<inference::ModelStreamInferResponse>::Deserialize(&buffer, &response).ok());
+    responses.push_back(response);
+  }
+  const grpc::Status status = stream->Finish();
+  EXPECT_EQ(status.error_code(), grpc::INVALID_ARGUMENT) << status.error_message();
+  EXPECT_NE(status.error_message().find("message 2 of the stream"), std::string::npos) << status.error_message();
+  ASSERT_EQ(responses.size(), 1u);  // the request before it is still answered
+  EXPECT_EQ(responses[0].infer_response().id(), "good");
+  EXPECT_EQ(RawFloats(responses[0].infer_response(), 0), ExpectedSum(1, 5));
+}
+
+TEST_F(ServerTest, StreamAnswersManyMoreRequestsThanItHoldsInFlight) {
+  // Far past the per-stream bound on requests in flight, written before any response is read: the server
+  // stops reading while it holds the bound and resumes as responses go out, losing none.
+  constexpr int kRequests = 500;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  auto stream = stub_->ModelStreamInfer(&ctx);
+  auto writer = std::async(std::launch::async, [&] {
+    for (int i = 0; i < kRequests; ++i) {
+      ModelInferRequest req = AddRequest("add", 1, static_cast<float>(i));
+      req.set_id(std::to_string(i));
+      if (!stream->Write(req)) return false;
+    }
+    return stream->WritesDone();
+  });
+  std::map<std::string, std::vector<float>> sums;
+  inference::ModelStreamInferResponse resp;
+  while (stream->Read(&resp)) {
+    EXPECT_EQ(resp.error_message(), "");
+    sums[resp.infer_response().id()] = RawFloats(resp.infer_response(), 0);
+  }
+  EXPECT_TRUE(writer.get());
+  ASSERT_TRUE(stream->Finish().ok());
+  ASSERT_EQ(sums.size(), static_cast<size_t>(kRequests));
+  for (int i = 0; i < kRequests; ++i) EXPECT_EQ(sums[std::to_string(i)], ExpectedSum(1, static_cast<float>(i))) << i;
+}
+
+TEST_F(ServerTest, ARunIsStoppedAtTheClientDeadlineAndTheModelServesAgain) {
+  ModelInferResponse resp;
+  const auto start = std::chrono::steady_clock::now();
+  grpc::Status status = Infer(*stub_, SpinRequest("spin", kForever), &resp, std::chrono::milliseconds(300));
+  EXPECT_EQ(status.error_code(), grpc::DEADLINE_EXCEEDED) << status.error_message();
+  // The model has one instance: it answers again only if the endless run was stopped.
+  status = Infer(*stub_, SpinRequest("spin", 5), &resp);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(RawFloats(resp, 0), std::vector<float>{5});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, kCallTimeout);
+}
+
+TEST_F(ServerTest, ExecutionTimeoutStopsARunTheClientWouldWaitForForever) {
+  ModelInferResponse resp;
+  grpc::Status status = Infer(*stub_, SpinRequest("spin_limited", kForever), &resp);
+  EXPECT_EQ(status.error_code(), grpc::DEADLINE_EXCEEDED) << status.error_message();
+  EXPECT_NE(status.error_message().find("deadline"), std::string::npos) << status.error_message();
+  status = Infer(*stub_, SpinRequest("spin_limited", 3), &resp);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(RawFloats(resp, 0), std::vector<float>{3});
 }
 
 struct BadCase {
@@ -412,7 +515,7 @@ TEST(ExplicitModeTest, LoadAndUnloadDriveReadinessAndHealth) {
 
   inference::RepositoryIndexResponse index;
   ASSERT_TRUE(stub->RepositoryIndex(Context().get(), {}, &index).ok());
-  EXPECT_EQ(index.models_size(), 6);  // listed, none loaded
+  EXPECT_EQ(index.models_size(), 8);  // listed, none loaded
   ModelInferResponse resp;
   EXPECT_EQ(Infer(*stub, AddRequest("add", 1, 0), &resp).error_code(), grpc::NOT_FOUND);
 
@@ -503,6 +606,22 @@ TEST(PollModeTest, NewVersionsSwapInUnderLoadWithoutFailedRequests) {
   EXPECT_FALSE(ready.ready());
   EXPECT_NE(server->Log().find("event=model_load_failed model=add version=3"), std::string::npos);
   EXPECT_EQ(server->Terminate(std::chrono::seconds(20)), 0);
+}
+
+TEST(ShutdownTest, SigtermExitsWithinTheGracePeriodWhileARunWouldNeverEnd) {
+  const std::string repo = MakeRepository("shutdown_spin");
+  auto server = ServerProcess::Start(repo, {"--shutdown-grace-secs", "1"});
+  ASSERT_NE(server, nullptr);
+  auto stub = GRPCInferenceService::NewStub(server->channel());
+  // No deadline: only the shutdown can end this run.
+  auto call = std::async(std::launch::async, [&] {
+    grpc::ClientContext ctx;
+    ModelInferResponse resp;
+    return stub->ModelInfer(&ctx, SpinRequest("spin", kForever), &resp);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(server->Terminate(std::chrono::seconds(10)), 0);
+  EXPECT_FALSE(call.get().ok());
 }
 
 TEST(ShutdownTest, SigtermFinishesAcceptedRequestsAndExitsZero) {
