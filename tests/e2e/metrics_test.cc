@@ -1,18 +1,27 @@
 // The Prometheus metrics and the HTTP endpoints, in process: events reported through ServerMetrics show up in
 // GET /metrics with the right names, labels and counts; the health endpoints follow their probes; the metric
 // table in docs/server.md matches what is exported. (metrics_test.py checks the same against a real server.)
-#include <civetweb.h>
+// The HTTP tests talk raw HTTP/1.1 over loopback sockets, so they can also send what a real client would not.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
-#include <thread>
 #include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "server/metrics.h"
 #include "server/process_metrics.h"
@@ -20,26 +29,82 @@
 namespace onnxserve::server {
 namespace {
 
+constexpr int kReadTimeoutMs = 5000;  // bounds every read, so a server that never answers fails a test, not hangs it
+
+// A TCP connection to the numeric address `host`:`port`, or -1 with errno set.
+int Connect(const std::string& host, int port) {
+  sockaddr_storage address{};
+  socklen_t length = 0;
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&address);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&address);
+  if (inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(port);
+    length = sizeof(sockaddr_in);
+  } else if (inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(port);
+    length = sizeof(sockaddr_in6);
+  } else {
+    ADD_FAILURE() << "not a numeric address: " << host;
+    return -1;
+  }
+  const int fd = socket(address.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  const timeval timeout{kReadTimeoutMs / 1000, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), length) != 0) {
+    const int error = errno;
+    close(fd);
+    errno = error;
+    return -1;
+  }
+  return fd;
+}
+
+bool SendAll(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t sent = send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+    if (sent <= 0) return false;
+    data.remove_prefix(static_cast<size_t>(sent));
+  }
+  return true;
+}
+
 struct HttpResponse {
-  int code = 0;
-  std::string body;
+  int code = 0;  // 0: no response (refused, closed or timed out)
+  std::string content_type, allow, body;
 };
 
-HttpResponse Get(int port, const std::string& path) {
-  char error[256] = "";
-  mg_connection* conn = mg_download("127.0.0.1", port, 0, error, sizeof(error),
-                                    "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", path.c_str());
+// `raw` is a whole request; the server closes the connection after answering it (Connection: close).
+HttpResponse Exchange(const std::string& host, int port, const std::string& raw) {
   HttpResponse response;
-  if (conn == nullptr) {
-    ADD_FAILURE() << "GET " << path << ": " << error;
-    return response;
+  const int fd = Connect(host, port);
+  if (fd < 0) return response;
+  std::string text;
+  if (SendAll(fd, raw)) {
+    char buffer[4096];
+    for (ssize_t n; (n = recv(fd, buffer, sizeof(buffer), 0)) > 0;) text.append(buffer, static_cast<size_t>(n));
   }
-  response.code = mg_get_response_info(conn)->status_code;
-  char buffer[4096];
-  for (int n; (n = mg_read(conn, buffer, sizeof(buffer))) > 0;) response.body.append(buffer, n);
-  mg_close_connection(conn);
+  close(fd);
+  const size_t head_end = text.find("\r\n\r\n");
+  if (!absl::StartsWith(text, "HTTP/1.1 ") || head_end == std::string::npos) return response;
+  response.code = std::atoi(text.c_str() + 9);
+  for (absl::string_view line : absl::StrSplit(absl::string_view(text).substr(0, head_end), "\r\n")) {
+    const std::pair<absl::string_view, absl::string_view> header = absl::StrSplit(line, absl::MaxSplits(": ", 1));
+    if (absl::EqualsIgnoreCase(header.first, "Content-Type")) response.content_type = std::string(header.second);
+    if (absl::EqualsIgnoreCase(header.first, "Allow")) response.allow = std::string(header.second);
+  }
+  response.body = text.substr(head_end + 4);
   return response;
 }
+
+HttpResponse Request(int port, const std::string& method, const std::string& path,
+                     const std::string& host = "127.0.0.1") {
+  return Exchange(host, port, absl::StrCat(method, " ", path, " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+}
+
+HttpResponse Get(int port, const std::string& path) { return Request(port, "GET", path); }
 
 // The value of the sample line `series` (name{labels} exactly as exposed), or -1 when absent.
 double Sample(const std::string& exposition, const std::string& series) {
@@ -128,7 +193,7 @@ class HttpTest : public ::testing::Test {
         .model_ready = [](const std::string& model,
                           const std::string& version) { return model == "digits" && (version.empty() || version == "1"); },
     };
-    auto server = StartHttpServer(0, *metrics_, std::move(probes));
+    auto server = StartHttpServer("127.0.0.1", 0, *metrics_, std::move(probes));
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
     ASSERT_GT(server_->port(), 0);
@@ -164,11 +229,18 @@ TEST_F(HttpTest, ModelReadyEndpointParsesModelAndVersion) {
   EXPECT_EQ(Get(server_->port(), "/v2/models/digits/versions/1").code, 404);
 }
 
+absl::StatusOr<std::unique_ptr<HttpServer>> StartOn(const std::string& address, const ServerMetrics& metrics,
+                                                    const HttpLimits& limits = {}) {
+  HealthProbes probes;
+  probes.live = [] { return true; };
+  return StartHttpServer(address, 0, metrics, std::move(probes), limits);
+}
+
 TEST(HttpServer, BusyPortIsAnError) {
   auto metrics = MakePrometheusMetrics();
-  auto first = StartHttpServer(0, *metrics, {});
+  auto first = StartOn("127.0.0.1", *metrics);
   ASSERT_TRUE(first.ok()) << first.status();
-  auto second = StartHttpServer((*first)->port(), *metrics, {});
+  auto second = StartHttpServer("127.0.0.1", (*first)->port(), *metrics, {});
   EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable) << second.status();
 }
 
