@@ -1,13 +1,16 @@
 // The Prometheus metrics and the HTTP endpoints, in process: events reported through ServerMetrics show up in
 // GET /metrics with the right names, labels and counts; the health endpoints follow their probes; the metric
 // table in docs/server.md matches what is exported. (metrics_test.py checks the same against a real server.)
-// The HTTP tests talk raw HTTP/1.1 over loopback sockets, so they can also send what a real client would not.
+// The HTTP tests talk raw HTTP/1.1 over loopback sockets, so they can also send what a real client would not
+// (half-open requests, oversized bodies) and pin the findings of the HTTP side's security review.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -229,11 +232,113 @@ TEST_F(HttpTest, ModelReadyEndpointParsesModelAndVersion) {
   EXPECT_EQ(Get(server_->port(), "/v2/models/digits/versions/1").code, 404);
 }
 
+// A JSON error body as KServe's REST protocol has it.
+void ExpectJsonError(const HttpResponse& response, int code, const std::string& what) {
+  EXPECT_EQ(response.code, code) << what;
+  EXPECT_EQ(response.content_type, "application/json") << what;
+  EXPECT_TRUE(std::regex_match(response.body, std::regex(R"(\{"error":"[^"\\]+"\})"))) << what << ": " << response.body;
+}
+
+// Security review: requests without a handler crashed the process inside civetweb's error page.
+TEST_F(HttpTest, UnknownPathsGet404WithAJsonBody) {
+  for (const char* path : {"/", "/foo", "/v2", "/favicon.ico", "/v2/health", "/v2/health/live/", "/metrics/x",
+                           "/v2/models//ready", "/v2/models/digits"}) {
+    ExpectJsonError(Get(server_->port(), path), 404, path);
+  }
+  ExpectJsonError(Request(server_->port(), "POST", "/foo"), 404, "POST /foo");
+  EXPECT_EQ(Get(server_->port(), "/v2/health/live").code, 200);
+}
+
+TEST_F(HttpTest, WrongMethodsGet405WithAJsonBodyAndTheAllowedMethods) {
+  for (const char* method : {"POST", "PUT", "DELETE", "PATCH", "OPTIONS"}) {
+    for (const char* path : {"/metrics", "/v2/health/live", "/v2/models/digits/ready"}) {
+      const HttpResponse response = Request(server_->port(), method, path);
+      ExpectJsonError(response, 405, absl::StrCat(method, " ", path));
+      EXPECT_EQ(response.allow, "GET");
+    }
+  }
+  EXPECT_EQ(Get(server_->port(), "/v2/health/live").code, 200);
+}
+
+TEST_F(HttpTest, AnnouncedBodyOverTheCapGets413WithoutBeingRead) {
+  const HttpResponse response = Exchange(
+      "127.0.0.1", server_->port(),
+      absl::StrCat("GET /v2/health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: ",
+                   HttpLimits{}.max_body_bytes + 1, "\r\n\r\n"));
+  ExpectJsonError(response, 413, "Content-Length over the cap");
+  EXPECT_EQ(Get(server_->port(), "/v2/health/live").code, 200);
+}
+
 absl::StatusOr<std::unique_ptr<HttpServer>> StartOn(const std::string& address, const ServerMetrics& metrics,
                                                     const HttpLimits& limits = {}) {
   HealthProbes probes;
   probes.live = [] { return true; };
   return StartHttpServer(address, 0, metrics, std::move(probes), limits);
+}
+
+// Whether nothing listens on `host`:`port`.
+bool Refused(const std::string& host, int port) {
+  const int fd = Connect(host, port);
+  if (fd >= 0) close(fd);
+  return fd < 0 && errno == ECONNREFUSED;
+}
+
+TEST(HttpServer, ChunkedBodyOverTheCapClosesTheConnection) {
+  auto metrics = MakePrometheusMetrics();
+  HttpLimits limits;
+  limits.max_body_bytes = 16;
+  auto server = StartOn("127.0.0.1", *metrics, limits);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const HttpResponse response = Exchange(
+      "127.0.0.1", (*server)->port(),
+      "GET /v2/health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "20\r\n0123456789abcdef0123456789abcdef\r\n0\r\n\r\n");
+  EXPECT_NE(response.code, 200);
+  EXPECT_EQ(Get((*server)->port(), "/v2/health/live").code, 200);
+}
+
+// Security review: the HTTP port listened on every interface whatever --address said.
+TEST(HttpServer, ListensOnlyOnTheGivenAddress) {
+  auto metrics = MakePrometheusMetrics();
+  auto server = StartOn("127.0.0.1", *metrics);
+  ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_EQ(Request((*server)->port(), "GET", "/v2/health/live", "127.0.0.1").code, 200);
+  // 127.0.0.0/8 is all loopback on Linux: another local address, not bound.
+  EXPECT_TRUE(Refused("127.0.0.2", (*server)->port()));
+}
+
+TEST(HttpServer, DefaultAddressListensOnEveryInterface) {
+  auto metrics = MakePrometheusMetrics();
+  auto server = StartOn("0.0.0.0", *metrics);
+  ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_EQ(Request((*server)->port(), "GET", "/v2/health/live", "127.0.0.2").code, 200);
+}
+
+TEST(HttpServer, ListensOnIpv6LiteralsWithOrWithoutBrackets) {
+  const int probe = socket(AF_INET6, SOCK_STREAM, 0);
+  sockaddr_in6 loopback{};
+  loopback.sin6_family = AF_INET6;
+  loopback.sin6_addr = in6addr_loopback;
+  const bool has_ipv6 = probe >= 0 && bind(probe, reinterpret_cast<const sockaddr*>(&loopback), sizeof(loopback)) == 0;
+  if (probe >= 0) close(probe);
+  if (!has_ipv6) GTEST_SKIP() << "no IPv6 loopback here";
+  auto metrics = MakePrometheusMetrics();
+  for (const char* address : {"::1", "[::1]"}) {
+    auto server = StartOn(address, *metrics);
+    ASSERT_TRUE(server.ok()) << address << ": " << server.status();
+    EXPECT_EQ(Request((*server)->port(), "GET", "/v2/health/live", "::1").code, 200) << address;
+    EXPECT_TRUE(Refused("127.0.0.1", (*server)->port())) << address;
+  }
+}
+
+TEST(HttpServer, ResolvesHostNames) {
+  auto metrics = MakePrometheusMetrics();
+  auto server = StartOn("localhost", *metrics);  // from /etc/hosts: no DNS query
+  ASSERT_TRUE(server.ok()) << server.status();
+  const int port = (*server)->port();
+  EXPECT_TRUE(Request(port, "GET", "/v2/health/live", "127.0.0.1").code == 200 ||
+              Request(port, "GET", "/v2/health/live", "::1").code == 200);
+  EXPECT_TRUE(Refused("127.0.0.2", port));
 }
 
 TEST(HttpServer, BusyPortIsAnError) {
@@ -242,6 +347,46 @@ TEST(HttpServer, BusyPortIsAnError) {
   ASSERT_TRUE(first.ok()) << first.status();
   auto second = StartHttpServer("127.0.0.1", (*first)->port(), *metrics, {});
   EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable) << second.status();
+}
+
+// Whether the server closed `fd` within `timeout_ms`: recv sees the end of the stream or a reset.
+bool ClosedByPeerWithin(int fd, int timeout_ms) {
+  pollfd wait{fd, POLLIN, 0};
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (Clock::now() < deadline) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (poll(&wait, 1, static_cast<int>(left.count()) + 1) <= 0) continue;
+    char buffer[512];
+    const ssize_t n = recv(fd, buffer, sizeof(buffer), MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) return true;
+  }
+  return false;
+}
+
+// Security review: a handful of half-open connections made /v2/health/live time out.
+TEST(HttpServer, HalfOpenConnectionsNeitherStarveProbesNorStayOpen) {
+  auto metrics = MakePrometheusMetrics();
+  constexpr unsigned kIdleTimeoutSecs = 1;
+  HttpLimits limits;
+  limits.idle_timeout_secs = kIdleTimeoutSecs;
+  auto server = StartOn("127.0.0.1", *metrics, limits);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const int port = (*server)->port();
+  std::vector<int> half_open;
+  for (int i = 0; i < 20; ++i) {
+    const int fd = Connect("127.0.0.1", port);
+    ASSERT_GE(fd, 0) << "connection " << i << ": " << strerror(errno);
+    half_open.push_back(fd);
+    ASSERT_TRUE(SendAll(fd, "GET /v2/health/live HTTP/1.1\r\n"));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(Get(port, "/v2/health/live").code, 200);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  for (const int fd : half_open) {
+    EXPECT_TRUE(ClosedByPeerWithin(fd, (kIdleTimeoutSecs + 3) * 1000)) << "half-open connection left open";
+    close(fd);
+  }
 }
 
 TEST(ProcessStats, ParsesProcFilesWithAWhitespaceCommandName) {
