@@ -10,7 +10,7 @@ SUDO=""
 packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
-  libonnx-dev libopenblas-dev libre2-dev prometheus-cpp-dev libcivetweb-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libonnx-dev libopenblas-dev libre2-dev prometheus-cpp-dev libmicrohttpd-dev libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-onnx python3-numpy python3-sklearn python3-grpcio python3-grpc-tools python3-yaml
   docker-compose
 )

@@ -3,6 +3,7 @@
 // The server only calls this interface; it never names a Prometheus type.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
@@ -56,9 +57,25 @@ class HttpServer {
   virtual int port() const = 0;  // the bound port, useful when started with port 0
 };
 
-// http.cc: serves GET /metrics (metrics.Expose()) and the health probes on 0.0.0.0:`port` (0 picks a free
+// Bounds that keep slow, half-open or hostile HTTP clients from starving the health probes. The defaults are
+// the production values (docs/server.md lists them); tests shrink them to stay fast.
+struct HttpLimits {
+  // Event-driven workers (epoll): a connection holds a thread only while its handler runs, so a few suffice.
+  unsigned threads = 4;
+  // A connection that sends or reads nothing for this long is closed, a half-sent request included.
+  unsigned idle_timeout_secs = 10;
+  unsigned max_connections = 256;
+  // So that one client cannot take every connection; above the tens a Prometheus server and kubelet need.
+  unsigned max_connections_per_ip = 64;
+  // Larger request bodies get 413 (announced) or a closed connection (chunked). No endpoint reads a body yet.
+  size_t max_body_bytes = 1 << 20;
+};
+
+// http.cc: serves GET /metrics (metrics.Expose()) and the health probes on `address` (an IPv4 or IPv6 literal,
+// "[::1]" too, or a host name; the first of its addresses that binds is used) and `port` (0 picks a free
 // port). `metrics` and the probes' captures must outlive the returned server.
-absl::StatusOr<std::unique_ptr<HttpServer>> StartHttpServer(int port, const ServerMetrics& metrics,
-                                                            HealthProbes probes);
+absl::StatusOr<std::unique_ptr<HttpServer>> StartHttpServer(const std::string& address, int port,
+                                                            const ServerMetrics& metrics, HealthProbes probes,
+                                                            const HttpLimits& limits = {});
 
 }  // namespace onnxserve::server

@@ -30,7 +30,8 @@
 // translates before parsing.
 ABSL_FLAG(std::string, model_repository, "", "--model-repository DIR: ROOT/<model>/<version>/model.onnx "
                                              "and optional ROOT/<model>/config.pbtxt (required)");
-ABSL_FLAG(std::string, address, "0.0.0.0", "--address HOST: interface the gRPC server listens on");
+ABSL_FLAG(std::string, address, "0.0.0.0", "--address HOST: interface the gRPC and HTTP servers listen on "
+                                             "(IPv6 in brackets: [::1])");
 ABSL_FLAG(int, grpc_port, 8001, "--grpc-port N: gRPC (KServe v2) port; 0 picks a free one");
 ABSL_FLAG(int, http_port, 8002, "--http-port N: HTTP metrics and health port; 0 picks a free one, -1 disables");
 ABSL_FLAG(std::string, model_control_mode, "none",
@@ -144,7 +145,8 @@ absl::Status StartHttp(Server& s, int& port) {
   probes.model_ready = [&s](const std::string& model, const std::string& version) {
     return s.service->ready() && s.repository->Find(model, version).ok();
   };
-  auto http = StartHttpServer(absl::GetFlag(FLAGS_http_port), *s.metrics, std::move(probes));
+  auto http = StartHttpServer(absl::GetFlag(FLAGS_address), absl::GetFlag(FLAGS_http_port), *s.metrics,
+                              std::move(probes));
   if (!http.ok()) return http.status();
   s.http = *std::move(http);
   port = s.http->port();

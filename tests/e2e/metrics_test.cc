@@ -1,18 +1,30 @@
 // The Prometheus metrics and the HTTP endpoints, in process: events reported through ServerMetrics show up in
 // GET /metrics with the right names, labels and counts; the health endpoints follow their probes; the metric
 // table in docs/server.md matches what is exported. (metrics_test.py checks the same against a real server.)
-#include <civetweb.h>
+// The HTTP tests talk raw HTTP/1.1 over loopback sockets, so they can also send what a real client would not
+// (half-open requests, oversized bodies) and pin the findings of the HTTP side's security review.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
-#include <thread>
 #include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "server/metrics.h"
 #include "server/process_metrics.h"
@@ -20,26 +32,82 @@
 namespace onnxserve::server {
 namespace {
 
+constexpr int kReadTimeoutMs = 5000;  // bounds every read, so a server that never answers fails a test, not hangs it
+
+// A TCP connection to the numeric address `host`:`port`, or -1 with errno set.
+int Connect(const std::string& host, int port) {
+  sockaddr_storage address{};
+  socklen_t length = 0;
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&address);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&address);
+  if (inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(port);
+    length = sizeof(sockaddr_in);
+  } else if (inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(port);
+    length = sizeof(sockaddr_in6);
+  } else {
+    ADD_FAILURE() << "not a numeric address: " << host;
+    return -1;
+  }
+  const int fd = socket(address.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  const timeval timeout{kReadTimeoutMs / 1000, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), length) != 0) {
+    const int error = errno;
+    close(fd);
+    errno = error;
+    return -1;
+  }
+  return fd;
+}
+
+bool SendAll(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t sent = send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+    if (sent <= 0) return false;
+    data.remove_prefix(static_cast<size_t>(sent));
+  }
+  return true;
+}
+
 struct HttpResponse {
-  int code = 0;
-  std::string body;
+  int code = 0;  // 0: no response (refused, closed or timed out)
+  std::string content_type, allow, body;
 };
 
-HttpResponse Get(int port, const std::string& path) {
-  char error[256] = "";
-  mg_connection* conn = mg_download("127.0.0.1", port, 0, error, sizeof(error),
-                                    "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", path.c_str());
+// `raw` is a whole request; the server closes the connection after answering it (Connection: close).
+HttpResponse Exchange(const std::string& host, int port, const std::string& raw) {
   HttpResponse response;
-  if (conn == nullptr) {
-    ADD_FAILURE() << "GET " << path << ": " << error;
-    return response;
+  const int fd = Connect(host, port);
+  if (fd < 0) return response;
+  std::string text;
+  if (SendAll(fd, raw)) {
+    char buffer[4096];
+    for (ssize_t n; (n = recv(fd, buffer, sizeof(buffer), 0)) > 0;) text.append(buffer, static_cast<size_t>(n));
   }
-  response.code = mg_get_response_info(conn)->status_code;
-  char buffer[4096];
-  for (int n; (n = mg_read(conn, buffer, sizeof(buffer))) > 0;) response.body.append(buffer, n);
-  mg_close_connection(conn);
+  close(fd);
+  const size_t head_end = text.find("\r\n\r\n");
+  if (!absl::StartsWith(text, "HTTP/1.1 ") || head_end == std::string::npos) return response;
+  response.code = std::atoi(text.c_str() + 9);
+  for (absl::string_view line : absl::StrSplit(absl::string_view(text).substr(0, head_end), "\r\n")) {
+    const std::pair<absl::string_view, absl::string_view> header = absl::StrSplit(line, absl::MaxSplits(": ", 1));
+    if (absl::EqualsIgnoreCase(header.first, "Content-Type")) response.content_type = std::string(header.second);
+    if (absl::EqualsIgnoreCase(header.first, "Allow")) response.allow = std::string(header.second);
+  }
+  response.body = text.substr(head_end + 4);
   return response;
 }
+
+HttpResponse Request(int port, const std::string& method, const std::string& path,
+                     const std::string& host = "127.0.0.1") {
+  return Exchange(host, port, absl::StrCat(method, " ", path, " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+}
+
+HttpResponse Get(int port, const std::string& path) { return Request(port, "GET", path); }
 
 // The value of the sample line `series` (name{labels} exactly as exposed), or -1 when absent.
 double Sample(const std::string& exposition, const std::string& series) {
@@ -128,7 +196,7 @@ class HttpTest : public ::testing::Test {
         .model_ready = [](const std::string& model,
                           const std::string& version) { return model == "digits" && (version.empty() || version == "1"); },
     };
-    auto server = StartHttpServer(0, *metrics_, std::move(probes));
+    auto server = StartHttpServer("127.0.0.1", 0, *metrics_, std::move(probes));
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
     ASSERT_GT(server_->port(), 0);
@@ -164,12 +232,161 @@ TEST_F(HttpTest, ModelReadyEndpointParsesModelAndVersion) {
   EXPECT_EQ(Get(server_->port(), "/v2/models/digits/versions/1").code, 404);
 }
 
+// A JSON error body as KServe's REST protocol has it.
+void ExpectJsonError(const HttpResponse& response, int code, const std::string& what) {
+  EXPECT_EQ(response.code, code) << what;
+  EXPECT_EQ(response.content_type, "application/json") << what;
+  EXPECT_TRUE(std::regex_match(response.body, std::regex(R"(\{"error":"[^"\\]+"\})"))) << what << ": " << response.body;
+}
+
+// Security review: requests without a handler crashed the process inside civetweb's error page.
+TEST_F(HttpTest, UnknownPathsGet404WithAJsonBody) {
+  for (const char* path : {"/", "/foo", "/v2", "/favicon.ico", "/v2/health", "/v2/health/live/", "/metrics/x",
+                           "/v2/models//ready", "/v2/models/digits"}) {
+    ExpectJsonError(Get(server_->port(), path), 404, path);
+  }
+  ExpectJsonError(Request(server_->port(), "POST", "/foo"), 404, "POST /foo");
+  EXPECT_EQ(Get(server_->port(), "/v2/health/live").code, 200);
+}
+
+TEST_F(HttpTest, WrongMethodsGet405WithAJsonBodyAndTheAllowedMethods) {
+  for (const char* method : {"POST", "PUT", "DELETE", "PATCH", "OPTIONS"}) {
+    for (const char* path : {"/metrics", "/v2/health/live", "/v2/models/digits/ready"}) {
+      const HttpResponse response = Request(server_->port(), method, path);
+      ExpectJsonError(response, 405, absl::StrCat(method, " ", path));
+      EXPECT_EQ(response.allow, "GET");
+    }
+  }
+  EXPECT_EQ(Get(server_->port(), "/v2/health/live").code, 200);
+}
+
+TEST_F(HttpTest, AnnouncedBodyOverTheCapGets413WithoutBeingRead) {
+  const HttpResponse response = Exchange(
+      "127.0.0.1", server_->port(),
+      absl::StrCat("GET /v2/health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: ",
+                   HttpLimits{}.max_body_bytes + 1, "\r\n\r\n"));
+  ExpectJsonError(response, 413, "Content-Length over the cap");
+  EXPECT_EQ(Get(server_->port(), "/v2/health/live").code, 200);
+}
+
+absl::StatusOr<std::unique_ptr<HttpServer>> StartOn(const std::string& address, const ServerMetrics& metrics,
+                                                    const HttpLimits& limits = {}) {
+  HealthProbes probes;
+  probes.live = [] { return true; };
+  return StartHttpServer(address, 0, metrics, std::move(probes), limits);
+}
+
+// Whether nothing listens on `host`:`port`.
+bool Refused(const std::string& host, int port) {
+  const int fd = Connect(host, port);
+  if (fd >= 0) close(fd);
+  return fd < 0 && errno == ECONNREFUSED;
+}
+
+TEST(HttpServer, ChunkedBodyOverTheCapClosesTheConnection) {
+  auto metrics = MakePrometheusMetrics();
+  HttpLimits limits;
+  limits.max_body_bytes = 16;
+  auto server = StartOn("127.0.0.1", *metrics, limits);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const HttpResponse response = Exchange(
+      "127.0.0.1", (*server)->port(),
+      "GET /v2/health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "20\r\n0123456789abcdef0123456789abcdef\r\n0\r\n\r\n");
+  EXPECT_NE(response.code, 200);
+  EXPECT_EQ(Get((*server)->port(), "/v2/health/live").code, 200);
+}
+
+// Security review: the HTTP port listened on every interface whatever --address said.
+TEST(HttpServer, ListensOnlyOnTheGivenAddress) {
+  auto metrics = MakePrometheusMetrics();
+  auto server = StartOn("127.0.0.1", *metrics);
+  ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_EQ(Request((*server)->port(), "GET", "/v2/health/live", "127.0.0.1").code, 200);
+  // 127.0.0.0/8 is all loopback on Linux: another local address, not bound.
+  EXPECT_TRUE(Refused("127.0.0.2", (*server)->port()));
+}
+
+TEST(HttpServer, DefaultAddressListensOnEveryInterface) {
+  auto metrics = MakePrometheusMetrics();
+  auto server = StartOn("0.0.0.0", *metrics);
+  ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_EQ(Request((*server)->port(), "GET", "/v2/health/live", "127.0.0.2").code, 200);
+}
+
+TEST(HttpServer, ListensOnIpv6LiteralsWithOrWithoutBrackets) {
+  const int probe = socket(AF_INET6, SOCK_STREAM, 0);
+  sockaddr_in6 loopback{};
+  loopback.sin6_family = AF_INET6;
+  loopback.sin6_addr = in6addr_loopback;
+  const bool has_ipv6 = probe >= 0 && bind(probe, reinterpret_cast<const sockaddr*>(&loopback), sizeof(loopback)) == 0;
+  if (probe >= 0) close(probe);
+  if (!has_ipv6) GTEST_SKIP() << "no IPv6 loopback here";
+  auto metrics = MakePrometheusMetrics();
+  for (const char* address : {"::1", "[::1]"}) {
+    auto server = StartOn(address, *metrics);
+    ASSERT_TRUE(server.ok()) << address << ": " << server.status();
+    EXPECT_EQ(Request((*server)->port(), "GET", "/v2/health/live", "::1").code, 200) << address;
+    EXPECT_TRUE(Refused("127.0.0.1", (*server)->port())) << address;
+  }
+}
+
+TEST(HttpServer, ResolvesHostNames) {
+  auto metrics = MakePrometheusMetrics();
+  auto server = StartOn("localhost", *metrics);  // from /etc/hosts: no DNS query
+  ASSERT_TRUE(server.ok()) << server.status();
+  const int port = (*server)->port();
+  EXPECT_TRUE(Request(port, "GET", "/v2/health/live", "127.0.0.1").code == 200 ||
+              Request(port, "GET", "/v2/health/live", "::1").code == 200);
+  EXPECT_TRUE(Refused("127.0.0.2", port));
+}
+
 TEST(HttpServer, BusyPortIsAnError) {
   auto metrics = MakePrometheusMetrics();
-  auto first = StartHttpServer(0, *metrics, {});
+  auto first = StartOn("127.0.0.1", *metrics);
   ASSERT_TRUE(first.ok()) << first.status();
-  auto second = StartHttpServer((*first)->port(), *metrics, {});
+  auto second = StartHttpServer("127.0.0.1", (*first)->port(), *metrics, {});
   EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable) << second.status();
+}
+
+// Whether the server closed `fd` within `timeout_ms`: recv sees the end of the stream or a reset.
+bool ClosedByPeerWithin(int fd, int timeout_ms) {
+  pollfd wait{fd, POLLIN, 0};
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (Clock::now() < deadline) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (poll(&wait, 1, static_cast<int>(left.count()) + 1) <= 0) continue;
+    char buffer[512];
+    const ssize_t n = recv(fd, buffer, sizeof(buffer), MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) return true;
+  }
+  return false;
+}
+
+// Security review: a handful of half-open connections made /v2/health/live time out.
+TEST(HttpServer, HalfOpenConnectionsNeitherStarveProbesNorStayOpen) {
+  auto metrics = MakePrometheusMetrics();
+  constexpr unsigned kIdleTimeoutSecs = 1;
+  HttpLimits limits;
+  limits.idle_timeout_secs = kIdleTimeoutSecs;
+  auto server = StartOn("127.0.0.1", *metrics, limits);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const int port = (*server)->port();
+  std::vector<int> half_open;
+  for (int i = 0; i < 20; ++i) {
+    const int fd = Connect("127.0.0.1", port);
+    ASSERT_GE(fd, 0) << "connection " << i << ": " << strerror(errno);
+    half_open.push_back(fd);
+    ASSERT_TRUE(SendAll(fd, "GET /v2/health/live HTTP/1.1\r\n"));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(Get(port, "/v2/health/live").code, 200);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  for (const int fd : half_open) {
+    EXPECT_TRUE(ClosedByPeerWithin(fd, (kIdleTimeoutSecs + 3) * 1000)) << "half-open connection left open";
+    close(fd);
+  }
 }
 
 TEST(ProcessStats, ParsesProcFilesWithAWhitespaceCommandName) {
