@@ -578,6 +578,42 @@ TEST(StartupTest, ExitOnErrorMakesALoadFailureFatal) {
   EXPECT_EQ(log.find("event=server_ready"), std::string::npos) << log;
 }
 
+// Clients choose model names: however long or many, they must not grow the metrics or come back whole.
+TEST(LongNamesTest, UnknownModelsAreAnsweredBrieflyAndShareOneSeries) {
+  const std::string repo = MakeRepository("long-names");
+  auto server = ServerProcess::Start(repo, {"--http-port", "0"});
+  ASSERT_NE(server, nullptr);
+  auto stub = GRPCInferenceService::NewStub(server->channel());
+  constexpr int kRequests = 8;
+  for (int i = 0; i < kRequests; ++i) {
+    const std::string name(4 << 20, static_cast<char>('a' + i));
+    const auto start = std::chrono::steady_clock::now();
+    ModelInferResponse resp;
+    const grpc::Status status = Infer(*stub, AddRequest(name, 1, 0), &resp);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+    EXPECT_EQ(status.error_code(), grpc::NOT_FOUND);
+    EXPECT_LT(status.error_message().size(), 1024u);
+    EXPECT_NE(status.error_message().find("(4194304 bytes)"), std::string::npos) << status.error_message();
+  }
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+  auto stream = stub->ModelStreamInfer(&ctx);
+  ASSERT_TRUE(stream->Write(AddRequest(std::string(4 << 20, 'z'), 1, 0)));
+  ASSERT_TRUE(stream->WritesDone());
+  inference::ModelStreamInferResponse streamed;
+  ASSERT_TRUE(stream->Read(&streamed));
+  EXPECT_LT(streamed.ByteSizeLong(), 1024u);
+  EXPECT_TRUE(stream->Finish().ok());
+
+  const std::string metrics = HttpGet(server->http_port(), "/metrics");
+  EXPECT_NE(metrics.find("onnxserve_requests_total{code=\"NOT_FOUND\",model=\"\",version=\"\"} 9"),
+            std::string::npos) << metrics.substr(0, 4096);
+  for (char letter : std::string("abcdefghz")) {
+    EXPECT_EQ(metrics.find(std::string(64, letter)), std::string::npos) << "a series labelled with the name " << letter;
+  }
+  EXPECT_EQ(server->Terminate(std::chrono::seconds(20)), 0);
+}
+
 // Runs `clients` threads sending add requests until `stop`; returns every status seen.
 std::vector<grpc::Status> Hammer(std::shared_ptr<grpc::Channel> channel, const std::string& model, int clients,
                                  std::atomic<bool>& stop, std::vector<std::string>* versions_seen) {
