@@ -319,12 +319,21 @@ Scheduler::Scheduler(SchedulerOptions options, RunFn run, VersionStats* stats, S
   state_->run = std::move(run);
   state_->stats = stats;
   state_->metrics = metrics;
-  for (int i = 0; i < std::max(1, state_->options.instances); ++i) {
-    workers_.emplace_back([state = state_] { state->Work(); });
+  // A thread that fails to start throws; the ones already running must be stopped before the exception
+  // leaves, since destroying a joinable std::thread ends the process.
+  try {
+    for (int i = 0; i < std::max(1, state_->options.instances); ++i) {
+      workers_.emplace_back([state = state_] { state->Work(); });
+    }
+  } catch (...) {
+    StopWorkers();
+    throw;
   }
 }
 
-Scheduler::~Scheduler() {
+Scheduler::~Scheduler() { StopWorkers(); }
+
+void Scheduler::StopWorkers() {
   {
     std::lock_guard<std::mutex> lock(state_->mu);
     state_->stopping = true;

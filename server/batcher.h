@@ -92,6 +92,8 @@ class Scheduler {
 
  private:
   struct State;
+  void StopWorkers();
+
   std::shared_ptr<State> state_;
   std::vector<std::thread> workers_;
 };

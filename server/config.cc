@@ -1,5 +1,6 @@
 #include "server/config.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -168,6 +169,7 @@ absl::Status CheckBatching(inference::ModelConfig& config) {
 
 absl::Status CheckInstanceGroups(inference::ModelConfig& config) {
   if (config.instance_group().empty()) config.add_instance_group();
+  int total = 0;  // stays <= 2 * kMaxInstances: checked after each group
   for (auto& group : *config.mutable_instance_group()) {
     if (group.kind() == inference::ModelInstanceGroup::KIND_AUTO) {
       group.set_kind(inference::ModelInstanceGroup::KIND_CPU);
@@ -177,10 +179,16 @@ absl::Status CheckInstanceGroups(inference::ModelConfig& config) {
           "instance_group kind ", inference::ModelInstanceGroup::Kind_Name(group.kind()),
           " is not supported: onnxserve runs KIND_CPU instances only"));
     }
-    if (group.count() < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("instance_group count must be >= 1, got ", group.count()));
+    if (group.count() < 0 || group.count() > kMaxInstances) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("instance_group count must be in [1, ", kMaxInstances, "], got ", group.count()));
     }
     if (group.count() == 0) group.set_count(1);
+    total += group.count();
+    if (total > kMaxInstances) {
+      return absl::InvalidArgumentError(absl::StrCat("instance_group counts add up to more than ",
+                                                     kMaxInstances, " instances, the most a model may run"));
+    }
   }
   return absl::OkStatus();
 }
@@ -238,6 +246,12 @@ std::vector<TensorSpec> SpecsOf(const ConfigTensors& tensors, bool batching) {
 }  // namespace
 
 absl::StatusOr<inference::ModelConfig> ReadModelConfig(const std::string& path) {
+  std::error_code ec;
+  const uintmax_t size = std::filesystem::file_size(path, ec);
+  if (!ec && size > static_cast<uintmax_t>(kMaxConfigBytes)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": ", size, " bytes, larger than the ", kMaxConfigBytes, " a config.pbtxt may have"));
+  }
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
   std::stringstream text;

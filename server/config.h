@@ -3,6 +3,7 @@
 // type and dims, the batch limit, the scheduler settings and the instance count; the server reads only it.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -42,7 +43,12 @@ struct TensorSpec {
 std::vector<TensorSpec> InputSpecs(const inference::ModelConfig& config);
 std::vector<TensorSpec> OutputSpecs(const inference::ModelConfig& config);
 
-// Model instances that may run at once: the sum of the instance groups' counts.
+// Model instances that may run at once: the sum of the instance groups' counts, at most kMaxInstances.
 int InstanceCount(const inference::ModelConfig& config);
+
+// Each instance is a thread; a config asking for more is an error, not an attempt to start them.
+inline constexpr int kMaxInstances = 64;
+// A config.pbtxt is a few hundred bytes; a bigger file is read no further.
+inline constexpr int64_t kMaxConfigBytes = 1 << 20;
 
 }  // namespace onnxserve::server

@@ -80,6 +80,16 @@ constexpr size_t kNumCodes = grpc::StatusCode::UNAUTHENTICATED + 1;
 // exposition without bound, so later pairs share the model="__overflow__" series.
 constexpr size_t kMaxSeries = 1024;
 constexpr char kOverflowModel[] = "__overflow__";
+// Longest label value kept, in bytes; longer ones are cut (at a UTF-8 character boundary), so that no
+// caller can make one series cost more than a few kilobytes.
+constexpr size_t kMaxLabelBytes = 128;
+
+absl::string_view BoundedLabel(absl::string_view value) {
+  if (value.size() <= kMaxLabelBytes) return value;
+  size_t end = kMaxLabelBytes;
+  while (end > 0 && (static_cast<unsigned char>(value[end]) & 0xC0) == 0x80) --end;  // a continuation byte
+  return value.substr(0, end);
+}
 
 using SeriesKey = std::pair<std::string, std::string>;
 using SeriesKeyView = std::pair<absl::string_view, absl::string_view>;
@@ -122,8 +132,8 @@ class PrometheusMetrics final : public ServerMetrics {
     prometheus::Gauge* model_ready;
   };
 
-  Series& SeriesFor(const std::string& model, const std::string& version);
-  std::unique_ptr<Series> MakeSeries(const std::string& model, const std::string& version);
+  Series& SeriesFor(absl::string_view model, absl::string_view version);
+  std::unique_ptr<Series> MakeSeries(absl::string_view model, absl::string_view version);
   prometheus::Counter& RequestCounter(Series& series, grpc::StatusCode code);
   void AppendProcessMetrics(std::vector<prometheus::MetricFamily>& families) const;
 
@@ -154,10 +164,10 @@ PrometheusMetrics::PrometheusMetrics()
       queue_depth_(Build(prometheus::BuildGauge(), kQueueDepth, *registry_)),
       model_ready_(Build(prometheus::BuildGauge(), kModelReady, *registry_)) {}
 
-std::unique_ptr<PrometheusMetrics::Series> PrometheusMetrics::MakeSeries(const std::string& model,
-                                                                         const std::string& version) {
+std::unique_ptr<PrometheusMetrics::Series> PrometheusMetrics::MakeSeries(absl::string_view model,
+                                                                         absl::string_view version) {
   auto series = std::make_unique<Series>();
-  series->labels = {{"model", model}, {"version", version}};
+  series->labels = {{"model", std::string(model)}, {"version", std::string(version)}};
   const prometheus::Labels& labels = series->labels;
   series->inferences = &inferences_.Add(labels);
   series->batch_executions = &batch_executions_.Add(labels);
@@ -170,8 +180,8 @@ std::unique_ptr<PrometheusMetrics::Series> PrometheusMetrics::MakeSeries(const s
   return series;
 }
 
-PrometheusMetrics::Series& PrometheusMetrics::SeriesFor(const std::string& model, const std::string& version) {
-  const SeriesKeyView key(model, version);
+PrometheusMetrics::Series& PrometheusMetrics::SeriesFor(absl::string_view model, absl::string_view version) {
+  const SeriesKeyView key(BoundedLabel(model), BoundedLabel(version));
   {
     absl::ReaderMutexLock lock(&mu_);
     auto it = series_.find(key);
@@ -186,7 +196,7 @@ PrometheusMetrics::Series& PrometheusMetrics::SeriesFor(const std::string& model
     if (it != series_.end()) return *it->second;
     return *series_.emplace(SeriesKey(kOverflowModel, ""), MakeSeries(kOverflowModel, "")).first->second;
   }
-  return *series_.emplace(SeriesKey(model, version), MakeSeries(model, version)).first->second;
+  return *series_.emplace(SeriesKey(key), MakeSeries(key.first, key.second)).first->second;
 }
 
 prometheus::Counter& PrometheusMetrics::RequestCounter(Series& series, grpc::StatusCode code) {

@@ -14,6 +14,9 @@
 
 namespace onnxserve::server {
 
+// The model label of requests for models the repository does not have. No model can be named "".
+inline constexpr char kUnknownModel[] = "";
+
 // Events reported by the server. Thread-safe: called concurrently from gRPC callback threads and batch
 // workers on the request path, so implementations must not block or do I/O.
 // `model` is the model name, `version` its version as a decimal string ("1"). Durations are in seconds.
@@ -22,7 +25,8 @@ class ServerMetrics {
   virtual ~ServerMetrics() = default;
 
   // One finished inference request (ModelInfer, or one message of ModelStreamInfer) with its final code and
-  // its latency from arrival to response. Requests for unknown models arrive with version "".
+  // its latency from arrival to response. Requests naming no model of the repository arrive as model
+  // kUnknownModel, version "": the name is the client's and may be anything, of any length.
   virtual void OnRequest(const std::string& model, const std::string& version, grpc::StatusCode code,
                          double seconds) = 0;
   // Time one request waited in the batch queue before its batch started computing.

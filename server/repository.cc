@@ -4,9 +4,11 @@
 #include <filesystem>
 #include <set>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "runtime/core/path.h"
 #include "runtime/core/status_macros.h"
 #include "server/log.h"
 
@@ -38,46 +40,93 @@ std::string FileFingerprint(const fs::path& path) {
   return absl::StrCat(mtime.time_since_epoch().count(), ":", ec ? 0 : size);
 }
 
+bool IsModelNameChar(char c) { return absl::ascii_isalnum(c) || c == '_' || c == '-' || c == '.'; }
+
+// The answer for a name with no model folder inside the root, whether the folder is missing or resolves
+// outside: one message for both, so that answers do not map the server's file system.
+absl::Status NoSuchModel(const std::string& name) {
+  return absl::NotFoundError(absl::StrCat("no model ", QuotedName(name), " in the repository"));
+}
+
+// ROOT/<name>, resolved, when `name` is a model name and its folder lies inside the root after symlinks.
+absl::StatusOr<fs::path> ResolveModelDir(const std::string& root, const std::string& name) {
+  RETURN_IF_ERROR(CheckModelName(name));
+  auto dir = ResolveInside(root, name);
+  std::error_code ec;
+  if (!dir.ok() || !fs::is_directory(*dir, ec)) return NoSuchModel(name);
+  return dir;
+}
+
+// ROOT/`relative` (a file of a model), resolved, when it exists inside the root after symlinks. The model's
+// folder is known to exist, so these messages tell nothing new about the disk.
+absl::StatusOr<fs::path> ResolveModelFile(const std::string& root, const fs::path& relative) {
+  auto path = ResolveInside(root, relative);
+  if (absl::IsNotFound(path.status())) {
+    return absl::NotFoundError(absl::StrCat("no ", relative.string(), " in the repository"));
+  }
+  if (!path.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(relative.string(), " resolves outside the repository through a symlink"));
+  }
+  return path;
+}
+
+// The entries of `dir`, without throwing: a folder that cannot be read lists as far as it could be read.
+std::vector<fs::directory_entry> ListDir(const fs::path& dir) {
+  std::vector<fs::directory_entry> entries;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) entries.push_back(*it);
+  return entries;
+}
+
+bool IsDirectory(const fs::directory_entry& entry) {
+  std::error_code ec;
+  return entry.is_directory(ec);
+}
+
 // What ROOT/<model>/ holds right now.
+struct DiskVersion {
+  std::string fingerprint;              // of its model.onnx
+  absl::StatusOr<fs::path> model_file;  // resolved
+};
+
 struct DiskModel {
-  bool exists = false;
   bool has_config = false;
   absl::Status config_status;
   inference::ModelConfig config;
   std::string config_fingerprint;
-  std::map<int64_t, std::string> versions;  // version -> fingerprint of its model.onnx
+  std::map<int64_t, DiskVersion> versions;
 };
 
-DiskModel ScanDisk(const std::string& root, const std::string& name) {
+// `dir` is ROOT/<name> resolved.
+DiskModel ScanDisk(const std::string& root, const std::string& name, const fs::path& dir) {
   DiskModel disk;
-  const fs::path dir = fs::path(root) / name;
-  std::error_code ec;
-  disk.exists = fs::is_directory(dir, ec);
-  if (!disk.exists) return disk;
-  const fs::path config_path = dir / kConfigFile;
-  disk.has_config = fs::exists(config_path, ec);
-  disk.config_fingerprint = FileFingerprint(config_path);
-  if (disk.has_config) {
-    auto config = ReadModelConfig(config_path.string());
+  auto config_path = ResolveModelFile(root, fs::path(name) / kConfigFile);
+  disk.has_config = !absl::IsNotFound(config_path.status());
+  disk.config_fingerprint = FileFingerprint(dir / kConfigFile);
+  if (config_path.ok()) {
+    auto config = ReadModelConfig(config_path->string());
     if (config.ok()) {
       disk.config = *std::move(config);
     } else {
       disk.config_status = config.status();
     }
+  } else if (disk.has_config) {
+    disk.config_status = config_path.status();
   }
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+  for (const auto& entry : ListDir(dir)) {
     int64_t version = 0;
-    if (!entry.is_directory() || !absl::SimpleAtoi(entry.path().filename().string(), &version) || version < 1) {
-      continue;
-    }
-    disk.versions[version] = FileFingerprint(entry.path() / kModelFile);
+    const std::string folder = entry.path().filename().string();
+    if (!IsDirectory(entry) || !absl::SimpleAtoi(folder, &version) || version < 1) continue;
+    disk.versions[version] = {FileFingerprint(entry.path() / kModelFile),
+                              ResolveModelFile(root, fs::path(name) / folder / kModelFile)};
   }
   return disk;
 }
 
 // The versions the policy serves among those on disk (default: the newest one).
 std::vector<int64_t> SelectVersions(const inference::ModelVersionPolicy& policy,
-                                    const std::map<int64_t, std::string>& available) {
+                                    const std::map<int64_t, DiskVersion>& available) {
   std::vector<int64_t> picked;
   if (policy.has_all()) {
     for (const auto& [v, fp] : available) picked.push_back(v);
@@ -94,12 +143,24 @@ std::vector<int64_t> SelectVersions(const inference::ModelVersionPolicy& policy,
   return picked;
 }
 
-std::vector<std::string> ModelDirs(const std::string& root) {
+// The names of the model folders in the root, sorted. Hidden entries are ignored; folders that are not
+// models (not a model name, or a symlink resolving outside the root) are skipped, with a log line when
+// `log_skipped`.
+std::vector<std::string> ModelDirs(const std::string& root, bool log_skipped) {
   std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(root, ec)) {
+  for (const auto& entry : ListDir(root)) {
     const std::string name = entry.path().filename().string();
-    if (entry.is_directory() && !name.empty() && name[0] != '.') names.push_back(name);
+    if (name.empty() || name[0] == '.' || !IsDirectory(entry)) continue;
+    absl::Status usable = CheckModelName(name);
+    if (usable.ok() && !ResolveInside(root, name).ok()) {
+      usable = absl::PermissionDeniedError("resolves outside the repository through a symlink");
+    }
+    if (usable.ok()) {
+      names.push_back(name);
+    } else if (log_skipped) {
+      Log(LogLevel::kWarning, "model_dir_skipped",
+          {{"dir", name}, {"reason", std::string(usable.message())}});
+    }
   }
   std::sort(names.begin(), names.end());
   return names;
@@ -126,6 +187,21 @@ SchedulerOptions SchedulerOptionsFor(const ModelVersion& mv) {
 
 }  // namespace
 
+absl::Status CheckModelName(absl::string_view name) {
+  if (!name.empty() && name.size() <= kMaxModelNameBytes && name[0] != '.' &&
+      std::all_of(name.begin(), name.end(), IsModelNameChar)) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "model name ", QuotedName(name), " is not valid: expected 1 to ", kMaxModelNameBytes,
+      " letters, digits, '_', '-' or '.', not starting with '.'"));
+}
+
+std::string QuotedName(absl::string_view name) {
+  if (name.size() <= kMaxModelNameBytes) return absl::StrCat("\"", name, "\"");
+  return absl::StrCat("\"", name.substr(0, kMaxModelNameBytes), "...\" (", name.size(), " bytes)");
+}
+
 absl::StatusOr<ControlMode> ParseControlMode(std::string_view name) {
   if (name == "none") return ControlMode::kNone;
   if (name == "poll") return ControlMode::kPoll;
@@ -138,14 +214,21 @@ ModelRepository::ModelRepository(RepositoryOptions options) : options_(std::move
 
 ModelRepository::~ModelRepository() { UnloadAll(); }
 
-absl::Status ModelRepository::Start() {
+absl::Status ModelRepository::Start(bool exit_on_error) {
   std::error_code ec;
   if (!fs::is_directory(options_.root, ec)) {
     return absl::NotFoundError(absl::StrCat("model repository \"", options_.root, "\" is not a directory"));
   }
   if (options_.mode == ControlMode::kExplicit) return absl::OkStatus();
-  for (const auto& name : ModelDirs(options_.root)) Sync(name, false).IgnoreError();  // logged by Sync
-  return absl::OkStatus();
+  absl::Status first_error;
+  for (const auto& name : ModelDirs(options_.root, true)) {
+    const absl::Status status = Sync(name, false);  // logged by Sync
+    if (!status.ok() && first_error.ok()) {
+      first_error =
+          absl::Status(status.code(), absl::StrCat("model ", QuotedName(name), ": ", status.message()));
+    }
+  }
+  return exit_on_error ? first_error : absl::OkStatus();
 }
 
 void ModelRepository::StartPolling(absl::Duration interval) {
@@ -162,7 +245,7 @@ void ModelRepository::StartPolling(absl::Duration interval) {
 
 void ModelRepository::Poll() {
   std::set<std::string> names;
-  for (const auto& name : ModelDirs(options_.root)) names.insert(name);
+  for (const auto& name : ModelDirs(options_.root, true)) names.insert(name);
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [name, slot] : models_) names.insert(name);
@@ -187,7 +270,20 @@ absl::Status ModelRepository::Unload(const std::string& name) {
   std::lock_guard<std::mutex> load_lock(load_mu_);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!models_.count(name)) return absl::NotFoundError(absl::StrCat("model \"", name, "\" is not loaded"));
+    if (!models_.count(name)) {
+      return absl::NotFoundError(absl::StrCat("model ", QuotedName(name), " is not loaded"));
+    }
+  }
+  Forget(name);
+  return absl::OkStatus();
+}
+
+// Drops every version of `name` and the model itself. Names the repository never knew are left alone: the
+// health service keeps an entry for every name it is told about, and requests may name anything.
+void ModelRepository::Forget(const std::string& name) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!models_.count(name)) return;
   }
   Retire(name, {});
   {
@@ -195,7 +291,6 @@ absl::Status ModelRepository::Unload(const std::string& name) {
     models_.erase(name);
   }
   NotifyReady(name);
-  return absl::OkStatus();
 }
 
 void ModelRepository::UnloadAll() {
@@ -218,20 +313,16 @@ void ModelRepository::UnloadAll() {
 // `retry_failed`), retires versions the policy no longer serves. Returns the first load error.
 absl::Status ModelRepository::Sync(const std::string& name, bool retry_failed) {
   std::lock_guard<std::mutex> load_lock(load_mu_);
-  const DiskModel disk = ScanDisk(options_.root, name);
+  auto dir = ResolveModelDir(options_.root, name);
+  if (!dir.ok()) {
+    Forget(name);
+    return dir.status();
+  }
+  const DiskModel disk = ScanDisk(options_.root, name, *dir);
   auto set_model_error = [&](const std::string& error) {
     std::lock_guard<std::mutex> lock(mu_);
     models_[name].error = error;
   };
-  if (!disk.exists) {
-    Retire(name, {});
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      models_.erase(name);
-    }
-    NotifyReady(name);
-    return absl::NotFoundError(absl::StrCat("no model \"", name, "\" in the repository"));
-  }
   if (!disk.config_status.ok()) {
     Log(LogLevel::kError, "model_config_invalid", {{"model", name}, {"error", disk.config_status.ToString()}});
     set_model_error(std::string(disk.config_status.message()));
@@ -241,7 +332,8 @@ absl::Status ModelRepository::Sync(const std::string& name, bool retry_failed) {
   set_model_error(wanted.empty() ? "no version directory with a version the policy serves" : "");
   absl::Status first_error;
   for (int64_t version : wanted) {
-    const std::string fingerprint = absl::StrCat(disk.versions.at(version), "|", disk.config_fingerprint);
+    const DiskVersion& on_disk = disk.versions.at(version);
+    const std::string fingerprint = absl::StrCat(on_disk.fingerprint, "|", disk.config_fingerprint);
     {
       std::lock_guard<std::mutex> lock(mu_);
       const auto& slots = models_[name].versions;
@@ -252,7 +344,9 @@ absl::Status ModelRepository::Sync(const std::string& name, bool retry_failed) {
       }
     }
     Log(LogLevel::kInfo, "model_loading", {{"model", name}, {"version", absl::StrCat(version)}});
-    auto loaded = LoadVersion(name, version, disk.config, disk.has_config);
+    auto loaded = on_disk.model_file.ok()
+                      ? LoadVersion(name, version, *on_disk.model_file, disk.config, disk.has_config)
+                      : absl::StatusOr<std::shared_ptr<ModelVersion>>(on_disk.model_file.status());
     if (!loaded.ok() && first_error.ok()) first_error = loaded.status();
     Publish(name, version, fingerprint, std::move(loaded));
   }
@@ -266,20 +360,35 @@ absl::Status ModelRepository::Sync(const std::string& name, bool retry_failed) {
   return first_error;
 }
 
+// Loading runs code that may throw (allocation, thread creation, the protobuf and filesystem libraries):
+// whatever one model version does must fail that version, never the process serving the others.
 absl::StatusOr<std::shared_ptr<ModelVersion>> ModelRepository::LoadVersion(const std::string& name,
                                                                            int64_t version,
+                                                                           const fs::path& model_file,
                                                                            inference::ModelConfig config,
                                                                            bool from_file) const {
+  try {
+    return BuildVersion(name, version, model_file, std::move(config), from_file);
+  } catch (const std::exception& e) {
+    return absl::InternalError(
+        absl::StrCat("model ", QuotedName(name), " version ", version, ": load failed: ", e.what()));
+  }
+}
+
+absl::StatusOr<std::shared_ptr<ModelVersion>> ModelRepository::BuildVersion(const std::string& name,
+                                                                            int64_t version,
+                                                                            const fs::path& model_file,
+                                                                            inference::ModelConfig config,
+                                                                            bool from_file) const {
   const absl::Time start = absl::Now();
   auto mv = std::make_shared<ModelVersion>();
   mv->name = name;
   mv->version = version;
   mv->version_str = absl::StrCat(version);
-  const fs::path path = fs::path(options_.root) / name / mv->version_str / kModelFile;
   SessionOptions session_options;
   ASSIGN_OR_RETURN(session_options.intra_op_threads, ThreadsParameter(config, options_.intra_op_threads));
   ASSIGN_OR_RETURN(mv->execution_timeout, ExecutionTimeoutParameter(config));
-  ASSIGN_OR_RETURN(mv->session, Session::LoadFile(path.string(), session_options));
+  ASSIGN_OR_RETURN(mv->session, Session::LoadFile(model_file.string(), session_options));
   RETURN_IF_ERROR(CompleteModelConfig(name, *mv->session, from_file, config));
   mv->config = std::move(config);
   mv->inputs = InputSpecs(mv->config);
@@ -376,23 +485,24 @@ absl::StatusOr<std::shared_ptr<const ModelVersion>> ModelRepository::Find(const 
                                                                           const std::string& version) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto model = models_.find(name);
-  if (model == models_.end()) return absl::NotFoundError(absl::StrCat("unknown model \"", name, "\""));
+  if (model == models_.end()) return absl::NotFoundError(absl::StrCat("unknown model ", QuotedName(name)));
   const auto& versions = model->second.versions;
   if (version.empty()) {
     for (auto it = versions.rbegin(); it != versions.rend(); ++it) {
       if (it->second.serving) return it->second.serving;
     }
     const std::string why = !versions.empty() ? versions.rbegin()->second.reason : model->second.error;
-    return absl::UnavailableError(absl::StrCat("model \"", name, "\" has no ready version: ", why));
+    return absl::UnavailableError(absl::StrCat("model ", QuotedName(name), " has no ready version: ", why));
   }
   int64_t number = 0;
   auto it = absl::SimpleAtoi(version, &number) ? versions.find(number) : versions.end();
   if (it == versions.end()) {
-    return absl::NotFoundError(absl::StrCat("model \"", name, "\" has no version \"", version, "\""));
+    return absl::NotFoundError(absl::StrCat("model ", QuotedName(name), " has no version ",
+                                            QuotedName(version)));
   }
   if (!it->second.serving) {
     return absl::UnavailableError(
-        absl::StrCat("model \"", name, "\" version ", version, " is not ready: ", it->second.reason));
+        absl::StrCat("model ", QuotedName(name), " version ", number, " is not ready: ", it->second.reason));
   }
   return it->second.serving;
 }
@@ -427,7 +537,7 @@ std::vector<IndexEntry> ModelRepository::Index(bool ready_only) const {
     }
   }
   if (ready_only) return index;
-  for (const auto& name : ModelDirs(options_.root)) {
+  for (const auto& name : ModelDirs(options_.root, false)) {
     if (!listed.count(name)) index.push_back({name, "", "", ""});
   }
   return index;

@@ -1,6 +1,10 @@
 // The model repository: Triton's layout ROOT/<model>/<version>/model.onnx plus an optional
 // ROOT/<model>/config.pbtxt, loaded into ModelVersions that requests share.
 //
+// Confinement: a model name is one folder name (CheckModelName), and every folder and file the repository
+// reads resolves, after symlinks, inside ROOT. Names that break either rule are not models: loading one
+// answers as for a missing model, scans skip them with a log line, RepositoryIndex never lists them.
+//
 // Swaps are atomic: a (re)load happens outside the repository lock and replaces the served version only when
 // it succeeded; requests hold a shared_ptr to the version they started on, so in-flight work finishes on
 // the old one. A failed load keeps the previous version serving and records the error as the version's
@@ -9,6 +13,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -18,6 +23,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "model_config.pb.h"
 #include "runtime/exec/session.h"
@@ -26,6 +32,17 @@
 #include "server/metrics.h"
 
 namespace onnxserve::server {
+
+// Longest model name accepted, in bytes; also bounds the metrics labels and messages that quote a name.
+inline constexpr size_t kMaxModelNameBytes = 128;
+
+// OK when `name` can name a model: 1 to kMaxModelNameBytes of letters, digits, '_', '-' and '.', not
+// starting with '.' (so neither "." nor ".." nor a hidden folder). INVALID_ARGUMENT otherwise.
+absl::Status CheckModelName(absl::string_view name);
+
+// A name from a request (model or version) quoted for a message, cut to kMaxModelNameBytes: a request may
+// carry a name of megabytes, and an error must not echo it back whole.
+std::string QuotedName(absl::string_view name);
 
 // none: load everything at start, never change. poll: also rescan every poll interval. explicit: load
 // nothing at start; RepositoryModelLoad/Unload decide.
@@ -69,13 +86,16 @@ class ModelRepository {
   explicit ModelRepository(RepositoryOptions options);
   ~ModelRepository();  // stops polling and unloads everything
 
-  // Loads the models the control mode asks for at start. Fails only when the root cannot be read; models
-  // that fail to load are logged and listed as UNAVAILABLE.
-  absl::Status Start();
+  // Loads the models the control mode asks for at start. Models that fail to load are logged and listed as
+  // UNAVAILABLE while the others serve. Fails when the root cannot be read, and with `exit_on_error` also
+  // with the first model load failure (after every model has been tried).
+  absl::Status Start(bool exit_on_error);
   // Rescans every `interval` in a background thread until destruction or UnloadAll().
   void StartPolling(absl::Duration interval);
 
-  // Explicit mode: (re)loads a model's versions from disk; FAILED_PRECONDITION in other modes.
+  // Explicit mode: (re)loads a model's versions from disk; FAILED_PRECONDITION in other modes. A name that
+  // is not a model name is INVALID_ARGUMENT; one whose folder is missing or resolves outside the root is
+  // NOT_FOUND with the same message either way, so that answers do not map the server's file system.
   absl::Status Load(const std::string& name);
   absl::Status Unload(const std::string& name);
   // Shutdown: stops polling and drops every version (in-flight requests keep theirs).
@@ -101,7 +121,12 @@ class ModelRepository {
                absl::StatusOr<std::shared_ptr<ModelVersion>> loaded);
   void Retire(const std::string& name, const std::vector<int64_t>& keep);
   absl::StatusOr<std::shared_ptr<ModelVersion>> LoadVersion(const std::string& name, int64_t version,
+                                                            const std::filesystem::path& model_file,
                                                             inference::ModelConfig config, bool from_file) const;
+  absl::StatusOr<std::shared_ptr<ModelVersion>> BuildVersion(const std::string& name, int64_t version,
+                                                             const std::filesystem::path& model_file,
+                                                             inference::ModelConfig config, bool from_file) const;
+  void Forget(const std::string& name);
   bool AllServing(const std::string& name, const std::vector<int64_t>& versions) const;
   void NotifyReady(const std::string& name);
 

@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "server/commands.h"
 #include "server/log.h"
@@ -42,6 +44,9 @@ ABSL_FLAG(int, shutdown_grace_secs, 30,
           "--shutdown-grace-secs N: on SIGTERM/SIGINT, time given to queued and in-flight requests");
 ABSL_FLAG(int64_t, max_request_bytes, 64 << 20,
           "--max-request-bytes N: largest accepted request message; bigger ones get RESOURCE_EXHAUSTED");
+ABSL_FLAG(bool, exit_on_error, false,
+          "--exit-on-error: exit when a model fails to load at startup; by default the server starts with "
+          "the models that loaded and lists the others as UNAVAILABLE");
 ABSL_FLAG(int, threads, 1, "--threads N: intra-op threads of each model instance");
 ABSL_FLAG(std::string, log_level, "info", "--log-level debug|info|warning|error");
 
@@ -68,7 +73,7 @@ absl::Status ParseFlags(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "onnxserve serve --model-repository DIR [--grpc-port 8001] [--http-port 8002] "
       "[--model-control-mode none|poll|explicit] [--repository-poll-secs 15] [--shutdown-grace-secs 30] "
-      "[--max-request-bytes N] [--threads N] [--log-level info]");
+      "[--max-request-bytes N] [--threads N] [--exit-on-error] [--log-level info]");
   absl::FlagsUsageConfig usage;
   // --help lists the flags defined in this file (absl would look for a file named after the binary).
   usage.contains_help_flags = [](absl::string_view path) { return absl::EndsWith(path, "server/serve.cc"); };
@@ -153,6 +158,16 @@ absl::Status StartHttp(Server& s, int& port) {
   return absl::OkStatus();
 }
 
+// The models that failed to load, comma-separated ("" when none): the startup report, beside each failure's
+// own model_load_failed line.
+std::string UnavailableModels(const ModelRepository& repository) {
+  std::set<std::string> names;
+  for (const auto& entry : repository.Index(false)) {
+    if (entry.state == "UNAVAILABLE") names.insert(entry.name);
+  }
+  return absl::StrJoin(names, ",");
+}
+
 absl::Status Start(Server& s) {
   auto mode = ParseControlMode(absl::GetFlag(FLAGS_model_control_mode));
   if (!mode.ok()) return mode.status();
@@ -172,13 +187,16 @@ absl::Status Start(Server& s) {
   if (absl::Status status = StartHttp(s, http_port); !status.ok()) return status;
   Log(LogLevel::kInfo, "server_listening",
       {{"grpc_port", absl::StrCat(grpc_port)}, {"http_port", absl::StrCat(http_port)}});
-  if (absl::Status status = s.repository->Start(); !status.ok()) return status;
+  if (absl::Status status = s.repository->Start(absl::GetFlag(FLAGS_exit_on_error)); !status.ok()) {
+    return status;
+  }
   if (*mode == ControlMode::kPoll) {
     s.repository->StartPolling(absl::Seconds(absl::GetFlag(FLAGS_repository_poll_secs)));
   }
   s.service->SetReady(true);
   s.health->SetServingStatus("", true);
-  Log(LogLevel::kInfo, "server_ready", {{"models", absl::StrCat(s.repository->ReadyVersions("").size())}});
+  Log(LogLevel::kInfo, "server_ready", {{"models", absl::StrCat(s.repository->ReadyVersions("").size())},
+                                        {"unavailable", UnavailableModels(*s.repository)}});
   return absl::OkStatus();
 }
 

@@ -252,7 +252,10 @@ class StreamInferReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer
     if (!status.ok()) {
       call.response.Clear();
       call.response.set_error_message(std::string(status.message()));
-      call.response.mutable_infer_response()->set_model_name(call.request.model_name());
+      // A name longer than any model's is not echoed: it may be megabytes.
+      if (call.request.model_name().size() <= kMaxModelNameBytes) {
+        call.response.mutable_infer_response()->set_model_name(call.request.model_name());
+      }
       call.response.mutable_infer_response()->set_id(call.request.id());
     }
     grpc::ByteBuffer encoded;
@@ -346,7 +349,10 @@ void InferenceService::Enqueue(const ModelInferRequest& wire, grpc::CallbackServ
   const absl::Time arrival = absl::Now();
   auto found = repository_.Find(wire.model_name(), wire.model_version());
   if (!found.ok()) {
-    Reply(wire.model_name(), "", arrival, found.status());
+    // Only the repository's models get series of their own (UNAVAILABLE names one of them); any other
+    // name would let clients mint series without end.
+    const bool known = absl::IsUnavailable(found.status());
+    Reply(known ? wire.model_name() : kUnknownModel, "", arrival, found.status());
     return finish(found.status());
   }
   std::shared_ptr<const ModelVersion> mv = *std::move(found);
@@ -453,7 +459,7 @@ grpc::ServerUnaryReactor* InferenceService::ModelStatistics(grpc::CallbackServer
   } else {
     versions = repository_.ReadyVersions(request->name());
     if (versions.empty() && !request->name().empty()) {
-      return Finished(ctx, absl::NotFoundError(absl::StrCat("unknown model \"", request->name(), "\"")));
+      return Finished(ctx, absl::NotFoundError(absl::StrCat("unknown model ", QuotedName(request->name()))));
     }
   }
   for (const auto& mv : versions) *response->add_model_stats() = mv->stats->Snapshot();

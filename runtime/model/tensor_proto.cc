@@ -5,7 +5,9 @@
 #include <fstream>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/core/path.h"
 #include "runtime/core/status_macros.h"
 
 namespace onnxserve {
@@ -110,6 +112,8 @@ absl::Status CopyLowPrecisionInt32Data(const onnx::TensorProto& proto, Tensor& o
   return absl::OkStatus();
 }
 
+// The external data file named by `location`, resolved: it must stay inside the model folder after
+// symlinks too, or a model could read any file the server can (a link to /etc/passwd).
 absl::StatusOr<fs::path> ResolveExternalPath(const onnx::TensorProto& proto, const std::string& location,
                                              const std::string& model_dir) {
   if (model_dir.empty()) {
@@ -127,38 +131,83 @@ absl::StatusOr<fs::path> ResolveExternalPath(const onnx::TensorProto& proto, con
           Describe(proto), ": external data location \"", location, "\" escapes the model folder"));
     }
   }
-  return fs::path(model_dir) / rel;
+  auto resolved = ResolveInside(model_dir, rel);
+  if (absl::IsNotFound(resolved.status())) {
+    return absl::NotFoundError(absl::StrCat(Describe(proto), ": cannot open external data file ",
+                                            (fs::path(model_dir) / rel).string()));
+  }
+  if (!resolved.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(Describe(proto), ": external data location \"", location,
+                                                   "\" escapes the model folder through a symlink"));
+  }
+  std::error_code ec;
+  if (!fs::is_regular_file(*resolved, ec)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Describe(proto), ": external data location \"", location, "\" is not a regular file"));
+  }
+  return resolved;
+}
+
+// An external data "offset" or "length": a whole decimal number >= 0.
+absl::StatusOr<int64_t> ParseExternalSize(const onnx::TensorProto& proto, const std::string& key,
+                                          const std::string& value) {
+  int64_t size = 0;
+  if (!absl::SimpleAtoi(value, &size) || size < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(Describe(proto), ": external data ", key, " \"", value,
+                                                   "\" is not a whole number >= 0"));
+  }
+  return size;
+}
+
+struct ExternalData {
+  std::string location;
+  int64_t offset = 0;
+  int64_t length = -1;  // -1: not given
+};
+
+absl::StatusOr<ExternalData> ParseExternalData(const onnx::TensorProto& proto) {
+  ExternalData data;
+  for (const auto& entry : proto.external_data()) {
+    if (entry.key() == "location") {
+      data.location = entry.value();
+    } else if (entry.key() == "offset") {
+      ASSIGN_OR_RETURN(data.offset, ParseExternalSize(proto, entry.key(), entry.value()));
+    } else if (entry.key() == "length") {
+      ASSIGN_OR_RETURN(data.length, ParseExternalSize(proto, entry.key(), entry.value()));
+    }
+  }
+  return data;
 }
 
 absl::Status ReadExternal(const onnx::TensorProto& proto, const std::string& model_dir, Tensor& out) {
-  std::string location;
-  int64_t offset = 0;
-  int64_t length = -1;
-  for (const auto& entry : proto.external_data()) {
-    if (entry.key() == "location") location = entry.value();
-    else if (entry.key() == "offset") offset = std::stoll(entry.value());
-    else if (entry.key() == "length") length = std::stoll(entry.value());
-  }
-  ASSIGN_OR_RETURN(fs::path path, ResolveExternalPath(proto, location, model_dir));
+  ASSIGN_OR_RETURN(const ExternalData data, ParseExternalData(proto));
+  ASSIGN_OR_RETURN(fs::path path, ResolveExternalPath(proto, data.location, model_dir));
   const int64_t want = static_cast<int64_t>(WireByteSize(out));
-  if (length >= 0 && length != want) {
-    return absl::InvalidArgumentError(absl::StrCat(Describe(proto), ": external data length ", length,
+  if (data.length >= 0 && data.length != want) {
+    return absl::InvalidArgumentError(absl::StrCat(Describe(proto), ": external data length ", data.length,
                                                    " but ", out.DebugString(), " needs ", want));
+  }
+  std::error_code ec;
+  const auto file_size = static_cast<int64_t>(fs::file_size(path, ec));
+  // Compared without adding, so an offset near INT64_MAX cannot overflow.
+  if (ec || data.offset > file_size || want > file_size - data.offset) {
+    return absl::InvalidArgumentError(absl::StrCat(Describe(proto), ": external data file ", path.string(),
+                                                   " is too short for offset ", data.offset, " + ", want,
+                                                   " bytes"));
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return absl::NotFoundError(
         absl::StrCat(Describe(proto), ": cannot open external data file ", path.string()));
   }
-  in.seekg(offset);
+  in.seekg(data.offset);
   // Packed sub-byte data goes through a buffer; everything else is read straight into the tensor.
   const bool packed = ElementsPerWireByte(out.dtype()) > 1;
   std::string buffer(packed ? static_cast<size_t>(want) : 0, '\0');
   in.read(packed ? buffer.data() : static_cast<char*>(out.raw_data()), want);
   if (in.gcount() != want) {
-    return absl::InvalidArgumentError(absl::StrCat(Describe(proto), ": external data file ", path.string(),
-                                                   " is too short for offset ", offset, " + ", want,
-                                                   " bytes"));
+    return absl::DataLossError(absl::StrCat(Describe(proto), ": external data file ", path.string(),
+                                            " changed while it was read"));
   }
   if (packed) UnpackSubByte(reinterpret_cast<const uint8_t*>(buffer.data()), out);
   return absl::OkStatus();

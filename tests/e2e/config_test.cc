@@ -1,9 +1,17 @@
-// config.pbtxt handling that needs no server: the per-model thread count and execution timeout.
+// config.pbtxt handling that needs no server: the per-model thread count and execution timeout, the limits
+// on fields that start threads or take memory, and the model name rules of the repository.
 #include "server/config.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include <google/protobuf/text_format.h>
 
 #include "gtest/gtest.h"
+#include "runtime/model/model.h"
+#include "server/repository.h"
 
 namespace onnxserve::server {
 namespace {
@@ -53,6 +61,73 @@ TEST(ConfigTest, ABadExecutionTimeoutIsAnErrorNamingTheValue) {
     EXPECT_EQ(timeout.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_NE(timeout.status().message().find(bad), std::string::npos) << timeout.status();
   }
+}
+
+// y = Identity(x) over float [N, 4]: a model to complete configs against.
+std::unique_ptr<Session> IdentitySession() {
+  onnx::ModelProto model;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(R"(
+    ir_version: 8
+    opset_import { version: 14 }
+    graph {
+      name: "identity"
+      node { op_type: "Identity" input: "x" output: "y" }
+      input { name: "x" type { tensor_type { elem_type: 1 shape { dim { dim_param: "N" } dim { dim_value: 4 } } } } }
+      output { name: "y" type { tensor_type { elem_type: 1 shape { dim { dim_param: "N" } dim { dim_value: 4 } } } } }
+    })", &model));
+  auto loaded = Model::FromProto(model, "");
+  EXPECT_TRUE(loaded.ok()) << loaded.status();
+  auto session = Session::Create(*std::move(loaded));
+  EXPECT_TRUE(session.ok()) << session.status();
+  return *std::move(session);
+}
+
+TEST(ConfigTest, InstanceCountsAreCappedInsteadOfStartingThreads) {
+  const auto session = IdentitySession();
+  for (const char* text : {"instance_group { count: 2147483647 }", "instance_group { count: 65 }",
+                           "instance_group [ { count: 40 }, { count: 40 } ]",
+                           "instance_group [ { count: 64 }, { count: 2147483647 } ]"}) {
+    inference::ModelConfig config = Parse(text);
+    const absl::Status status = CompleteModelConfig("m", *session, true, config);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << text << ": " << status;
+    EXPECT_NE(status.message().find("64"), std::string::npos) << status;
+  }
+  inference::ModelConfig most = Parse("instance_group [ { count: 60 }, { count: 4 } ]");
+  ASSERT_TRUE(CompleteModelConfig("m", *session, true, most).ok());
+  EXPECT_EQ(InstanceCount(most), kMaxInstances);
+}
+
+TEST(ConfigTest, AnOversizedConfigFileIsNotRead) {
+  const std::string path = testing::TempDir() + "/big_config_" + std::to_string(getpid()) + ".pbtxt";
+  {
+    std::ofstream out(path);
+    out << "max_batch_size: 8\n" << std::string(kMaxConfigBytes, ' ');
+  }
+  auto config = ReadModelConfig(path);
+  std::filesystem::remove(path);
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(config.status().message().find("larger than"), std::string::npos) << config.status();
+}
+
+TEST(ModelNameTest, OnlyOneFolderNameIsAModelName) {
+  for (const char* good : {"add", "resnet-50", "bert_base.v2", "A1"}) {
+    EXPECT_TRUE(CheckModelName(good).ok()) << good;
+  }
+  EXPECT_TRUE(CheckModelName(std::string(kMaxModelNameBytes, 'm')).ok());
+  const std::vector<std::string> bad_names = {
+      "", ".", "..", ".hidden", "../add", "/etc", "a b", "add\n", "nested/inner", "a\\b", std::string("a\0b", 3),
+      std::string(kMaxModelNameBytes + 1, 'm')};
+  for (const std::string& bad : bad_names) {
+    const absl::Status status = CheckModelName(bad);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+}
+
+TEST(ModelNameTest, MessagesQuoteAtMostTheLongestModelName) {
+  EXPECT_EQ(QuotedName("add"), "\"add\"");
+  const std::string quoted = QuotedName(std::string(4 << 20, 'x'));
+  EXPECT_LT(quoted.size(), kMaxModelNameBytes + 32);
+  EXPECT_NE(quoted.find("(4194304 bytes)"), std::string::npos) << quoted;
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-"""Writes the e2e test model repository: make_models.py ROOT.
+"""Writes the e2e test model repository: make_models.py ROOT [--add-version N | --broken].
 
 Each model is tiny and uses only Add, Identity and Loop, so the tests exercise the server, not the kernels.
 """
@@ -77,8 +77,31 @@ def main(root):
         [helper.make_tensor_value_info("b", T.FLOAT, [2, 2])]))
 
 
+def broken(root):
+    """Models that must fail to load, each on its own, without taking the server or the others down."""
+    # Each instance is a thread: the count is refused, not attempted.
+    save(root, "too_many_instances", add_graph(), 'instance_group { count: 2147483647 }\n')
+    # A string initializer of 2^50 elements: decoding it fails (it once threw std::bad_alloc).
+    huge = T(name="huge", data_type=T.STRING, dims=[2 ** 50])
+    graph = add_graph()
+    graph.initializer.append(huge)
+    save(root, "huge_initializer", graph)
+    # External data with an offset that is not a number (it once threw from std::stoll).
+    weights = T(name="weights", data_type=T.FLOAT, dims=[1], data_location=T.EXTERNAL)
+    for key, value in (("location", "w.bin"), ("offset", "abc")):
+        entry = weights.external_data.add()
+        entry.key, entry.value = key, value
+    graph = add_graph()
+    graph.initializer.append(weights)
+    save(root, "bad_offset", graph)
+    with open(os.path.join(root, "bad_offset", "1", "w.bin"), "wb") as f:
+        f.write(bytes(4))
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[2] == "--add-version":
         save(sys.argv[1], "add", add_graph(), version=int(sys.argv[3]))
+    elif len(sys.argv) == 3 and sys.argv[2] == "--broken":
+        broken(sys.argv[1])
     else:
         main(sys.argv[1])

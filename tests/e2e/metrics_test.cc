@@ -186,6 +186,24 @@ TEST(Metrics, UnboundedModelNamesFoldIntoOneOverflowSeries) {
   EXPECT_EQ(Sample(text, R"(onnxserve_requests_total{code="NOT_FOUND",model="unknown1099",version=""})"), -1);
 }
 
+TEST(Metrics, LabelValuesAreCutToABoundedLength) {
+  auto metrics = MakePrometheusMetrics();
+  for (int i = 0; i < 8; ++i) {
+    metrics->OnRequest(std::string(4 << 20, static_cast<char>('a' + i)), "", grpc::StatusCode::NOT_FOUND, 0);
+  }
+  std::string text = metrics->Expose();
+  EXPECT_LT(text.size(), 256u << 10);
+  EXPECT_EQ(Sample(text, absl::StrCat(R"(onnxserve_requests_total{code="NOT_FOUND",model=")", std::string(128, 'a'),
+                                      R"(",version=""})")),
+            1);
+  // A cut never splits a UTF-8 character: a 2-byte "\xc3\xa9" straddling byte 128 is dropped whole.
+  metrics->OnRequest(std::string(127, 'x') + "\xc3\xa9" + std::string(10, 'x'), "", grpc::StatusCode::NOT_FOUND, 0);
+  text = metrics->Expose();
+  EXPECT_EQ(Sample(text, absl::StrCat(R"(onnxserve_requests_total{code="NOT_FOUND",model=")", std::string(127, 'x'),
+                                      R"(",version=""})")),
+            1);
+}
+
 class HttpTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -541,6 +541,182 @@ TEST(ExplicitModeTest, LoadAndUnloadDriveReadinessAndHealth) {
   EXPECT_EQ(server->Terminate(std::chrono::seconds(20)), 0);
 }
 
+grpc::Status LoadModel(GRPCInferenceService::Stub& stub, const std::string& name) {
+  inference::RepositoryModelLoadRequest req;
+  req.set_model_name(name);
+  inference::RepositoryModelLoadResponse resp;
+  return stub.RepositoryModelLoad(Context().get(), req, &resp);
+}
+
+// `message` with each occurrence of `name` replaced by NAME: two errors that differ only in the name they
+// quote have the same shape.
+std::string WithoutName(std::string message, const std::string& name) {
+  for (size_t at; !name.empty() && (at = message.find(name)) != std::string::npos;) {
+    message.replace(at, name.size(), "NAME");
+  }
+  return message;
+}
+
+// name -> (state, reason) of every RepositoryIndex entry.
+std::map<std::string, std::pair<std::string, std::string>> IndexByName(GRPCInferenceService::Stub& stub) {
+  inference::RepositoryIndexResponse index;
+  EXPECT_TRUE(stub.RepositoryIndex(Context().get(), {}, &index).ok());
+  std::map<std::string, std::pair<std::string, std::string>> by_name;
+  for (const auto& m : index.models()) by_name[m.name()] = {m.state(), m.reason()};
+  return by_name;
+}
+
+// A copy of the add model in a folder beside the repository, outside it.
+std::string ModelOutside(const std::string& repo) {
+  const std::string outside = repo + "-outside";
+  std::filesystem::remove_all(outside);
+  std::filesystem::create_directories(outside + "/1");
+  std::filesystem::copy_file(repo + "/add/1/model.onnx", outside + "/1/model.onnx");
+  return outside;
+}
+
+TEST(ExplicitModeTest, LoadRefusesNamesThatLeaveTheRepository) {
+  const std::string repo = MakeRepository("confined");
+  const std::string outside = ModelOutside(repo);
+  std::filesystem::create_directory_symlink(outside, repo + "/linked");
+  std::filesystem::create_directories(repo + "/nested/inner/1");
+  std::filesystem::copy_file(repo + "/add/1/model.onnx", repo + "/nested/inner/1/model.onnx");
+  auto server = ServerProcess::Start(repo, {"--model-control-mode", "explicit"});
+  ASSERT_NE(server, nullptr);
+  auto stub = GRPCInferenceService::NewStub(server->channel());
+
+  const std::string up = "../" + std::filesystem::path(outside).filename().string();
+  for (const std::string& name : {outside, up, std::string("nested/inner"), std::string("linked"),
+                                  std::string("./add"), std::string(".."), std::string("")}) {
+    const grpc::Status status = LoadModel(*stub, name);
+    EXPECT_TRUE(status.error_code() == grpc::NOT_FOUND || status.error_code() == grpc::INVALID_ARGUMENT)
+        << name << ": " << status.error_code() << " " << status.error_message();
+    ModelInferResponse resp;
+    EXPECT_EQ(Infer(*stub, AddRequest(name, 1, 0), &resp).error_code(), grpc::NOT_FOUND) << name;
+  }
+  // Whether a folder exists outside the repository must not show: same code, same message but for the name.
+  const grpc::Status linked = LoadModel(*stub, "linked"), missing = LoadModel(*stub, "missing");
+  EXPECT_EQ(linked.error_code(), missing.error_code());
+  EXPECT_EQ(WithoutName(linked.error_message(), "linked"), WithoutName(missing.error_message(), "missing"));
+  const grpc::Status there = LoadModel(*stub, outside), absent = LoadModel(*stub, outside + "-absent");
+  EXPECT_EQ(there.error_code(), absent.error_code());
+  EXPECT_EQ(WithoutName(there.error_message(), outside), WithoutName(absent.error_message(), outside + "-absent"));
+
+  for (const auto& [name, entry] : IndexByName(*stub)) {
+    EXPECT_TRUE(name != "linked" && name.find('/') == std::string::npos && name.find("..") == std::string::npos)
+        << "refused name listed: " << name;
+    EXPECT_NE(entry.first, "READY") << name;
+  }
+  // A refused name leaves no trace in the health service either.
+  auto health = grpc::health::v1::Health::NewStub(server->channel());
+  grpc::health::v1::HealthCheckRequest check;
+  check.set_service("linked");
+  grpc::health::v1::HealthCheckResponse health_resp;
+  EXPECT_EQ(health->Check(Context().get(), check, &health_resp).error_code(), grpc::NOT_FOUND);
+  EXPECT_TRUE(LoadModel(*stub, "add").ok());
+  EXPECT_EQ(server->Terminate(std::chrono::seconds(20)), 0);
+  std::filesystem::remove_all(outside);
+}
+
+TEST(ExplicitModeTest, LoadingABrokenModelFailsThatModelOnly) {
+  const std::string repo = MakeRepository("explicit-broken");
+  AddBrokenModels(repo);
+  auto server = ServerProcess::Start(repo, {"--model-control-mode", "explicit"});
+  ASSERT_NE(server, nullptr);
+  auto stub = GRPCInferenceService::NewStub(server->channel());
+  for (const char* name : {"too_many_instances", "huge_initializer", "bad_offset"}) {
+    EXPECT_FALSE(LoadModel(*stub, name).ok()) << name;
+  }
+  ASSERT_TRUE(LoadModel(*stub, "add").ok());
+  ModelInferResponse resp;
+  ASSERT_TRUE(Infer(*stub, AddRequest("add", 1, 2), &resp).ok());
+  EXPECT_EQ(RawFloats(resp, 0), ExpectedSum(1, 2));
+  const auto index = IndexByName(*stub);
+  for (const char* name : {"too_many_instances", "huge_initializer", "bad_offset"}) {
+    ASSERT_TRUE(index.count(name)) << name;
+    EXPECT_EQ(index.at(name).first, "UNAVAILABLE") << name;
+    EXPECT_FALSE(index.at(name).second.empty()) << name;
+  }
+  EXPECT_EQ(server->Terminate(std::chrono::seconds(20)), 0);
+}
+
+TEST(StartupTest, BadModelsAreUnavailableWhileTheOthersServe) {
+  const std::string repo = MakeRepository("startup-broken");
+  AddBrokenModels(repo);
+  const std::string outside = ModelOutside(repo);
+  std::filesystem::create_directory_symlink(outside, repo + "/escaped");
+  auto server = ServerProcess::Start(repo);
+  ASSERT_NE(server, nullptr);
+  auto stub = GRPCInferenceService::NewStub(server->channel());
+  ModelInferResponse resp;
+  ASSERT_TRUE(Infer(*stub, AddRequest("add", 1, 4), &resp).ok());
+  EXPECT_EQ(RawFloats(resp, 0), ExpectedSum(1, 4));
+
+  const auto index = IndexByName(*stub);
+  EXPECT_EQ(index.at("add").first, "READY");
+  EXPECT_EQ(index.count("escaped"), 0u) << "a symlinked folder leading outside is not a model";
+  const std::map<std::string, std::string> reasons = {
+      {"too_many_instances", "instance_group count must be in [1, 64], got 2147483647"},
+      {"huge_initializer", ""},  // bad_alloc while decoding, or a size check: any reason will do
+      {"bad_offset", "offset \"abc\" is not a whole number"}};
+  for (const auto& [name, reason] : reasons) {
+    ASSERT_TRUE(index.count(name)) << name;
+    EXPECT_EQ(index.at(name).first, "UNAVAILABLE") << name;
+    EXPECT_FALSE(index.at(name).second.empty()) << name;
+    EXPECT_NE(index.at(name).second.find(reason), std::string::npos) << name << ": " << index.at(name).second;
+  }
+  const std::string log = server->Log();
+  EXPECT_NE(log.find("event=model_dir_skipped dir=escaped"), std::string::npos) << log;
+  EXPECT_NE(log.find("unavailable=bad_offset,huge_initializer,too_many_instances"), std::string::npos) << log;
+  EXPECT_EQ(server->Terminate(std::chrono::seconds(20)), 0);
+  std::filesystem::remove_all(outside);
+}
+
+TEST(StartupTest, ExitOnErrorMakesALoadFailureFatal) {
+  const std::string repo = MakeRepository("exit-on-error");
+  AddBrokenModels(repo);
+  std::string log;
+  EXPECT_EQ(ServerProcess::RunToExit(repo, {"--exit-on-error"}, std::chrono::seconds(30), &log), 1) << log;
+  EXPECT_NE(log.find("event=start_failed"), std::string::npos) << log;
+  EXPECT_EQ(log.find("event=server_ready"), std::string::npos) << log;
+}
+
+// Clients choose model names: however long or many, they must not grow the metrics or come back whole.
+TEST(LongNamesTest, UnknownModelsAreAnsweredBrieflyAndShareOneSeries) {
+  const std::string repo = MakeRepository("long-names");
+  auto server = ServerProcess::Start(repo, {"--http-port", "0"});
+  ASSERT_NE(server, nullptr);
+  auto stub = GRPCInferenceService::NewStub(server->channel());
+  constexpr int kRequests = 8;
+  for (int i = 0; i < kRequests; ++i) {
+    const std::string name(4 << 20, static_cast<char>('a' + i));
+    const auto start = std::chrono::steady_clock::now();
+    ModelInferResponse resp;
+    const grpc::Status status = Infer(*stub, AddRequest(name, 1, 0), &resp);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+    EXPECT_EQ(status.error_code(), grpc::NOT_FOUND);
+    EXPECT_LT(status.error_message().size(), 1024u);
+    EXPECT_NE(status.error_message().find("(4194304 bytes)"), std::string::npos) << status.error_message();
+  }
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+  auto stream = stub->ModelStreamInfer(&ctx);
+  ASSERT_TRUE(stream->Write(AddRequest(std::string(4 << 20, 'z'), 1, 0)));
+  ASSERT_TRUE(stream->WritesDone());
+  inference::ModelStreamInferResponse streamed;
+  ASSERT_TRUE(stream->Read(&streamed));
+  EXPECT_LT(streamed.ByteSizeLong(), 1024u);
+  EXPECT_TRUE(stream->Finish().ok());
+
+  const std::string metrics = HttpGet(server->http_port(), "/metrics");
+  EXPECT_NE(metrics.find("onnxserve_requests_total{code=\"NOT_FOUND\",model=\"\",version=\"\"} 9"),
+            std::string::npos) << metrics.substr(0, 4096);
+  for (char letter : std::string("abcdefghz")) {
+    EXPECT_EQ(metrics.find(std::string(64, letter)), std::string::npos) << "a series labelled with the name " << letter;
+  }
+  EXPECT_EQ(server->Terminate(std::chrono::seconds(20)), 0);
+}
+
 // Runs `clients` threads sending add requests until `stop`; returns every status seen.
 std::vector<grpc::Status> Hammer(std::shared_ptr<grpc::Channel> channel, const std::string& model, int clients,
                                  std::atomic<bool>& stop, std::vector<std::string>* versions_seen) {

@@ -1,6 +1,9 @@
 #include "tests/e2e/server_process.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -41,7 +44,53 @@ void AddVersion(const std::string& repository, int version) {
             0);
 }
 
+void AddBrokenModels(const std::string& repository) {
+  EXPECT_EQ(std::system(Shell({ONNXSERVE_PYTHON, ONNXSERVE_MAKE_MODELS, repository, "--broken"}).c_str()), 0);
+}
+
+std::string HttpGet(int port, const std::string& path) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string response;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0) {
+    const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    if (write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
+      char buffer[4096];
+      for (ssize_t n; (n = read(fd, buffer, sizeof(buffer))) > 0;) response.append(buffer, static_cast<size_t>(n));
+    }
+  }
+  close(fd);
+  return response;
+}
+
 std::unique_ptr<ServerProcess> ServerProcess::Start(const std::string& repository, std::vector<std::string> flags) {
+  std::unique_ptr<ServerProcess> server = Spawn(repository, std::move(flags));
+  if (!server->WaitForLog("event=server_ready", std::chrono::seconds(30))) {
+    ADD_FAILURE() << "server did not become ready:\n" << server->Log();
+    return nullptr;
+  }
+  std::smatch port;
+  const std::string log = server->Log();
+  if (!std::regex_search(log, port, std::regex("grpc_port=([0-9]+)"))) {
+    ADD_FAILURE() << "no grpc_port in the log:\n" << log;
+    return nullptr;
+  }
+  server->channel_ = grpc::CreateChannel("127.0.0.1:" + port[1].str(), grpc::InsecureChannelCredentials());
+  return server;
+}
+
+int ServerProcess::RunToExit(const std::string& repository, std::vector<std::string> flags,
+                             std::chrono::milliseconds timeout, std::string* log) {
+  std::unique_ptr<ServerProcess> server = Spawn(repository, std::move(flags));
+  const bool ready = server->WaitForLog("event=server_ready", timeout);
+  *log = server->Log();
+  return !ready && server->pid_ < 0 ? server->exit_status_ : -1;
+}
+
+std::unique_ptr<ServerProcess> ServerProcess::Spawn(const std::string& repository, std::vector<std::string> flags) {
   static std::atomic<int> counter{0};
   std::unique_ptr<ServerProcess> server(new ServerProcess());
   server->log_path_ = repository + ".log" + std::to_string(counter++);
@@ -59,17 +108,6 @@ std::unique_ptr<ServerProcess> ServerProcess::Start(const std::string& repositor
     execv(argv[0], argv.data());
     _exit(127);
   }
-  if (!server->WaitForLog("event=server_ready", std::chrono::seconds(30))) {
-    ADD_FAILURE() << "server did not become ready:\n" << server->Log();
-    return nullptr;
-  }
-  std::smatch port;
-  const std::string log = server->Log();
-  if (!std::regex_search(log, port, std::regex("grpc_port=([0-9]+)"))) {
-    ADD_FAILURE() << "no grpc_port in the log:\n" << log;
-    return nullptr;
-  }
-  server->channel_ = grpc::CreateChannel("127.0.0.1:" + port[1].str(), grpc::InsecureChannelCredentials());
   return server;
 }
 
@@ -84,14 +122,24 @@ int ServerProcess::Terminate(std::chrono::milliseconds timeout) {
   kill(pid_, SIGTERM);
   const auto until = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < until) {
-    int status = 0;
-    if (waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    }
+    if (Reaped()) return exit_status_;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return -1;
+}
+
+bool ServerProcess::Reaped() {
+  int status = 0;
+  if (waitpid(pid_, &status, WNOHANG) != pid_) return false;
+  pid_ = -1;
+  exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return true;
+}
+
+int ServerProcess::http_port() const {
+  std::smatch port;
+  const std::string log = Log();
+  return std::regex_search(log, port, std::regex("http_port=([0-9]+)")) ? std::stoi(port[1].str()) : -1;
 }
 
 std::string ServerProcess::Log() const {
@@ -105,10 +153,7 @@ bool ServerProcess::WaitForLog(const std::string& needle, std::chrono::milliseco
   const auto until = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < until) {
     if (Log().find(needle) != std::string::npos) return true;
-    if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
-      pid_ = -1;
-      return false;
-    }
+    if (Reaped()) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return false;

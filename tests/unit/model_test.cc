@@ -232,7 +232,7 @@ class ExternalDataTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  onnx::TensorProto External(const std::string& location) {
+  onnx::TensorProto External(const std::string& location, const std::string& offset = "4") {
     onnx::TensorProto t;
     t.set_name("w");
     t.set_data_type(onnx::TensorProto::FLOAT);
@@ -243,7 +243,7 @@ class ExternalDataTest : public ::testing::Test {
     loc->set_value(location);
     auto* off = t.add_external_data();
     off->set_key("offset");
-    off->set_value("4");
+    off->set_value(offset);
     return t;
   }
 
@@ -269,6 +269,49 @@ TEST_F(ExternalDataTest, NamesTheMissingFile) {
   auto t = TensorFromProto(External("weights/missing.bin"), dir_.string());
   EXPECT_EQ(t.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(t.status().message().find("missing.bin"), std::string::npos);
+}
+
+// A location that passes the lexical check but is a symlink out of the model folder: its target (here a
+// file beside the folder, standing in for /etc/passwd) must never be read.
+TEST_F(ExternalDataTest, RejectsSymlinksLeavingTheModelFolder) {
+  const fs::path model_dir = dir_ / "model";
+  fs::create_directories(model_dir / "sub");
+  fs::create_symlink(dir_ / "weights" / "w.bin", model_dir / "w.bin");
+  fs::create_directory_symlink(dir_ / "weights", model_dir / "sub" / "up");
+  for (const char* location : {"w.bin", "sub/up/w.bin"}) {
+    auto t = TensorFromProto(External(location), model_dir.string());
+    EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument) << location << ": " << t.status();
+    EXPECT_NE(t.status().message().find("escapes the model folder"), std::string::npos) << t.status();
+  }
+}
+
+TEST_F(ExternalDataTest, FollowsSymlinksThatStayInside) {
+  fs::create_symlink("w.bin", dir_ / "weights" / "alias.bin");
+  auto t = TensorFromProto(External("weights/alias.bin"), dir_.string());
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->values<float>()[0], 1.f);
+}
+
+TEST_F(ExternalDataTest, BadOffsetsAndLengthsAreErrorsNotCrashes) {
+  for (const char* offset : {"abc", "-4", "", "4x", "99999999999999999999"}) {
+    auto t = TensorFromProto(External("weights/w.bin", offset), dir_.string());
+    EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument) << "offset " << offset;
+    EXPECT_NE(t.status().message().find("offset"), std::string::npos) << t.status();
+  }
+  onnx::TensorProto bad_length = External("weights/w.bin");
+  auto* length = bad_length.add_external_data();
+  length->set_key("length");
+  length->set_value("twelve");
+  EXPECT_EQ(TensorFromProto(bad_length, dir_.string()).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(ExternalDataTest, OffsetsBeyondTheFileAreErrors) {
+  // The file holds 16 bytes: 4 of padding, then 12 of data.
+  for (const char* offset : {"8", "16", "17", "9223372036854775807"}) {
+    auto t = TensorFromProto(External("weights/w.bin", offset), dir_.string());
+    EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument) << "offset " << offset;
+    EXPECT_NE(t.status().message().find("too short"), std::string::npos) << t.status();
+  }
 }
 
 }  // namespace
