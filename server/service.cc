@@ -319,8 +319,47 @@ class StreamInferReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer
 
 }  // namespace
 
+LoadQueue::LoadQueue(std::function<absl::Status(const std::string&)> load)
+    : load_(std::move(load)), worker_([this] { Work(); }) {}
+
+LoadQueue::~LoadQueue() {
+  std::deque<std::pair<std::string, grpc::ServerUnaryReactor*>> abandoned;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    abandoned.swap(queue_);
+  }
+  wake_.notify_all();
+  for (auto& [model, reactor] : abandoned) {
+    reactor->Finish(ToGrpcStatus(absl::UnavailableError("server shutting down: model not loaded")));
+  }
+  worker_.join();
+}
+
+void LoadQueue::Submit(std::string model, grpc::ServerUnaryReactor* reactor) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.emplace_back(std::move(model), reactor);
+  }
+  wake_.notify_one();
+}
+
+void LoadQueue::Work() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    if (stopping_) return;
+    auto [model, reactor] = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
+    reactor->Finish(ToGrpcStatus(load_(model)));
+    lock.lock();
+  }
+}
+
 InferenceService::InferenceService(ModelRepository& repository, ServerMetrics* metrics)
-    : repository_(repository), metrics_(metrics) {}
+    : repository_(repository), metrics_(metrics),
+      loads_([&repository](const std::string& model) { return repository.Load(model); }) {}
 
 void InferenceService::Reply(const std::string& model, const std::string& version, absl::Time arrival,
                              const absl::Status& status) {
@@ -479,8 +518,6 @@ grpc::ServerUnaryReactor* InferenceService::RepositoryIndex(grpc::CallbackServer
   return Finished(ctx, absl::OkStatus());
 }
 
-// Loading takes seconds: it runs on its own thread so gRPC's callback threads stay free. Server shutdown
-// waits for the call, so the repository outlives the thread.
 grpc::ServerUnaryReactor* InferenceService::RepositoryModelLoad(grpc::CallbackServerContext* ctx,
                                                                 const inference::RepositoryModelLoadRequest* request,
                                                                 inference::RepositoryModelLoadResponse*) {
@@ -489,9 +526,7 @@ grpc::ServerUnaryReactor* InferenceService::RepositoryModelLoad(grpc::CallbackSe
                              "RepositoryModelLoad parameters (config override, files) are not supported"));
   }
   auto* reactor = ctx->DefaultReactor();
-  std::thread([this, reactor, name = request->model_name()] {
-    reactor->Finish(ToGrpcStatus(repository_.Load(name)));
-  }).detach();
+  loads_.Submit(request->model_name(), reactor);
   return reactor;
 }
 

@@ -4,7 +4,13 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
+#include <deque>
 #include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
 
 #include "grpc_service.grpc.pb.h"
 #include "server/metrics.h"
@@ -27,6 +33,30 @@ using CallbackServiceWithRawStream = Grpc::WithCallbackMethod_ServerLive<Grpc::W
                     Grpc::WithCallbackMethod_RepositoryModelLoad<
                         Grpc::WithCallbackMethod_RepositoryModelUnload<Grpc::Service>>>>>>>>>>>>;
 }  // namespace internal
+
+// Runs RepositoryModelLoad calls one at a time on a thread of its own, so that gRPC's callback threads stay
+// free while a model loads (seconds). Its destructor answers the calls still queued with UNAVAILABLE and
+// joins the thread, so no load outlives the repository it loads into.
+class LoadQueue {
+ public:
+  explicit LoadQueue(std::function<absl::Status(const std::string&)> load);
+  ~LoadQueue();
+  LoadQueue(const LoadQueue&) = delete;
+  LoadQueue& operator=(const LoadQueue&) = delete;
+
+  // Loads `model` and then finishes `reactor` with the result.
+  void Submit(std::string model, grpc::ServerUnaryReactor* reactor);
+
+ private:
+  void Work();
+
+  std::function<absl::Status(const std::string&)> load_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<std::pair<std::string, grpc::ServerUnaryReactor*>> queue_;
+  bool stopping_ = false;
+  std::thread worker_;  // last: starts once the rest exists
+};
 
 class InferenceService final : public internal::CallbackServiceWithRawStream {
  public:
@@ -88,6 +118,7 @@ class InferenceService final : public internal::CallbackServiceWithRawStream {
   ModelRepository& repository_;
   ServerMetrics* metrics_;
   std::atomic<bool> ready_{false};
+  LoadQueue loads_;
 };
 
 }  // namespace onnxserve::server
