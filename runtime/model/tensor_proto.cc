@@ -5,6 +5,7 @@
 #include <fstream>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
 
@@ -130,14 +131,28 @@ absl::StatusOr<fs::path> ResolveExternalPath(const onnx::TensorProto& proto, con
   return fs::path(model_dir) / rel;
 }
 
+// An external_data offset or length: a decimal number >= 0 (the model may say anything there).
+absl::StatusOr<int64_t> ExternalNumber(const onnx::TensorProto& proto, const onnx::StringStringEntryProto& entry) {
+  int64_t value;
+  if (!absl::SimpleAtoi(entry.value(), &value) || value < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(Describe(proto), ": external data ", entry.key(), " \"",
+                                                   entry.value(), "\" is not a number >= 0"));
+  }
+  return value;
+}
+
 absl::Status ReadExternal(const onnx::TensorProto& proto, const std::string& model_dir, Tensor& out) {
   std::string location;
   int64_t offset = 0;
   int64_t length = -1;
   for (const auto& entry : proto.external_data()) {
-    if (entry.key() == "location") location = entry.value();
-    else if (entry.key() == "offset") offset = std::stoll(entry.value());
-    else if (entry.key() == "length") length = std::stoll(entry.value());
+    if (entry.key() == "location") {
+      location = entry.value();
+    } else if (entry.key() == "offset") {
+      ASSIGN_OR_RETURN(offset, ExternalNumber(proto, entry));
+    } else if (entry.key() == "length") {
+      ASSIGN_OR_RETURN(length, ExternalNumber(proto, entry));
+    }
   }
   ASSIGN_OR_RETURN(fs::path path, ResolveExternalPath(proto, location, model_dir));
   const int64_t want = static_cast<int64_t>(WireByteSize(out));

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <new>
+#include <stdexcept>
 
 #include "gtest/gtest.h"
 #include "runtime/core/allocator.h"
@@ -80,6 +82,20 @@ TEST(ThreadPoolTest, CoversTheRangeExactlyOnceFromManyCallers) {
   }
   for (auto& t : callers) t.join();
   for (auto& h : hits) EXPECT_EQ(h.load(), 1);
+}
+
+TEST(ThreadPoolTest, AnExceptionInAWorkerIsRethrownToTheCallerAfterAllChunks) {
+  ThreadPool pool(4);
+  std::atomic<int64_t> covered{0};
+  EXPECT_THROW(pool.ParallelFor(1000, 1, [&](int64_t b, int64_t e) {
+    covered += e - b;
+    if (b > 0) throw std::bad_alloc();
+  }), std::bad_alloc);
+  EXPECT_EQ(covered.load(), 1000);  // every chunk ran before ParallelFor returned
+  // The pool still works afterwards.
+  std::atomic<int64_t> sum{0};
+  pool.ParallelFor(100, 1, [&](int64_t b, int64_t e) { sum += e - b; });
+  EXPECT_EQ(sum.load(), 100);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "runtime/exec/session.h"
 #include "runtime/model/tensor_proto.h"
+#include "tests/support/op_test.h"
 
 namespace onnxserve {
 namespace {
@@ -269,6 +270,35 @@ TEST_F(ExternalDataTest, NamesTheMissingFile) {
   auto t = TensorFromProto(External("weights/missing.bin"), dir_.string());
   EXPECT_EQ(t.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(t.status().message().find("missing.bin"), std::string::npos);
+}
+
+TEST(TensorProtoTest, RejectsAnExternalOffsetThatIsNotANumber) {
+  // std::stoll threw std::invalid_argument out of the loader.
+  onnx::TensorProto proto;
+  proto.set_name("w");
+  proto.set_data_type(onnx::TensorProto::FLOAT);
+  proto.add_dims(1);
+  proto.set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* location = proto.add_external_data();
+  location->set_key("location");
+  location->set_value("w.bin");
+  auto* offset = proto.add_external_data();
+  offset->set_key("offset");
+  offset->set_value("not a number");
+  auto t = TensorFromProto(proto, fs::temp_directory_path().string());
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument) << t.status();
+}
+
+TEST(ExecutionTest, AnOutputPastTheSizeLimitFailsTheRunNamingTheNode) {
+  // Broadcasting [2^20, 1] + [1, 2^20] asks for 2^40 floats (4 TiB): the allocation threw out of the kernel
+  // and aborted the process.
+  auto out = testing::OpTest("Add", 14)
+                 .Input("a", Tensor(DataType::kFloat, {int64_t{1} << 20, 1}))
+                 .Input("b", Tensor(DataType::kFloat, {1, int64_t{1} << 20}))
+                 .Output("y")
+                 .Run();
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted) << out.status();
+  EXPECT_NE(out.status().message().find("(Add-14)"), std::string::npos) << out.status();
 }
 
 }  // namespace
