@@ -272,6 +272,27 @@ TEST_F(ExternalDataTest, NamesTheMissingFile) {
   EXPECT_NE(t.status().message().find("missing.bin"), std::string::npos);
 }
 
+TEST(TensorProtoTest, RejectsDimsWhoseByteSizeWrapsAround) {
+  // 2^62 floats (or 2^61 int64s) are 2^64 bytes, 0 after wrapping: an empty payload matched and the tensor
+  // was accepted with no storage behind it.
+  for (const auto& [type, dim] : {std::pair{onnx::TensorProto::FLOAT, int64_t{1} << 62},
+                                  std::pair{onnx::TensorProto::INT64, int64_t{1} << 61}}) {
+    onnx::TensorProto proto;
+    proto.set_name("huge");
+    proto.set_data_type(type);
+    proto.add_dims(1);
+    proto.add_dims(dim);
+    proto.set_raw_data("");
+    auto t = TensorFromProto(proto);
+    EXPECT_EQ(t.status().code(), absl::StatusCode::kResourceExhausted) << t.status();
+    EXPECT_NE(t.status().message().find("\"huge\""), std::string::npos) << t.status();
+  }
+  onnx::TensorProto negative;
+  negative.set_data_type(onnx::TensorProto::FLOAT);
+  negative.add_dims(-1);
+  EXPECT_EQ(TensorFromProto(negative).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(TensorProtoTest, RejectsAnExternalOffsetThatIsNotANumber) {
   // std::stoll threw std::invalid_argument out of the loader.
   onnx::TensorProto proto;
