@@ -26,8 +26,8 @@ struct SizeLimits {
 
 // The process-wide limits. Thread-safe; meant to be set once at startup, before models load.
 SizeLimits GetSizeLimits();
-// INVALID_ARGUMENT unless both limits are positive and max_elements fits any element type in max_bytes'
-// arithmetic (at most 2^60).
+// INVALID_ARGUMENT unless 0 < max_elements <= 2^60 (so that a count times any element size, and any stride,
+// still fits in int64) and max_bytes > 0.
 absl::Status SetSizeLimits(const SizeLimits& limits);
 
 // a * b, or RESOURCE_EXHAUSTED when it does not fit in int64.
