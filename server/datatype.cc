@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/core/status_macros.h"
 
 namespace onnxserve::server {
 namespace {
@@ -74,8 +75,20 @@ std::string Described(DataType type, const Shape& shape) {
   return absl::StrCat(name ? name : DataTypeName(type), " ", ShapeToString(shape));
 }
 
+// The tensor a request input declares, allocated only once its shape is within the runtime's size limits:
+// the shape is the client's, and dims whose product wraps around would pass the payload size checks below
+// with a tiny buffer.
+absl::StatusOr<Tensor> AllocateInput(const std::string& name, DataType type, const Shape& shape) {
+  absl::StatusOr<Tensor> tensor = Tensor::Create(type, shape);
+  if (!tensor.ok()) {
+    return absl::Status(tensor.status().code(),
+                        absl::StrCat("input \"", name, "\": ", tensor.status().message()));
+  }
+  return tensor;
+}
+
 absl::StatusOr<Tensor> StringsFromRaw(const std::string& name, const Shape& shape, std::string_view raw) {
-  Tensor tensor(DataType::kString, shape);
+  ASSIGN_OR_RETURN(Tensor tensor, AllocateInput(name, DataType::kString, shape));
   std::string* out = tensor.data<std::string>();
   size_t pos = 0;
   for (int64_t i = 0; i < tensor.NumElements(); ++i) {
@@ -104,7 +117,7 @@ absl::StatusOr<Tensor> StringsFromRaw(const std::string& name, const Shape& shap
 
 template <typename T, typename Field>
 absl::StatusOr<Tensor> FromField(const std::string& name, DataType type, const Shape& shape, const Field& field) {
-  Tensor tensor(type, shape);
+  ASSIGN_OR_RETURN(Tensor tensor, AllocateInput(name, type, shape));
   if (static_cast<int64_t>(field.size()) != tensor.NumElements()) {
     return absl::InvalidArgumentError(absl::StrCat("input \"", name, "\": contents hold ", field.size(),
                                                    " values, expected ", tensor.NumElements(), " for ",
@@ -120,7 +133,7 @@ absl::StatusOr<Tensor> FromField(const std::string& name, DataType type, const S
 absl::StatusOr<Tensor> TensorFromRaw(const std::string& name, DataType type, const Shape& shape,
                                      std::string_view raw) {
   if (type == DataType::kString) return StringsFromRaw(name, shape, raw);
-  Tensor tensor(type, shape);
+  ASSIGN_OR_RETURN(Tensor tensor, AllocateInput(name, type, shape));
   if (raw.size() != tensor.ByteSize()) {
     return absl::InvalidArgumentError(absl::StrCat("input \"", name, "\": raw content is ", raw.size(),
                                                    " bytes, expected ", tensor.ByteSize(), " for ",

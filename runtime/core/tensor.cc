@@ -1,13 +1,32 @@
 #include "runtime/core/tensor.h"
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <new>
+#include <stdexcept>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "runtime/core/allocator.h"
+#include "runtime/core/checked_size.h"
 
 namespace onnxserve {
+namespace {
+
+// The element count of a tensor about to exist, for the constructors that cannot return a status: throws
+// std::invalid_argument for a negative dim and std::length_error past the size limits.
+int64_t ElementCountOrThrow(DataType type, absl::Span<const int64_t> shape) {
+  const absl::StatusOr<int64_t> bytes = CheckedByteSize(type, shape);
+  if (!bytes.ok()) {
+    const std::string message(bytes.status().message());
+    if (absl::IsInvalidArgument(bytes.status())) throw std::invalid_argument(message);
+    throw std::length_error(message);
+  }
+  return NumElements(shape);
+}
+
+}  // namespace
 
 int64_t NumElements(absl::Span<const int64_t> shape) {
   int64_t n = 1;
@@ -20,7 +39,7 @@ std::string ShapeToString(absl::Span<const int64_t> shape) {
 }
 
 Tensor::Tensor(DataType type, Shape shape)
-    : type_(type), shape_(std::move(shape)), num_elements_(onnxserve::NumElements(shape_)) {
+    : type_(type), shape_(std::move(shape)), num_elements_(ElementCountOrThrow(type_, shape_)) {
   if (type_ == DataType::kString) {
     auto* strings = new std::string[static_cast<size_t>(num_elements_)];
     owner_ = std::shared_ptr<void>(strings, [](void* p) { delete[] static_cast<std::string*>(p); });
@@ -31,11 +50,17 @@ Tensor::Tensor(DataType type, Shape shape)
   data_ = owner_.get();
 }
 
+absl::StatusOr<Tensor> Tensor::Create(DataType type, Shape shape) {
+  const absl::StatusOr<int64_t> bytes = CheckedByteSize(type, shape);
+  if (!bytes.ok()) return bytes.status();
+  return Tensor(type, std::move(shape));
+}
+
 Tensor Tensor::Wrap(DataType type, Shape shape, std::shared_ptr<void> owner, void* data) {
   Tensor t;
   t.type_ = type;
   t.shape_ = std::move(shape);
-  t.num_elements_ = onnxserve::NumElements(t.shape_);
+  t.num_elements_ = ElementCountOrThrow(type, t.shape_);
   t.owner_ = std::move(owner);
   t.data_ = data;
   return t;
@@ -44,7 +69,10 @@ Tensor Tensor::Wrap(DataType type, Shape shape, std::shared_ptr<void> owner, voi
 Tensor Tensor::Reshaped(Shape shape) const {
   Tensor t = *this;
   t.shape_ = std::move(shape);
-  t.num_elements_ = onnxserve::NumElements(t.shape_);
+  t.num_elements_ = ElementCountOrThrow(type_, t.shape_);
+  if (t.num_elements_ != num_elements_) {
+    throw std::invalid_argument(absl::StrCat("cannot view ", DebugString(), " as ", ShapeToString(t.shape_)));
+  }
   return t;
 }
 
@@ -83,7 +111,13 @@ double Tensor::GetAsDouble(int64_t i) const {
 int64_t Tensor::GetAsInt64(int64_t i) const {
   if (type_ == DataType::kInt64) return data<int64_t>()[i];
   if (type_ == DataType::kInt32) return data<int32_t>()[i];
-  return static_cast<int64_t>(GetAsDouble(i));
+  // Saturates: the value may come from a request, and converting a NaN or a double outside int64's range
+  // is undefined behaviour.
+  const double value = GetAsDouble(i);
+  if (std::isnan(value)) return 0;
+  if (value >= 0x1p63) return std::numeric_limits<int64_t>::max();
+  if (value < -0x1p63) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(value);
 }
 
 std::string Tensor::DebugString() const {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "runtime/core/data_type.h"
 
@@ -15,15 +16,22 @@ namespace onnxserve {
 
 using Shape = std::vector<int64_t>;
 
+// The product of the dims, unchecked: for shapes of tensors that exist. A shape from data goes through
+// CheckedElementCount (runtime/core/checked_size.h) instead.
 int64_t NumElements(absl::Span<const int64_t> shape);
 std::string ShapeToString(absl::Span<const int64_t> shape);  // "[1,3,224,224]"
 
 class Tensor {
  public:
   Tensor() = default;
-  // Allocates storage: numbers are left uninitialized, strings are empty.
+  // Allocates storage: numbers are left uninitialized, strings are empty. A constructor cannot return a
+  // status, so a shape past the size limits (runtime/core/checked_size.h) throws std::length_error and a
+  // negative dim std::invalid_argument; the executor turns both into a status naming the node. Code that
+  // builds a shape from data calls Create instead.
   Tensor(DataType type, Shape shape);
-  // Wraps storage owned elsewhere; `owner` keeps it alive.
+  // As the constructor, with the shape checked first: an error instead of an exception or an allocation.
+  static absl::StatusOr<Tensor> Create(DataType type, Shape shape);
+  // Wraps storage owned elsewhere; `owner` keeps it alive. The shape is checked as by the constructor.
   static Tensor Wrap(DataType type, Shape shape, std::shared_ptr<void> owner, void* data);
   // A rank-0 tensor holding one value.
   template <typename T>
@@ -61,7 +69,8 @@ class Tensor {
     return absl::Span<T>(data<T>(), static_cast<size_t>(num_elements_));
   }
 
-  // Same storage, another shape with as many elements.
+  // Same storage, another shape with as many elements (std::invalid_argument when it has not: reading
+  // through a larger view would read past the storage).
   Tensor Reshaped(Shape shape) const;
   Tensor Clone() const;
   // Element i as double (numbers, bool and the low-precision types); handy for shapes, indices and tests.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <exception>
 
 namespace onnxserve {
 
@@ -66,16 +67,25 @@ void ThreadPool::ParallelFor(int64_t n, int64_t min_chunk,
   }
   // Chunks are claimed through a shared counter, so the caller runs any chunk no worker has started yet
   // and never waits on a busy pool.
+  // An exception thrown by fn (a failed allocation) must not escape a worker, where it would terminate the
+  // process: the first one is kept and rethrown on the caller's thread once every chunk has finished, so fn
+  // is never called after ParallelFor returns.
   struct State {
     std::atomic<int64_t> next{0};
     std::atomic<int64_t> done{0};
     std::mutex mu;
     std::condition_variable cv;
+    std::exception_ptr error;  // guarded by mu
   };
   auto state = std::make_shared<State>();
   auto run_chunks = [state, n, chunks, &fn] {
     for (int64_t c; (c = state->next.fetch_add(1)) < chunks;) {
-      fn(c * n / chunks, (c + 1) * n / chunks);
+      try {
+        fn(c * n / chunks, (c + 1) * n / chunks);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(state->mu);
+        if (!state->error) state->error = std::current_exception();
+      }
       if (state->done.fetch_add(1) + 1 == chunks) {
         std::lock_guard<std::mutex> lock(state->mu);
         state->cv.notify_all();
@@ -91,6 +101,7 @@ void ThreadPool::ParallelFor(int64_t n, int64_t min_chunk,
   run_chunks();
   std::unique_lock<std::mutex> lock(state->mu);
   state->cv.wait(lock, [&] { return state->done.load() == chunks; });
+  if (state->error) std::rethrow_exception(state->error);
 }
 
 }  // namespace onnxserve

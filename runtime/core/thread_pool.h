@@ -23,7 +23,8 @@ class ThreadPool {
 
   // Runs fn(begin, end) over [0, n) split into at most num_threads() contiguous chunks of at least
   // `min_chunk` items. Safe to call from several threads at once (calls then share the workers); fn must
-  // not call ParallelFor on the same pool.
+  // not call ParallelFor on the same pool. When fn throws, the first exception is rethrown here after all
+  // chunks have run.
   void ParallelFor(int64_t n, int64_t min_chunk, const std::function<void(int64_t, int64_t)>& fn);
 
  private:

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "runtime/core/exception_status.h"
 #include "runtime/core/status_macros.h"
 
 namespace onnxserve {
@@ -150,7 +151,8 @@ absl::StatusOr<ExecutionPlan::Step> ExecutionPlan::MakeStep(const Model& model, 
     step.outputs_wanted.push_back(!out.empty() && reads_.contains(out));
   }
   KernelInfo info(node, static_cast<int>(opset), std::move(constant_inputs), std::move(subgraphs));
-  auto kernel = step.def->create(info);
+  // Creating a kernel may allocate from sizes the model gives (packed weights, tables).
+  auto kernel = CatchExceptions([&] { return step.def->create(info); });
   if (!kernel.ok()) {
     return absl::Status(kernel.status().code(), absl::StrCat(step.label, ": ", kernel.status().message()));
   }
@@ -197,8 +199,9 @@ bool ExecutionPlan::FoldIntoConstants(const Step& step) {
   for (const auto& in : step.node->input()) inputs.push_back(in.empty() ? nullptr : constant_values_.at(in));
   std::vector<Tensor> outputs(step.outputs.size());
   KernelContext ctx(std::move(inputs), &outputs, std::vector<bool>(step.outputs.size(), true), &fold_pool, {});
-  // A node that fails on its constants stays in the plan, so the error surfaces when the model runs.
-  if (!step.kernel->Compute(ctx).ok()) return false;
+  // A node that fails (or throws, say on an allocation too big to make) on its constants stays in the plan,
+  // so the error surfaces, naming the node, when the model runs.
+  if (!CatchExceptions([&] { return step.kernel->Compute(ctx); }).ok()) return false;
   for (size_t o = 0; o < outputs.size(); ++o) {
     if (step.outputs[o] < 0 || !outputs[o].defined()) continue;
     folded_.push_back(std::move(outputs[o]));
@@ -287,7 +290,7 @@ absl::StatusOr<std::vector<Tensor>> ExecutionPlan::Run(const std::vector<NamedTe
     for (const auto& [name, slot] : step.outer_scope) outer.push_back({name, view[slot]});
     std::vector<Tensor> outputs(step.outputs.size());
     KernelContext ctx(std::move(inputs), &outputs, step.outputs_wanted, &pool, std::move(outer), &limits);
-    absl::Status status = step.kernel->Compute(ctx);
+    absl::Status status = CatchExceptions([&] { return step.kernel->Compute(ctx); });
     if (!status.ok()) {
       return absl::Status(status.code(), absl::StrCat(step.label, ": ", status.message()));
     }

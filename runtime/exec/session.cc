@@ -1,6 +1,7 @@
 #include "runtime/exec/session.h"
 
 #include "absl/strings/str_cat.h"
+#include "runtime/core/exception_status.h"
 #include "runtime/core/status_macros.h"
 
 namespace onnxserve {
@@ -15,7 +16,9 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const M
     return absl::InvalidArgumentError(
         absl::StrCat("intra_op_threads must be at least 1, got ", options.intra_op_threads));
   }
-  ASSIGN_OR_RETURN(auto plan, ExecutionPlan::Compile(*model, model->graph()));
+  // The plan catches what its kernels throw; this catches the rest of compiling (fusion, bookkeeping), so
+  // that no model takes the process down at load.
+  ASSIGN_OR_RETURN(auto plan, CatchExceptions([&] { return ExecutionPlan::Compile(*model, model->graph()); }));
   return std::unique_ptr<Session>(new Session(std::move(model), std::move(plan), options.intra_op_threads));
 }
 

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "runtime/core/exception_status.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/model/tensor_proto.h"
 
@@ -260,7 +261,10 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::FromProto(onnx::ModelProto p
     }
     model->opsets_[CanonicalDomain(opset.domain())] = opset.version();
   }
-  ASSIGN_OR_RETURN(model->graph_, Graph::Build(model->proto_.graph(), model_dir, {}));
+  // Decoding initializers allocates what the model declares and parses external data offsets; whatever
+  // throws there fails the load instead of the process.
+  ASSIGN_OR_RETURN(model->graph_,
+                   CatchExceptions([&] { return Graph::Build(model->proto_.graph(), model_dir, {}); }));
   DropInitializerPayloads(*model->proto_.mutable_graph());
   return std::shared_ptr<const Model>(std::move(model));
 }

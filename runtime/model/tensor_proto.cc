@@ -222,14 +222,13 @@ absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto, const std
                         absl::StrCat(Describe(proto), ": ", type_or.status().message()));
   }
   const DataType type = *type_or;
-  Shape shape(proto.dims().begin(), proto.dims().end());
-  for (int64_t d : shape) {
-    if (d < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(Describe(proto), ": negative dimension in ", ShapeToString(shape)));
-    }
+  // Checked before anything is allocated: dims whose product wraps would otherwise pass the payload size
+  // checks below with a tiny buffer.
+  absl::StatusOr<Tensor> created = Tensor::Create(type, Shape(proto.dims().begin(), proto.dims().end()));
+  if (!created.ok()) {
+    return absl::Status(created.status().code(), absl::StrCat(Describe(proto), ": ", created.status().message()));
   }
-  Tensor out(type, shape);
+  Tensor out = *std::move(created);
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
     if (type == DataType::kString) {
       return absl::InvalidArgumentError(absl::StrCat(Describe(proto), ": string tensors cannot be external"));

@@ -58,7 +58,8 @@ class Concat final : public OpKernel {
     const int64_t inner = NumElements(absl::MakeConstSpan(shape).subspan(axis + 1));
     std::vector<int64_t> blocks;
     for (const Tensor* in : inputs) blocks.push_back(in->dim(axis) * inner);
-    Tensor& out = ctx.Output(0, first.dtype(), std::move(shape));
+    ASSIGN_OR_RETURN(Tensor* out_tensor, ctx.CheckedOutput(0, first.dtype(), std::move(shape)));
+    Tensor& out = *out_tensor;
     DispatchByWidth(out.dtype(), [&](auto zero) {
       ConcatRows<decltype(zero)>(inputs, blocks, outer, out, ctx.pool());
     });
@@ -141,8 +142,9 @@ class Split final : public OpKernel {
       }
       lengths.assign(num_outputs_, dim / num_outputs_);
     }
-    const bool negative = std::any_of(lengths.begin(), lengths.end(), [](int64_t l) { return l < 0; });
-    if (static_cast<int>(lengths.size()) != num_outputs_ || negative ||
+    // Each length within [0, dim], so that their sum cannot overflow into a match.
+    const bool out_of_range = std::any_of(lengths.begin(), lengths.end(), [&](int64_t l) { return l < 0 || l > dim; });
+    if (static_cast<int>(lengths.size()) != num_outputs_ || out_of_range ||
         std::accumulate(lengths.begin(), lengths.end(), int64_t{0}) != dim) {
       return absl::InvalidArgumentError(absl::StrCat("split ", ShapeToString(lengths), " does not cut an axis of size ",
                                                      dim, " into ", num_outputs_, " outputs"));

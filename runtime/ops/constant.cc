@@ -79,14 +79,6 @@ void FillWith(const Tensor& value, Tensor& out) {
   });
 }
 
-absl::StatusOr<Shape> ShapeFromInput(const Tensor& shape_input) {
-  Shape shape = Int64Values(shape_input);
-  if (std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; })) {
-    return absl::InvalidArgumentError(absl::StrCat("shape ", ShapeToString(shape), " has a negative dim"));
-  }
-  return shape;
-}
-
 // ConstantOfShape: `value` (one element, default float 0) repeated over the shape given as input.
 class ConstantOfShape final : public OpKernel {
  public:
@@ -100,8 +92,9 @@ class ConstantOfShape final : public OpKernel {
 
   absl::Status Compute(KernelContext& ctx) const override {
     RETURN_IF_ERROR(RequireInputs(ctx, 1));
-    ASSIGN_OR_RETURN(Shape shape, ShapeFromInput(*ctx.Input(0)));
-    FillWith(value_, ctx.Output(0, value_.dtype(), std::move(shape)));
+    // Negative dims and sizes past the limits are errors here, before anything is allocated.
+    ASSIGN_OR_RETURN(Tensor* out, ctx.CheckedOutput(0, value_.dtype(), Int64Values(*ctx.Input(0))));
+    FillWith(value_, *out);
     return absl::OkStatus();
   }
 
@@ -109,16 +102,26 @@ class ConstantOfShape final : public OpKernel {
   Tensor value_;
 };
 
-// max(ceil((limit - start) / delta), 0), exact for integers.
+// max(ceil((limit - start) / delta), 0), exact for integers, checked against the element limit. Integers
+// are computed in 128 bits: limit - start overflows int64 for extreme inputs, and INT64_MIN % -1 traps.
 template <typename S>
-int64_t RangeCount(S start, S limit, S delta) {
+absl::StatusOr<int64_t> RangeCount(S start, S limit, S delta) {
   if constexpr (std::is_integral_v<S>) {
-    const int64_t diff = static_cast<int64_t>(limit) - static_cast<int64_t>(start);
-    const int64_t step = static_cast<int64_t>(delta);
+    const __int128 diff = static_cast<__int128>(limit) - static_cast<__int128>(start);
+    const __int128 step = static_cast<__int128>(delta);
     const bool round_up = diff % step != 0 && (diff < 0) == (step < 0);
-    return std::max<int64_t>(0, diff / step + (round_up ? 1 : 0));
+    const __int128 count = std::max<__int128>(0, diff / step + (round_up ? 1 : 0));
+    const int64_t max_elements = GetSizeLimits().max_elements;
+    if (count > max_elements) {
+      return absl::ResourceExhaustedError(absl::StrCat("range of ", static_cast<double>(count),
+                                                       " elements is more than ", max_elements,
+                                                       " (the limit per tensor)"));
+    }
+    return static_cast<int64_t>(count);
   } else {
-    return std::max<int64_t>(0, static_cast<int64_t>(std::ceil((limit - start) / delta)));
+    const double count = std::ceil(static_cast<double>((limit - start) / delta));
+    if (count < 0) return 0;
+    return CheckedDimFromDouble(count);  // NaN (from an infinite or NaN input) is an error here
   }
 }
 
@@ -161,12 +164,15 @@ class Range final : public OpKernel {
     const S limit = ToCompute(ctx.Input(1)->data<T>()[0]);
     const S delta = ToCompute(ctx.Input(2)->data<T>()[0]);
     if (delta == S{0}) return absl::InvalidArgumentError("delta must not be 0");
-    const int64_t count = RangeCount(start, limit, delta);
-    T* out = ctx.Output(0, kTypeOf<T>, {count}).template data<T>();
+    ASSIGN_OR_RETURN(const int64_t count, RangeCount(start, limit, delta));
+    ASSIGN_OR_RETURN(Tensor* out_tensor, ctx.CheckedOutput(0, kTypeOf<T>, {count}));
+    T* out = out_tensor->template data<T>();
     const bool round = round_each_step_ && !std::is_same_v<S, T>;
     S value = start;
     for (int64_t i = 0; i < count; ++i) {
       out[i] = FromCompute<T>(value);
+      // Not past the last element: the value after it may overflow the type (Range(INT64_MAX, .., INT64_MIN)).
+      if (i + 1 == count) break;
       value = round ? ToCompute(FromCompute<T>(value + delta)) : static_cast<S>(value + delta);
     }
     return absl::OkStatus();

@@ -52,7 +52,8 @@ absl::StatusOr<Tensor> StackAlongAxis(const std::vector<Tensor>& parts, int64_t 
   }
   Shape shape = part_shape;
   shape.insert(shape.begin() + axis, static_cast<int64_t>(parts.size()));
-  Tensor out(parts[0].dtype(), shape);
+  // The iteration count comes from data (a Loop's trip count): check the stacked size before allocating.
+  ASSIGN_OR_RETURN(Tensor out, Tensor::Create(parts[0].dtype(), shape));
   const int64_t inner = NumElements(absl::MakeConstSpan(part_shape).subspan(axis));
   const int64_t outer = NumElements(absl::MakeConstSpan(part_shape).subspan(0, axis));
   const int64_t n = static_cast<int64_t>(parts.size());

@@ -262,7 +262,8 @@ class AffineGrid final : public OpKernel {
     Shape out_shape(size.begin(), size.end());
     out_shape.erase(out_shape.begin() + 1);  // drop C
     out_shape.push_back(rank);
-    Tensor& grid = ctx.Output(0, theta.dtype(), out_shape);
+    ASSIGN_OR_RETURN(Tensor* grid_tensor, ctx.CheckedOutput(0, theta.dtype(), out_shape));
+    Tensor& grid = *grid_tensor;
     bool supported = false;
     DispatchNumeric(theta.dtype(), [&](auto tag) {
       using T = decltype(tag);

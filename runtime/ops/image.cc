@@ -128,7 +128,8 @@ class CenterCropPad final : public OpKernel {
       kept[a] = std::min(dim, target);
       (dim > target ? in_start[a] : out_start[a]) = std::abs(dim - target) / 2;
     }
-    Tensor& y = ctx.Output(0, x.dtype(), y_shape);
+    ASSIGN_OR_RETURN(Tensor* y_tensor, ctx.CheckedOutput(0, x.dtype(), y_shape));
+    Tensor& y = *y_tensor;
     const bool ok = DispatchByWidth(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
       std::fill_n(y.data<T>(), y.NumElements(), T{});

@@ -44,7 +44,8 @@ class OneHot final : public OpKernel {
 
     Shape out_shape = indices.shape();
     out_shape.insert(out_shape.begin() + axis, depth);
-    Tensor& out = ctx.Output(0, values.dtype(), out_shape);
+    ASSIGN_OR_RETURN(Tensor* out_tensor, ctx.CheckedOutput(0, values.dtype(), out_shape));
+    Tensor& out = *out_tensor;
     const int64_t inner = NumElements(absl::MakeConstSpan(indices.shape()).subspan(axis));
     DispatchByWidth(values.dtype(), [&](auto zero) {
       using T = decltype(zero);

@@ -225,7 +225,8 @@ class MaxUnpool final : public OpKernel {
     }
     const Shape inferred = InferredShape(x);
     ASSIGN_OR_RETURN(const Shape shape, OutputShape(inferred, ctx.Input(2)));
-    Tensor& y = ctx.Output(0, x.dtype(), shape);
+    ASSIGN_OR_RETURN(Tensor* y_tensor, ctx.CheckedOutput(0, x.dtype(), shape));
+    Tensor& y = *y_tensor;
     bool ok = false;
     absl::Status status = absl::OkStatus();
     DispatchNumeric(x.dtype(), [&](auto tag) {
@@ -324,7 +325,8 @@ class Window final : public OpKernel {
     }
     const int64_t size = size_input.GetAsInt64(0);
     if (size < 0) return absl::InvalidArgumentError(absl::StrCat("input \"size\": ", size, ", expected >= 0"));
-    Tensor& out = ctx.Output(0, output_type_, {size});
+    ASSIGN_OR_RETURN(Tensor* out_tensor, ctx.CheckedOutput(0, output_type_, {size}));
+    Tensor& out = *out_tensor;
     // A symmetric window of one point has no period; it is [1] as in numpy and torch.
     const double length = static_cast<double>(periodic_ ? size : std::max<int64_t>(size - 1, 1));
     DispatchNumeric(output_type_, [&](auto tag) {

@@ -19,13 +19,34 @@ enum class PadMode { kConstant, kReflect, kEdge, kWrap };
 
 constexpr int64_t kConstantCell = -1;  // In an axis table: the cell holds the constant.
 
-// Maps output coordinates of one axis to input coordinates. `begin`/`end` are the axis' pads.
+// The output shape: each axis grows by its pads (negative pads crop). `pads` comes from data, so it is
+// checked before any table or output is allocated: each pad within the element limit (then no sum or
+// coordinate in AxisTable overflows), and the output's element count.
+absl::StatusOr<Shape> PaddedShape(const Shape& in, const std::vector<int64_t>& pads) {
+  const int64_t max_elements = GetSizeLimits().max_elements;
+  for (int64_t pad : pads) {
+    if (pad < -max_elements || pad > max_elements) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("pad ", pad, " is past ", max_elements, " elements (the limit per tensor)"));
+    }
+  }
+  const size_t rank = in.size();
+  Shape out(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    out[d] = in[d] + pads[d] + pads[rank + d];
+    if (out[d] < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("pads ", pads[d], ", ", pads[rank + d],
+                                                     " remove more than the axis' ", in[d], " elements"));
+    }
+  }
+  RETURN_IF_ERROR(CheckedElementCount(out).status());
+  return out;
+}
+
+// Maps output coordinates of one axis to input coordinates. `begin`/`end` are the axis' pads, already
+// checked by PaddedShape.
 absl::StatusOr<std::vector<int64_t>> AxisTable(int64_t size, int64_t begin, int64_t end, PadMode mode) {
   const int64_t out_size = size + begin + end;
-  if (out_size < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("pads ", begin, ", ", end, " remove more than the axis' ", size, " elements"));
-  }
   const int64_t lo = std::max<int64_t>(0, -begin);        // The range left after cropping: [lo, hi).
   const int64_t hi = size - std::max<int64_t>(0, -end);
   const int64_t length = hi - lo;
@@ -124,11 +145,10 @@ class Pad final : public OpKernel {
     ASSIGN_OR_RETURN(const Tensor constant, ConstantValue(ctx, data.dtype()));
 
     const int64_t rank = data.rank();
+    ASSIGN_OR_RETURN(const Shape out_shape, PaddedShape(data.shape(), pads));
     std::vector<std::vector<int64_t>> tables(static_cast<size_t>(rank));
-    Shape out_shape(static_cast<size_t>(rank));
     for (int64_t d = 0; d < rank; ++d) {
       ASSIGN_OR_RETURN(tables[d], AxisTable(data.dim(d), pads[d], pads[rank + d], mode_));
-      out_shape[d] = static_cast<int64_t>(tables[d].size());
     }
     Tensor& out = ctx.Output(0, data.dtype(), out_shape);
     if (out.NumElements() == 0) return absl::OkStatus();

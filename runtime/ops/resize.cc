@@ -318,11 +318,11 @@ class Resize final : public OpKernel {
     if (x.rank() == 0) return absl::InvalidArgumentError("X must have rank >= 1, got a scalar");
     ASSIGN_OR_RETURN(const std::vector<AxisPlan> plan, Plan(ctx, x.shape()));
     Shape out_shape;
+    for (const AxisPlan& axis : plan) out_shape.push_back(axis.out);
+    // The taps take memory in proportion to the output's dims: check its size before building them.
+    RETURN_IF_ERROR(CheckedByteSize(x.dtype(), out_shape).status());
     std::vector<AxisTaps> taps;
-    for (const AxisPlan& axis : plan) {
-      out_shape.push_back(axis.out);
-      taps.push_back(BuildTaps(opt_, axis));
-    }
+    for (const AxisPlan& axis : plan) taps.push_back(BuildTaps(opt_, axis));
     Tensor& y = ctx.Output(0, x.dtype(), out_shape);
     if (y.NumElements() == 0) return absl::OkStatus();
     if (x.NumElements() == 0) {
@@ -435,12 +435,12 @@ class Resize final : public OpKernel {
       RETURN_IF_ERROR(PlanFromSizes(Int64Values(*sizes), axes, plan));
     } else {
       for (int64_t i = 0; i < n; ++i) {
-        if (!(scales[i] > 0)) {
-          return absl::InvalidArgumentError(absl::StrCat("scale ", scales[i], " must be > 0"));
+        if (!(scales[i] > 0) || !std::isfinite(scales[i])) {
+          return absl::InvalidArgumentError(absl::StrCat("scale ", scales[i], " must be finite and > 0"));
         }
         AxisPlan& axis = plan[axes[i]];
         axis.scale = scales[i];
-        axis.out = static_cast<int64_t>(std::floor(static_cast<double>(axis.in) * axis.scale));
+        ASSIGN_OR_RETURN(axis.out, CheckedDimFromDouble(static_cast<double>(axis.in) * axis.scale));
       }
     }
     if (opt_.coordinates == Coordinates::kTfCropAndResize) {
@@ -474,7 +474,7 @@ class Resize final : public OpKernel {
     }
     for (int64_t axis : axes) {
       plan[axis].scale = scale;
-      plan[axis].out = static_cast<int64_t>(std::floor(scale * static_cast<double>(plan[axis].in) + 0.5));
+      ASSIGN_OR_RETURN(plan[axis].out, CheckedDimFromDouble(scale * static_cast<double>(plan[axis].in) + 0.5));
     }
     return absl::OkStatus();
   }

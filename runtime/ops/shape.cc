@@ -14,7 +14,6 @@ namespace {
 absl::StatusOr<Shape> ReshapeTarget(const Shape& in, const std::vector<int64_t>& requested, bool allow_zero) {
   Shape out(requested.begin(), requested.end());
   int64_t inferred = -1;
-  int64_t known = 1;
   for (size_t i = 0; i < out.size(); ++i) {
     if (out[i] == -1) {
       if (inferred >= 0) return absl::InvalidArgumentError("shape may hold -1 at most once");
@@ -29,8 +28,11 @@ absl::StatusOr<Shape> ReshapeTarget(const Shape& in, const std::vector<int64_t>&
       out[i] = in[i];
     }
     if (out[i] < 0) return absl::InvalidArgumentError(absl::StrCat("invalid shape ", ShapeToString(requested)));
-    known *= out[i];
   }
+  // Checked: a product that wraps around to the input's count would make a view larger than the storage.
+  Shape known_dims = out;
+  if (inferred >= 0) known_dims[inferred] = 1;
+  ASSIGN_OR_RETURN(const int64_t known, CheckedElementCount(known_dims));
   const int64_t total = NumElements(in);
   if (inferred >= 0) {
     if (known == 0 || total % known != 0) {
@@ -241,8 +243,8 @@ class Expand final : public OpKernel {
       return absl::OkStatus();
     }
     const std::vector<int64_t> strides = BroadcastStrides(in.shape(), shape);
-    Tensor& out = ctx.Output(0, in.dtype(), std::move(shape));
-    CopyStrided(in, 0, strides, out, ctx.pool());
+    ASSIGN_OR_RETURN(Tensor* out, ctx.CheckedOutput(0, in.dtype(), std::move(shape)));
+    CopyStrided(in, 0, strides, *out, ctx.pool());
     return absl::OkStatus();
   }
 };

@@ -136,7 +136,8 @@ class Dft final : public OpKernel {
     Shape y_shape = x.shape();
     y_shape[axis] = onesided_ && !inverse_ ? n / 2 + 1 : n;
     y_shape[rank - 1] = irfft ? 1 : 2;
-    Tensor& y = ctx.Output(0, x.dtype(), y_shape);
+    ASSIGN_OR_RETURN(Tensor* y_tensor, ctx.CheckedOutput(0, x.dtype(), y_shape));
+    Tensor& y = *y_tensor;
     SignalLayout l;
     for (int64_t d = 0; d < axis; ++d) l.outer *= x.dim(d);
     for (int64_t d = axis + 1; d < rank - 1; ++d) l.inner *= x.dim(d);
@@ -296,6 +297,8 @@ class MelWeightMatrix final : public OpKernel {
                                                      ", sample_rate ", sample_rate, ": expected all >= 1"));
     }
     const int64_t spectrogram_bins = dft_length / 2 + 1;
+    // The filter edges and weights below take memory in proportion to the output: check its size first.
+    RETURN_IF_ERROR(CheckedByteSize(output_type_, {spectrogram_bins, mel_bins}).status());
     const std::vector<int64_t> edges = FilterEdges(mel_bins, dft_length, sample_rate, lower, upper);
     for (int64_t e : edges) {
       if (e < 0 || e >= spectrogram_bins) {

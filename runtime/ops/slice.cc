@@ -113,12 +113,12 @@ class Tile final : public OpKernel {
     Shape view_shape;
     std::vector<int64_t> view_strides;
     for (int64_t d = 0; d < in.rank(); ++d) {
-      shape[d] = in.dim(d) * repeats[d];
+      ASSIGN_OR_RETURN(shape[d], CheckedMul(in.dim(d), repeats[d]));
       view_shape.insert(view_shape.end(), {repeats[d], in.dim(d)});
       view_strides.insert(view_strides.end(), {0, in_strides[d]});
     }
-    Tensor& out = ctx.Output(0, in.dtype(), std::move(shape));
-    Tensor view = out.Reshaped(std::move(view_shape));
+    ASSIGN_OR_RETURN(Tensor* out, ctx.CheckedOutput(0, in.dtype(), std::move(shape)));
+    Tensor view = out->Reshaped(std::move(view_shape));
     CopyStrided(in, 0, view_strides, view, ctx.pool());
     return absl::OkStatus();
   }

@@ -83,10 +83,20 @@ class KernelContext {
   int num_outputs() const { return static_cast<int>(outputs_->size()); }
   // Whether output i exists in the node and is consumed (optional outputs may be skipped when not).
   bool OutputWanted(int i) const { return i < num_outputs() && outputs_wanted_[i]; }
-  // Allocates output i with the given type and shape and returns it for writing.
+  // Allocates output i with the given type and shape and returns it for writing. Throws as Tensor's
+  // constructor does for a shape past the size limits; a kernel whose output shape comes from data uses
+  // CheckedOutput so that the error is a value that says which input asked for it.
   Tensor& Output(int i, DataType type, Shape shape) {
     (*outputs_)[i] = Tensor(type, std::move(shape));
     return (*outputs_)[i];
+  }
+  // Output, with the shape checked against the size limits (runtime/core/checked_size.h) before anything is
+  // allocated.
+  absl::StatusOr<Tensor*> CheckedOutput(int i, DataType type, Shape shape) {
+    absl::StatusOr<Tensor> tensor = Tensor::Create(type, std::move(shape));
+    if (!tensor.ok()) return tensor.status();
+    (*outputs_)[i] = *std::move(tensor);
+    return &(*outputs_)[i];
   }
   // Sets output i to an existing tensor (sharing storage with an input is allowed: nothing writes to it).
   void SetOutput(int i, Tensor t) { (*outputs_)[i] = std::move(t); }

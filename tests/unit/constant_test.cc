@@ -1,4 +1,5 @@
 // Constant (every value attribute), ConstantOfShape, Range, EyeLike and Trilu.
+#include <limits>
 #include <numeric>
 
 #include "gtest/gtest.h"
@@ -154,6 +155,46 @@ TEST(TriluTest, LowerWithNegativeKOnABatch) {
                  .Run();
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_TRUE(TensorsClose(Floats({2, 2, 3}, {0, 0, 0, 4, 0, 0, 0, 0, 0, 10, 0, 0}), (*out)[0]));
+}
+
+TEST(ConstantOfShapeTest, RejectsShapesPastTheElementLimit) {
+  // [2^62, 4] wrapped to 0 elements and was answered with a tensor holding 0 bytes.
+  auto wrapped = OpTest("ConstantOfShape", 9).Input("shape", Ints({int64_t{1} << 62, 4})).Output("y").Run();
+  EXPECT_EQ(wrapped.status().code(), absl::StatusCode::kResourceExhausted) << wrapped.status();
+  auto huge = OpTest("ConstantOfShape", 9).Input("shape", Ints({1000000000000})).Output("y").Run();
+  EXPECT_EQ(huge.status().code(), absl::StatusCode::kResourceExhausted) << huge.status();
+  auto negative = OpTest("ConstantOfShape", 9).Input("shape", Ints({2, -1})).Output("y").Run();
+  EXPECT_EQ(negative.status().code(), absl::StatusCode::kInvalidArgument) << negative.status();
+}
+
+TEST(ConstantOfShapeTest, AHugeFoldedConstantFailsTheRunNotTheProcess) {
+  // The shape is an initializer, so the node is folded when the model loads.
+  auto out = OpTest("ConstantOfShape", 9).Constant("shape", Ints({int64_t{1} << 40})).Output("y").Run();
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted) << out.status();
+}
+
+TEST(RangeTest, CountsPastTheElementLimitAreErrors) {
+  auto RunRange = [](auto start, auto limit, auto delta) {
+    return OpTest("Range", 11)
+        .Input("start", Tensor::Scalar(start))
+        .Input("limit", Tensor::Scalar(limit))
+        .Input("delta", Tensor::Scalar(delta))
+        .Output("y")
+        .Run();
+  };
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(RunRange(int64_t{0}, int64_t{1000000000000}, int64_t{1}).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  // INT64_MIN % -1 raised SIGFPE.
+  EXPECT_EQ(RunRange(int64_t{0}, kMin, int64_t{-1}).status().code(), absl::StatusCode::kResourceExhausted);
+  // limit - start overflows int64.
+  EXPECT_EQ(RunRange(kMin, kMax, int64_t{1}).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(RunRange(0.0f, 1e30f, 1.0f).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_FALSE(RunRange(0.0f, std::numeric_limits<float>::infinity(), 1.0f).ok());
+  auto extreme = RunRange(kMax, kMin, kMin);  // (INT64_MIN - INT64_MAX) / INT64_MIN rounds up to 2
+  ASSERT_TRUE(extreme.ok()) << extreme.status();
+  EXPECT_EQ((*extreme)[0].NumElements(), 2);
 }
 
 }  // namespace

@@ -1,11 +1,14 @@
-// Core types: half-precision conversions, tensor storage and the thread pool.
+// Core types: half-precision conversions, checked sizes, tensor storage and the thread pool.
 #include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <new>
+#include <stdexcept>
 
 #include "gtest/gtest.h"
 #include "runtime/core/allocator.h"
+#include "runtime/core/checked_size.h"
 #include "runtime/core/tensor.h"
 #include "runtime/core/thread_pool.h"
 
@@ -80,6 +83,90 @@ TEST(ThreadPoolTest, CoversTheRangeExactlyOnceFromManyCallers) {
   }
   for (auto& t : callers) t.join();
   for (auto& h : hits) EXPECT_EQ(h.load(), 1);
+}
+
+constexpr int64_t k2Pow61 = int64_t{1} << 61;
+constexpr int64_t k2Pow62 = int64_t{1} << 62;
+
+TEST(CheckedSizeTest, ElementCountRejectsNegativeDimsAndCountsPastTheLimit) {
+  EXPECT_EQ(*CheckedElementCount({}), 1);
+  EXPECT_EQ(*CheckedElementCount({2, 3, 4}), 24);
+  EXPECT_EQ(*CheckedElementCount({0, 5}), 0);
+  EXPECT_EQ(CheckedElementCount({2, -1}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckedElementCount({1, k2Pow62}).status().code(), absl::StatusCode::kResourceExhausted);
+  // (2^62 + 1) * 4 wraps around to 4 in int64: the count Reshape compared against 4 input floats.
+  EXPECT_EQ(CheckedElementCount({k2Pow62 + 1, 4}).status().code(), absl::StatusCode::kResourceExhausted);
+  // A zero dim does not make the other dims harmless (their strides would overflow).
+  EXPECT_EQ(CheckedElementCount({0, k2Pow62, k2Pow62}).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(*CheckedElementCount({10, 10}, 100), 100);
+  EXPECT_EQ(CheckedElementCount({10, 11}, 100).status().code(), absl::StatusCode::kResourceExhausted);
+}
+
+TEST(CheckedSizeTest, ByteSizeChecksTheElementSizeProductAndTheByteLimit) {
+  EXPECT_EQ(*CheckedByteSize(DataType::kFloat, {3, 5}), 60);
+  // 2^62 floats are 2^64 bytes, which wraps to 0; 2^61 int64s likewise.
+  EXPECT_EQ(CheckedByteSize(DataType::kFloat, {1, k2Pow62}).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(CheckedByteSize(DataType::kInt64, {1, k2Pow61}).status().code(), absl::StatusCode::kResourceExhausted);
+  const SizeLimits small{.max_elements = 1000, .max_bytes = 100};
+  EXPECT_EQ(*CheckedByteSize(DataType::kFloat, {25}, small), 100);
+  EXPECT_EQ(CheckedByteSize(DataType::kFloat, {26}, small).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(CheckedByteSize(DataType::kString, {1000}, small).status().code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
+TEST(CheckedSizeTest, DimFromDoubleRejectsWhatCannotBeConverted) {
+  EXPECT_EQ(*CheckedDimFromDouble(2.7), 2);
+  EXPECT_EQ(CheckedDimFromDouble(1e30).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(CheckedDimFromDouble(std::numeric_limits<double>::infinity()).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(CheckedDimFromDouble(std::nan("")).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckedDimFromDouble(-1).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckedMul(k2Pow62, 4).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(*CheckedMul(-3, 4), -12);
+}
+
+TEST(CheckedSizeTest, LimitsAreConfigurableAndValidated) {
+  const SizeLimits defaults = GetSizeLimits();
+  EXPECT_EQ(defaults.max_elements, int64_t{1} << 32);
+  EXPECT_EQ(SetSizeLimits({.max_elements = 0, .max_bytes = 1}).code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(SetSizeLimits({.max_elements = 16, .max_bytes = 1 << 20}).ok());
+  EXPECT_EQ(Tensor::Create(DataType::kFloat, {4, 5}).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(Tensor::Create(DataType::kFloat, {4, 4}).ok());
+  ASSERT_TRUE(SetSizeLimits(defaults).ok());
+}
+
+TEST(TensorTest, ShapesPastTheLimitsAreErrorsNotWrappedSizes) {
+  EXPECT_EQ(Tensor::Create(DataType::kFloat, {1, k2Pow62}).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(Tensor::Create(DataType::kInt64, {1, k2Pow61}).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(Tensor::Create(DataType::kFloat, {-1}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THROW(Tensor(DataType::kFloat, {1, k2Pow62}), std::length_error);
+  EXPECT_THROW(Tensor(DataType::kFloat, {-1}), std::invalid_argument);
+  // A view with more elements than the storage would read past it.
+  const Tensor four(DataType::kFloat, {4});
+  EXPECT_THROW(four.Reshaped({k2Pow62 + 1, 4}), std::length_error);
+  EXPECT_THROW(four.Reshaped({5}), std::invalid_argument);
+  EXPECT_EQ(four.Reshaped({2, 2}).NumElements(), 4);
+}
+
+TEST(TensorTest, GetAsInt64SaturatesValuesOutsideInt64) {
+  EXPECT_EQ(Tensor::Scalar(1e30f).GetAsInt64(0), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(Tensor::Scalar(-1e30).GetAsInt64(0), std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(Tensor::Scalar(std::numeric_limits<float>::quiet_NaN()).GetAsInt64(0), 0);
+  EXPECT_EQ(Tensor::Scalar(-2.5f).GetAsInt64(0), -2);
+}
+
+TEST(ThreadPoolTest, AnExceptionInAWorkerIsRethrownToTheCallerAfterAllChunks) {
+  ThreadPool pool(4);
+  std::atomic<int64_t> covered{0};
+  EXPECT_THROW(pool.ParallelFor(1000, 1, [&](int64_t b, int64_t e) {
+    covered += e - b;
+    if (b > 0) throw std::bad_alloc();
+  }), std::bad_alloc);
+  EXPECT_EQ(covered.load(), 1000);  // every chunk ran before ParallelFor returned
+  // The pool still works afterwards.
+  std::atomic<int64_t> sum{0};
+  pool.ParallelFor(100, 1, [&](int64_t b, int64_t e) { sum += e - b; });
+  EXPECT_EQ(sum.load(), 100);
 }
 
 }  // namespace

@@ -78,5 +78,13 @@ TEST(NonZeroTest, ScalarsAndAllZeroInputs) {
   EXPECT_EQ((*none)[0].shape(), (Shape{1, 0}));
 }
 
+TEST(OneHotTest, RejectsADepthPastTheElementLimit) {
+  EXPECT_EQ(RunOneHot(11, Tensor::FromVector<int64_t>({2}, {0, 1}), -1, 1e12f).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  // 1e30 does not fit in int64: converting it was undefined behaviour.
+  EXPECT_EQ(RunOneHot(11, Tensor::FromVector<int64_t>({2}, {0, 1}), -1, 1e30f).status().code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
 }  // namespace
 }  // namespace onnxserve

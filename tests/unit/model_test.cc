@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "runtime/exec/session.h"
 #include "runtime/model/tensor_proto.h"
+#include "tests/support/op_test.h"
 
 namespace onnxserve {
 namespace {
@@ -312,6 +313,39 @@ TEST_F(ExternalDataTest, OffsetsBeyondTheFileAreErrors) {
     EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument) << "offset " << offset;
     EXPECT_NE(t.status().message().find("too short"), std::string::npos) << t.status();
   }
+}
+
+TEST(TensorProtoTest, RejectsDimsWhoseByteSizeWrapsAround) {
+  // 2^62 floats (or 2^61 int64s) are 2^64 bytes, 0 after wrapping: an empty payload matched and the tensor
+  // was accepted with no storage behind it.
+  for (const auto& [type, dim] : {std::pair{onnx::TensorProto::FLOAT, int64_t{1} << 62},
+                                  std::pair{onnx::TensorProto::INT64, int64_t{1} << 61}}) {
+    onnx::TensorProto proto;
+    proto.set_name("huge");
+    proto.set_data_type(type);
+    proto.add_dims(1);
+    proto.add_dims(dim);
+    proto.set_raw_data("");
+    auto t = TensorFromProto(proto);
+    EXPECT_EQ(t.status().code(), absl::StatusCode::kResourceExhausted) << t.status();
+    EXPECT_NE(t.status().message().find("\"huge\""), std::string::npos) << t.status();
+  }
+  onnx::TensorProto negative;
+  negative.set_data_type(onnx::TensorProto::FLOAT);
+  negative.add_dims(-1);
+  EXPECT_EQ(TensorFromProto(negative).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ExecutionTest, AnOutputPastTheSizeLimitFailsTheRunNamingTheNode) {
+  // Broadcasting [2^20, 1] + [1, 2^20] asks for 2^40 floats (4 TiB): the allocation threw out of the kernel
+  // and aborted the process.
+  auto out = testing::OpTest("Add", 14)
+                 .Input("a", Tensor(DataType::kFloat, {int64_t{1} << 20, 1}))
+                 .Input("b", Tensor(DataType::kFloat, {1, int64_t{1} << 20}))
+                 .Output("y")
+                 .Run();
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted) << out.status();
+  EXPECT_NE(out.status().message().find("(Add-14)"), std::string::npos) << out.status();
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Pad: every mode against numpy.pad's results, negative pads (crop), the axes input, the attribute forms of
 // Pad-1/2, wrap appearing in Pad-19, strings.
+#include <limits>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -138,6 +139,17 @@ TEST(PadTest, RejectsPadsOfTheWrongLengthAndEdgePaddingOfEmptyAxes) {
                    .Output("y")
                    .Run();
   EXPECT_EQ(empty.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(PadTest, RejectsPadsPastTheElementLimit) {
+  // The per-axis table of 2^40 coordinates used to be built (and thrown about) before any check.
+  EXPECT_EQ(Pad1D("constant", {0, int64_t{1} << 40}).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(Pad1D("reflect", {int64_t{1} << 40, 0}).status().code(), absl::StatusCode::kResourceExhausted);
+  // 3 + INT64_MAX overflowed.
+  EXPECT_EQ(Pad1D("constant", {0, std::numeric_limits<int64_t>::max()}).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(Pad1D("constant", {std::numeric_limits<int64_t>::min(), 5}).status().code(),
+            absl::StatusCode::kResourceExhausted);
 }
 
 }  // namespace

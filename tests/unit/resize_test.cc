@@ -1,6 +1,7 @@
 // Resize and Upsample: expected values worked out by hand from the spec's formulas (coordinate maps,
 // linear/cubic weights, antialiasing's stretched filter, extrapolation), aspect-ratio policies, the
 // versions' input layouts, strings, errors.
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -174,6 +175,22 @@ TEST(UpsampleTest, ScalesMoveFromAttributeToInputThenTheOpIsDeprecated) {
                  .Run();
   ASSERT_FALSE(v10.ok());
   EXPECT_NE(v10.status().message().find("Resize"), std::string::npos) << v10.status();
+}
+
+TEST(ResizeTest, RejectsHugeAndNonFiniteScalesAndSizes) {
+  const Tensor x = Floats({1, 2}, {1, 2});
+  EXPECT_EQ(ResizeByScales(x, {1, 1e30f}, {}).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(ResizeByScales(x, {1, std::numeric_limits<float>::infinity()}, {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ResizeByScales(x, {1, 1e12f}, {}).status().code(), absl::StatusCode::kResourceExhausted);
+  auto sizes = OpTest("Resize", 19)
+                   .Input("x", x)
+                   .NoInput()
+                   .NoInput()
+                   .Input("sizes", Ints({1, int64_t{1} << 40}))
+                   .Output("y")
+                   .Run();
+  EXPECT_EQ(sizes.status().code(), absl::StatusCode::kResourceExhausted) << sizes.status();
 }
 
 }  // namespace

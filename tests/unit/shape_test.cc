@@ -166,5 +166,29 @@ TEST(ExpandTest, RejectsIncompatibleShapes) {
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// Shapes from data go through the checked size helpers (docs/security.md, "Limits").
+constexpr int64_t k2Pow62 = int64_t{1} << 62;
+
+TEST(ReshapeTest, RejectsATargetWhoseElementCountWrapsAround) {
+  // (2^62 + 1) * 4 wraps to 4 in int64: accepted, a Gather on the view read heap memory past the 4 floats.
+  auto out = OpTest("Reshape", 14).Input("x", Iota({4})).Input("shape", Ints({k2Pow62 + 1, 4})).Output("y").Run();
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted) << out.status();
+  auto gathered = OpTest("Reshape", 14)
+                      .Input("x", Iota({4}))
+                      .Input("shape", Ints({k2Pow62 + 1, -1}))
+                      .Output("y")
+                      .Run();
+  EXPECT_FALSE(gathered.ok());
+}
+
+TEST(ExpandTest, RejectsShapesPastTheElementLimit) {
+  // [2^62, 4] has 2^64 elements, 0 after wrapping: the output held no storage at all.
+  auto wrapped = OpTest("Expand", 13).Input("x", Iota({1})).Input("shape", Ints({k2Pow62, 4})).Output("y").Run();
+  EXPECT_EQ(wrapped.status().code(), absl::StatusCode::kResourceExhausted) << wrapped.status();
+  auto huge = OpTest("Expand", 13).Input("x", Iota({1})).Input("shape", Ints({int64_t{1} << 40})).Output("y").Run();
+  EXPECT_EQ(huge.status().code(), absl::StatusCode::kResourceExhausted) << huge.status();
+  EXPECT_NE(huge.status().message().find("Expand"), std::string::npos) << huge.status();
+}
+
 }  // namespace
 }  // namespace onnxserve

@@ -127,5 +127,13 @@ TEST(TileTest, RejectsTheWrongNumberOfRepeats) {
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(TileTest, RejectsRepeatsPastTheElementLimit) {
+  // 4 * 2^62 wraps to 0: the output was an empty tensor of a wrapped shape, answered OK.
+  auto wrapped = OpTest("Tile", 13).Input("x", Iota({4})).Input("repeats", Ints({int64_t{1} << 62})).Output("y").Run();
+  EXPECT_EQ(wrapped.status().code(), absl::StatusCode::kResourceExhausted) << wrapped.status();
+  auto huge = OpTest("Tile", 13).Input("x", Iota({1})).Input("repeats", Ints({int64_t{1} << 40})).Output("y").Run();
+  EXPECT_EQ(huge.status().code(), absl::StatusCode::kResourceExhausted) << huge.status();
+}
+
 }  // namespace
 }  // namespace onnxserve
