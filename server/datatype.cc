@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/core/checked_size.h"
 #include "runtime/core/status_macros.h"
 
 namespace onnxserve::server {
@@ -75,31 +76,47 @@ std::string Described(DataType type, const Shape& shape) {
   return absl::StrCat(name ? name : DataTypeName(type), " ", ShapeToString(shape));
 }
 
-// The tensor a request input declares, allocated only once its shape is within the runtime's size limits:
-// the shape is the client's, and dims whose product wraps around would pass the payload size checks below
-// with a tiny buffer.
+absl::Status AboutInput(const std::string& name, const absl::Status& status) {
+  return absl::Status(status.code(), absl::StrCat("input \"", name, "\": ", status.message()));
+}
+
+// The elements a request input declares, within the runtime's size limits. The shape is the client's:
+// nothing is allocated for it until the payload has been checked against this count, so 30 bytes that
+// declare 2^27 elements cost nothing.
+absl::StatusOr<int64_t> DeclaredElements(const std::string& name, const Shape& shape) {
+  absl::StatusOr<int64_t> count = CheckedElementCount(shape);
+  if (!count.ok()) return AboutInput(name, count.status());
+  return count;
+}
+
 absl::StatusOr<Tensor> AllocateInput(const std::string& name, DataType type, const Shape& shape) {
   absl::StatusOr<Tensor> tensor = Tensor::Create(type, shape);
-  if (!tensor.ok()) {
-    return absl::Status(tensor.status().code(),
-                        absl::StrCat("input \"", name, "\": ", tensor.status().message()));
-  }
+  if (!tensor.ok()) return AboutInput(name, tensor.status());
   return tensor;
 }
 
+// Every BYTES element takes at least its 4-byte length prefix.
+constexpr size_t kBytesPrefixSize = 4;
+
 absl::StatusOr<Tensor> StringsFromRaw(const std::string& name, const Shape& shape, std::string_view raw) {
+  ASSIGN_OR_RETURN(const int64_t count, DeclaredElements(name, shape));
+  if (static_cast<uint64_t>(count) > raw.size() / kBytesPrefixSize) {
+    return absl::InvalidArgumentError(absl::StrCat("input \"", name, "\": raw content of ", raw.size(),
+                                                   " bytes cannot hold the ", count, " BYTES elements of ",
+                                                   Described(DataType::kString, shape)));
+  }
   ASSIGN_OR_RETURN(Tensor tensor, AllocateInput(name, DataType::kString, shape));
   std::string* out = tensor.data<std::string>();
   size_t pos = 0;
   for (int64_t i = 0; i < tensor.NumElements(); ++i) {
-    if (raw.size() - pos < 4) {
+    if (raw.size() - pos < kBytesPrefixSize) {
       return absl::InvalidArgumentError(absl::StrCat("input \"", name, "\": raw content holds ", i,
                                                      " BYTES elements, expected ", tensor.NumElements(),
                                                      " for ", Described(DataType::kString, shape)));
     }
     const auto* p = reinterpret_cast<const unsigned char*>(raw.data() + pos);
     const uint32_t length = p[0] | (p[1] << 8) | (p[2] << 16) | (static_cast<uint32_t>(p[3]) << 24);
-    pos += 4;
+    pos += kBytesPrefixSize;
     if (raw.size() - pos < length) {
       return absl::InvalidArgumentError(absl::StrCat("input \"", name, "\": BYTES element ", i, " claims ",
                                                      length, " bytes but only ", raw.size() - pos, " remain"));
@@ -117,12 +134,12 @@ absl::StatusOr<Tensor> StringsFromRaw(const std::string& name, const Shape& shap
 
 template <typename T, typename Field>
 absl::StatusOr<Tensor> FromField(const std::string& name, DataType type, const Shape& shape, const Field& field) {
-  ASSIGN_OR_RETURN(Tensor tensor, AllocateInput(name, type, shape));
-  if (static_cast<int64_t>(field.size()) != tensor.NumElements()) {
+  ASSIGN_OR_RETURN(const int64_t count, DeclaredElements(name, shape));
+  if (static_cast<int64_t>(field.size()) != count) {
     return absl::InvalidArgumentError(absl::StrCat("input \"", name, "\": contents hold ", field.size(),
-                                                   " values, expected ", tensor.NumElements(), " for ",
-                                                   Described(type, shape)));
+                                                   " values, expected ", count, " for ", Described(type, shape)));
   }
+  ASSIGN_OR_RETURN(Tensor tensor, AllocateInput(name, type, shape));
   T* out = tensor.data<T>();
   for (int i = 0; i < field.size(); ++i) out[i] = static_cast<T>(field.Get(i));
   return tensor;
@@ -133,12 +150,13 @@ absl::StatusOr<Tensor> FromField(const std::string& name, DataType type, const S
 absl::StatusOr<Tensor> TensorFromRaw(const std::string& name, DataType type, const Shape& shape,
                                      std::string_view raw) {
   if (type == DataType::kString) return StringsFromRaw(name, shape, raw);
-  ASSIGN_OR_RETURN(Tensor tensor, AllocateInput(name, type, shape));
-  if (raw.size() != tensor.ByteSize()) {
+  absl::StatusOr<int64_t> bytes = CheckedByteSize(type, shape);
+  if (!bytes.ok()) return AboutInput(name, bytes.status());
+  if (raw.size() != static_cast<uint64_t>(*bytes)) {
     return absl::InvalidArgumentError(absl::StrCat("input \"", name, "\": raw content is ", raw.size(),
-                                                   " bytes, expected ", tensor.ByteSize(), " for ",
-                                                   Described(type, shape)));
+                                                   " bytes, expected ", *bytes, " for ", Described(type, shape)));
   }
+  ASSIGN_OR_RETURN(Tensor tensor, AllocateInput(name, type, shape));
   if (!raw.empty()) std::memcpy(tensor.raw_data(), raw.data(), raw.size());
   return tensor;
 }
