@@ -11,6 +11,8 @@
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/impl/server_builder_option.h>
+#include <grpcpp/impl/server_builder_plugin.h>
 #include <grpcpp/server.h>
 #include <grpcpp/server_builder.h>
 
@@ -139,13 +141,26 @@ struct Server {
   std::unique_ptr<HttpServer> metrics_http;  // only with --metrics-port
 };
 
+// Takes gRPC's reflection service off a builder. Linking the reflection library registers its plugin with every
+// ServerBuilder from a static initializer, so leaving InitProtoReflectionServerBuilderPlugin() uncalled is not
+// enough; a builder option may edit the plugin list.
+class WithoutReflection final : public grpc::ServerBuilderOption {
+ public:
+  void UpdateArguments(grpc::ChannelArguments*) override {}
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override {
+    std::erase_if(*plugins, [](const std::unique_ptr<grpc::ServerBuilderPlugin>& plugin) {
+      return dynamic_cast<grpc::reflection::ProtoServerReflectionPlugin*>(plugin.get()) != nullptr;
+    });
+  }
+};
+
 absl::Status StartGrpc(Server& s, int& port) {
   auto tls = LoadServerTls("--grpc", s.security.grpc_tls);
   if (!tls.ok()) return tls.status();
   grpc::EnableDefaultHealthCheckService(true);
-  // A process-wide switch that every ServerBuilder created afterwards reads: this is the only builder.
-  if (s.security.grpc_reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  if (!s.security.grpc_reflection) builder.SetOption(std::make_unique<WithoutReflection>());
   const std::string address = absl::StrCat(absl::GetFlag(FLAGS_address), ":", absl::GetFlag(FLAGS_grpc_port));
   builder.AddListeningPort(address, GrpcServerCredentials(*tls), &port);
   builder.SetMaxReceiveMessageSize(static_cast<int>(absl::GetFlag(FLAGS_max_request_bytes)));
