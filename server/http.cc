@@ -64,13 +64,19 @@ struct Route {
   std::function<Reply(const Request&)> handler;
 };
 
-// KServe's REST error shape. `message` is one of our constants, or an access refusal that names a header key
-// (checked to be [a-z0-9-_.] at startup): client input is never echoed back, so it needs no JSON escaping.
+// KServe's REST error shape. `message` is one of our constants, or an access refusal that quotes a header key
+// (checked to be [a-z0-9-_.] at startup): client input is never echoed back, and printable ASCII needs only
+// its quotes and backslashes escaped to be a JSON string.
 Reply JsonError(unsigned code, absl::string_view message) {
   Reply reply;
   reply.code = code;
   reply.content_type = kJsonContentType;
-  reply.body = absl::StrCat(R"({"error":")", message, R"("})");
+  reply.body = R"({"error":")";
+  for (char c : message) {
+    if (c == '"' || c == '\\') reply.body += '\\';
+    reply.body += c;
+  }
+  reply.body += R"("})";
   return reply;
 }
 
