@@ -26,50 +26,51 @@ absl::Status SetFile(const std::string& flag, const std::string& value, std::str
 
 struct FlagSpec {
   const char* name;
-  bool boolean;
+  const char* value;  // what the value is, for --help; "" for a boolean, which may go without one
   const char* help;
   Setter set;
+  bool boolean() const { return *value == '\0'; }
 };
 
-// Every flag this file owns: name, whether it is a boolean, its help line and where its value goes.
+// Every flag this file owns: name, value, help line and where the value goes.
 const FlagSpec kFlags[] = {
-    {"--grpc-use-ssl", true, "serve gRPC over TLS (needs --grpc-server-cert and --grpc-server-key)",
+    {"--grpc-use-ssl", "", "serve gRPC over TLS (needs --grpc-server-cert and --grpc-server-key)",
      [](const std::string& f, const std::string& v, SecurityConfig& c) { return SetBool(f, v, c.grpc_tls.enabled); }},
-    {"--grpc-use-ssl-mutual", true, "gRPC over mutual TLS: clients need a certificate signed by --grpc-root-cert",
+    {"--grpc-use-ssl-mutual", "", "gRPC over mutual TLS: clients need a certificate signed by --grpc-root-cert",
      [](const std::string& f, const std::string& v, SecurityConfig& c) { return SetBool(f, v, c.grpc_tls.mutual); }},
-    {"--grpc-server-cert", false, "FILE: the gRPC server's certificate chain (PEM)",
+    {"--grpc-server-cert", "FILE", "the gRPC server's certificate chain (PEM)",
      [](const std::string& f, const std::string& v, SecurityConfig& c) { return SetFile(f, v, c.grpc_tls.cert_file); }},
-    {"--grpc-server-key", false, "FILE: its private key (PEM, unencrypted)",
+    {"--grpc-server-key", "FILE", "its private key (PEM, unencrypted)",
      [](const std::string& f, const std::string& v, SecurityConfig& c) { return SetFile(f, v, c.grpc_tls.key_file); }},
-    {"--grpc-root-cert", false, "FILE: CA certificate(s) that gRPC client certificates must chain to (PEM)",
+    {"--grpc-root-cert", "FILE", "CA certificate(s) that gRPC client certificates must chain to (PEM)",
      [](const std::string& f, const std::string& v, SecurityConfig& c) { return SetFile(f, v, c.grpc_tls.root_file); }},
-    {"--http-use-ssl", true, "serve HTTP over TLS (needs --http-server-cert and --http-server-key)",
+    {"--http-use-ssl", "", "serve HTTP over TLS (needs --http-server-cert and --http-server-key)",
      [](const std::string& f, const std::string& v, SecurityConfig& c) { return SetBool(f, v, c.http_tls.enabled); }},
-    {"--http-use-ssl-mutual", true, "HTTP over mutual TLS: clients need a certificate signed by --http-root-cert",
+    {"--http-use-ssl-mutual", "", "HTTP over mutual TLS: clients need a certificate signed by --http-root-cert",
      [](const std::string& f, const std::string& v, SecurityConfig& c) { return SetBool(f, v, c.http_tls.mutual); }},
-    {"--http-server-cert", false, "FILE: the HTTP server's certificate chain (PEM)",
+    {"--http-server-cert", "FILE", "the HTTP server's certificate chain (PEM)",
      [](const std::string& f, const std::string& v, SecurityConfig& c) { return SetFile(f, v, c.http_tls.cert_file); }},
-    {"--http-server-key", false, "FILE: its private key (PEM, unencrypted)",
+    {"--http-server-key", "FILE", "its private key (PEM, unencrypted)",
      [](const std::string& f, const std::string& v, SecurityConfig& c) { return SetFile(f, v, c.http_tls.key_file); }},
-    {"--http-root-cert", false, "FILE: CA certificate(s) that HTTP client certificates must chain to (PEM)",
+    {"--http-root-cert", "FILE", "CA certificate(s) that HTTP client certificates must chain to (PEM)",
      [](const std::string& f, const std::string& v, SecurityConfig& c) { return SetFile(f, v, c.http_tls.root_file); }},
-    {"--grpc-restricted-protocol", false,
-     "<group>[,<group>...]:<key>=<value>, repeatable: those groups' calls need the metadata "
+    {"--grpc-restricted-protocol", "<group>[,<group>...]:<key>=<value>",
+     "repeatable: those groups' calls need the metadata "
      "triton-grpc-protocol-<key>: <value>",
      [](const std::string& f, const std::string& v, SecurityConfig& c) { return c.grpc_access.Add(f, v); }},
-    {"--http-restricted-api", false,
-     "<group>[,<group>...]:<key>=<value>, repeatable: those groups' endpoints need the header <key>: <value>",
+    {"--http-restricted-api", "<group>[,<group>...]:<key>=<value>",
+     "repeatable: those groups' endpoints need the header <key>: <value>",
      [](const std::string& f, const std::string& v, SecurityConfig& c) { return c.http_access.Add(f, v); }},
-    {"--grpc-reflection", true, "serve gRPC server reflection (default true)",
+    {"--grpc-reflection", "", "serve gRPC server reflection (default true)",
      [](const std::string& f, const std::string& v, SecurityConfig& c) { return SetBool(f, v, c.grpc_reflection); }},
-    {"--metrics-port", false, "N: serve /metrics on a listener of its own (0 picks a free port), not the HTTP port",
+    {"--metrics-port", "N", "serve /metrics on a listener of its own (0 picks a free port), not the HTTP port",
      [](const std::string& f, const std::string& v, SecurityConfig& c) {
        if (!absl::SimpleAtoi(v, &c.metrics_port) || c.metrics_port < 0 || c.metrics_port > 65535) {
          return absl::InvalidArgumentError(absl::StrCat(f, ": expected a port in [0, 65535], got \"", v, "\""));
        }
        return absl::OkStatus();
      }},
-    {"--metrics-address", false, "HOST: interface of the --metrics-port listener (default: --address)",
+    {"--metrics-address", "HOST", "interface of the --metrics-port listener (default: --address)",
      [](const std::string& f, const std::string& v, SecurityConfig& c) { return SetFile(f, v, c.metrics_address); }},
 };
 
@@ -113,7 +114,7 @@ absl::StatusOr<SecurityConfig> TakeSecurityFlags(std::vector<std::string>& args)
     bool ignored = false;
     if (const size_t eq = args[i].find('='); eq != std::string::npos) {
       value = args[i].substr(eq + 1);
-    } else if (flag->boolean) {
+    } else if (flag->boolean()) {
       // Triton spells booleans "--grpc-use-ssl true"; serve takes no positional arguments, so a boolean word
       // after a boolean flag can only be its value.
       const bool next_is_bool = i + 1 < args.size() && absl::SimpleAtob(args[i + 1], &ignored);
@@ -132,7 +133,9 @@ absl::StatusOr<SecurityConfig> TakeSecurityFlags(std::vector<std::string>& args)
 
 std::string SecurityFlagsUsage() {
   std::string usage;
-  for (const FlagSpec& flag : kFlags) absl::StrAppend(&usage, "  ", flag.name, ": ", flag.help, "\n");
+  for (const FlagSpec& flag : kFlags) {
+    absl::StrAppend(&usage, "  ", flag.name, flag.boolean() ? "" : " ", flag.value, ": ", flag.help, "\n");
+  }
   return usage;
 }
 
