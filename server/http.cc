@@ -6,8 +6,12 @@
 // - connections are event-driven (epoll, a small thread pool), so a slow or half-open client costs a socket
 //   and not a thread, and health probes keep being answered;
 // - idle connections time out, connections are capped in total and per client address, and request bodies
-//   are capped (HttpLimits in metrics.h).
+//   are capped (HttpLimits in metrics.h);
+// - with TLS, GnuTLS inside MHD does the handshake; with mutual TLS MHD only asks for a client certificate,
+//   so every request's is verified here (403 without one that chains to the root certificate);
+// - each route belongs to an API group, which --http-restricted-api may restrict (403 without its header).
 // More routes (the KServe REST protocol, POST with JSON bodies) are added as rows of Routes() below.
+#include <gnutls/gnutls.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <sys/socket.h>
@@ -56,16 +60,23 @@ struct Request {
 struct Route {
   absl::string_view method;
   absl::string_view pattern;
+  ApiGroup group;  // what --http-restricted-api names it by
   std::function<Reply(const Request&)> handler;
 };
 
-// KServe's REST error shape. `message` is one of our constants: client input is never echoed back, so it needs
-// no JSON escaping.
+// KServe's REST error shape. `message` is one of our constants, or an access refusal that quotes a header key
+// (checked to be [a-z0-9-_.] at startup): client input is never echoed back, and printable ASCII needs only
+// its quotes and backslashes escaped to be a JSON string.
 Reply JsonError(unsigned code, absl::string_view message) {
   Reply reply;
   reply.code = code;
   reply.content_type = kJsonContentType;
-  reply.body = absl::StrCat(R"({"error":")", message, R"("})");
+  reply.body = R"({"error":")";
+  for (char c : message) {
+    if (c == '"' || c == '\\') reply.body += '\\';
+    reply.body += c;
+  }
+  reply.body += R"("})";
   return reply;
 }
 
@@ -170,6 +181,17 @@ absl::StatusOr<std::vector<sockaddr_storage>> ListenAddresses(absl::string_view 
   return addresses;
 }
 
+// Whether the client presented a certificate that chains to the daemon's trusted roots (MHD_OPTION_HTTPS_MEM_TRUST).
+// GnuTLS caches nothing between calls, so this verifies the chain again for each request: a few signature
+// checks, cheap beside a TLS connection, and it keeps no per-connection state to get wrong.
+bool HasTrustedClientCertificate(MHD_Connection* connection) {
+  const MHD_ConnectionInfo* info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+  if (info == nullptr || info->tls_session == nullptr) return false;
+  unsigned status = 0;
+  const int rc = gnutls_certificate_verify_peers2(static_cast<gnutls_session_t>(info->tls_session), &status);
+  return rc == GNUTLS_E_SUCCESS && status == 0;  // no certificate is GNUTLS_E_NO_CERTIFICATE_FOUND
+}
+
 // MHD's diagnostics (a port in use, accept() failing under fd exhaustion) as log lines.
 void LogMhdError(void*, const char* format, va_list args) {
   char message[512];
@@ -179,8 +201,9 @@ void LogMhdError(void*, const char* format, va_list args) {
 
 class MhdHttpServer final : public HttpServer {
  public:
-  MhdHttpServer(const ServerMetrics& metrics, HealthProbes probes, const HttpLimits& limits)
-      : metrics_(metrics), probes_(std::move(probes)), limits_(limits), routes_(Routes()) {}
+  MhdHttpServer(const ServerMetrics& metrics, HealthProbes probes, const HttpLimits& limits, HttpOptions options)
+      : metrics_(metrics), probes_(std::move(probes)), limits_(limits), options_(std::move(options)),
+        routes_(Routes()) {}
 
   // Listens on the first of `host`'s addresses that can be bound.
   absl::Status Start(absl::string_view host, int port) {
@@ -199,32 +222,54 @@ class MhdHttpServer final : public HttpServer {
   int port() const override { return port_; }
 
  private:
+  // The endpoints options_ selects; the others answer 404 as any unknown path does.
   std::vector<Route> Routes() {
-    return {
-        {"GET", "/metrics",
-         [this](const Request&) {
-           Reply reply;
-           reply.content_type = kPrometheusContentType;
-           reply.body = metrics_.Expose();
-           return reply;
-         }},
-        {"GET", "/v2/health/live", [this](const Request&) { return ProbeReply(probes_.live && probes_.live()); }},
-        {"GET", "/v2/health/ready", [this](const Request&) { return ProbeReply(probes_.ready && probes_.ready()); }},
-        {"GET", "/v2/models/{model}/ready",
-         [this](const Request& r) { return ModelReady(r.params[0], ""); }},
-        {"GET", "/v2/models/{model}/versions/{version}/ready",
-         [this](const Request& r) { return ModelReady(r.params[0], r.params[1]); }},
-    };
+    std::vector<Route> routes;
+    if (options_.serve_metrics) {
+      routes.push_back({"GET", "/metrics", ApiGroup::kStatistics, [this](const Request&) {
+                          Reply reply;
+                          reply.content_type = kPrometheusContentType;
+                          reply.body = metrics_.Expose();
+                          return reply;
+                        }});
+    }
+    if (options_.serve_health) {
+      routes.push_back({"GET", "/v2/health/live", ApiGroup::kHealth,
+                        [this](const Request&) { return ProbeReply(probes_.live && probes_.live()); }});
+      routes.push_back({"GET", "/v2/health/ready", ApiGroup::kHealth,
+                        [this](const Request&) { return ProbeReply(probes_.ready && probes_.ready()); }});
+      routes.push_back({"GET", "/v2/models/{model}/ready", ApiGroup::kHealth,
+                        [this](const Request& r) { return ModelReady(r.params[0], ""); }});
+      routes.push_back({"GET", "/v2/models/{model}/versions/{version}/ready", ApiGroup::kHealth,
+                        [this](const Request& r) { return ModelReady(r.params[0], r.params[1]); }});
+    }
+    return routes;
   }
 
   Reply ModelReady(const std::string& model, const std::string& version) const {
     return ProbeReply(probes_.model_ready && probes_.model_ready(model, version));
   }
 
+  // MHD's TLS options (the PEMs are NUL-terminated strings that options_ keeps alive), ending with MHD_OPTION_END.
+  std::vector<MHD_OptionItem> TlsOptions() const {
+    std::vector<MHD_OptionItem> items;
+    if (options_.tls) {
+      const auto pem = [](const std::string& text) { return static_cast<void*>(const_cast<char*>(text.c_str())); };
+      items.push_back({MHD_OPTION_HTTPS_MEM_CERT, 0, pem(options_.tls->cert_pem)});
+      items.push_back({MHD_OPTION_HTTPS_MEM_KEY, 0, pem(options_.tls->key_pem)});
+      // With trusted roots MHD asks clients for a certificate; OnHeaders refuses requests without a good one.
+      if (options_.tls->mutual) items.push_back({MHD_OPTION_HTTPS_MEM_TRUST, 0, pem(options_.tls->root_pem)});
+    }
+    items.push_back({MHD_OPTION_END, 0, nullptr});
+    return items;
+  }
+
   MHD_Daemon* StartDaemon(const sockaddr_storage& address, int port) {
     const unsigned family_flag = address.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0;
+    const unsigned tls_flag = options_.tls ? MHD_USE_TLS : 0;
+    std::vector<MHD_OptionItem> tls_options = TlsOptions();
     return MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG | family_flag,
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG | family_flag | tls_flag,
         static_cast<uint16_t>(port),  // only named in MHD's messages: the address carries it too
         /*apc=*/nullptr, nullptr, &MhdHttpServer::OnRequest, this,
         // First, or MHD prints what comes before it to stderr itself.
@@ -235,6 +280,7 @@ class MhdHttpServer final : public HttpServer {
         MHD_OPTION_CONNECTION_LIMIT, limits_.max_connections,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, limits_.max_connections_per_ip,
         MHD_OPTION_NOTIFY_COMPLETED, &MhdHttpServer::OnCompleted, nullptr,
+        MHD_OPTION_ARRAY, tls_options.data(),
         MHD_OPTION_END);
   }
 
@@ -260,10 +306,22 @@ class MhdHttpServer final : public HttpServer {
     return MHD_YES;
   }
 
-  // Errors are answered right away, so MHD never reads the body of a request that cannot be served.
+  // Errors are answered right away, so MHD never reads the body of a request that cannot be served. Under
+  // mutual TLS a client without a trusted certificate learns nothing, not even which paths exist.
   MHD_Result OnHeaders(MHD_Connection* connection, const char* path, const char* method, void** request_state) {
+    if (options_.tls && options_.tls->mutual && !HasTrustedClientCertificate(connection)) {
+      return Send(connection, JsonError(MHD_HTTP_FORBIDDEN, "a client certificate signed by the server's root "
+                                                            "certificate is required"));
+    }
     Dispatch dispatch = Resolve(routes_, method, path);
     if (dispatch.route == nullptr) return Send(connection, NoRoute(dispatch));
+    const absl::Status allowed = options_.access.Check(
+        dispatch.route->group, [connection](absl::string_view name) -> std::optional<absl::string_view> {
+          const char* value = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, std::string(name).c_str());
+          if (value == nullptr) return std::nullopt;
+          return value;
+        });
+    if (!allowed.ok()) return Send(connection, JsonError(MHD_HTTP_FORBIDDEN, allowed.message()));
     if (DeclaredBodyBytes(connection) > limits_.max_body_bytes) {
       return Send(connection, JsonError(MHD_HTTP_CONTENT_TOO_LARGE, "request body too large"));
     }
@@ -279,6 +337,7 @@ class MhdHttpServer final : public HttpServer {
   const ServerMetrics& metrics_;
   const HealthProbes probes_;
   const HttpLimits limits_;
+  const HttpOptions options_;
   const std::vector<Route> routes_;
   int port_ = 0;
   // Last, so it stops (finishing in-flight requests) before the routes and probes it calls are destroyed.
@@ -289,8 +348,8 @@ class MhdHttpServer final : public HttpServer {
 
 absl::StatusOr<std::unique_ptr<HttpServer>> StartHttpServer(const std::string& address, int port,
                                                             const ServerMetrics& metrics, HealthProbes probes,
-                                                            const HttpLimits& limits) {
-  auto server = std::make_unique<MhdHttpServer>(metrics, std::move(probes), limits);
+                                                            const HttpLimits& limits, HttpOptions options) {
+  auto server = std::make_unique<MhdHttpServer>(metrics, std::move(probes), limits, std::move(options));
   RETURN_IF_ERROR(server->Start(address, port));
   return server;
 }

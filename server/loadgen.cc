@@ -51,6 +51,7 @@ absl::StatusOr<ModelMetadataResponse> FetchMetadata(GRPCInferenceService::Stub& 
   request.set_version(options.model_version);
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(options.timeout_ms));
+  for (const auto& [key, value] : options.metadata) context.AddMetadata(key, value);
   ModelMetadataResponse metadata;
   const grpc::Status status = stub.ModelMetadata(&context, request, &metadata);
   if (!status.ok()) {
@@ -195,8 +196,8 @@ struct Tally {
 // One connection: its own channel, CompletionQueue and thread, keeping up to `slots` calls in flight.
 class Connection {
  public:
-  Connection(const LoadOptions& options, int slots)
-      : options_(options), slots_(slots), stub_(GRPCInferenceService::NewStub(MakeChannel(options))) {}
+  Connection(const LoadOptions& options, const std::shared_ptr<grpc::ChannelCredentials>& credentials, int slots)
+      : options_(options), slots_(slots), stub_(GRPCInferenceService::NewStub(MakeChannel(options, credentials))) {}
 
   void Run(const ModelInferRequest& request, Schedule& schedule);
   const Tally& tally() const { return tally_; }
@@ -210,11 +211,12 @@ class Connection {
     std::unique_ptr<grpc::ClientAsyncResponseReader<ModelInferResponse>> reader;
   };
 
-  static std::shared_ptr<grpc::Channel> MakeChannel(const LoadOptions& options) {
+  static std::shared_ptr<grpc::Channel> MakeChannel(const LoadOptions& options,
+                                                    const std::shared_ptr<grpc::ChannelCredentials>& credentials) {
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(-1);
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a connection of its own, not a shared subchannel
-    return grpc::CreateCustomChannel(options.target, grpc::InsecureChannelCredentials(), args);
+    return grpc::CreateCustomChannel(options.target, credentials, args);
   }
 
   void Send(const ModelInferRequest& request);
@@ -231,6 +233,7 @@ void Connection::Send(const ModelInferRequest& request) {
   auto* call = new Call;  // owned by the completion queue until Complete()
   call->sent = Clock::now();
   call->context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(options_.timeout_ms));
+  for (const auto& [key, value] : options_.metadata) call->context.AddMetadata(key, value);
   call->reader = stub_->PrepareAsyncModelInfer(&call->context, request, &cq_);
   call->reader->StartCall();
   call->reader->Finish(&call->response, &call->status, call);
@@ -322,8 +325,10 @@ Sends ModelInfer requests to a running onnxserve (or any KServe v2 gRPC server) 
                            input_K.pb TensorProtos; default: random inputs shaped by ModelMetadata
   --batch N                the dynamic first dimension of random inputs (default 1)
   --timeout-ms N           deadline of each call (default 10000)
-The last line of stdout is the report as one JSON object.
+  --metadata KEY=VALUE     gRPC metadata sent with every call, repeatable (e.g. triton-grpc-protocol-KEY=VALUE
+                           for a server started with --grpc-restricted-protocol)
 )";
+constexpr char kUsageEnd[] = "The last line of stdout is the report as one JSON object.\n";
 
 absl::Status ParseInt(const std::string& name, const std::string& value, int64_t min, int64_t max, int64_t& out) {
   if (!absl::SimpleAtoi(value, &out) || out < min || out > max) {
@@ -341,6 +346,7 @@ absl::Status ParseSeconds(const std::string& name, const std::string& value, dou
 }
 
 absl::Status SetOption(const std::string& name, const std::string& value, LoadOptions& options) {
+  if (SetClientTlsFlag(name, value, options.tls)) return absl::OkStatus();
   int64_t n = 0;
   if (name == "--target") {
     options.target = value;
@@ -366,6 +372,12 @@ absl::Status SetOption(const std::string& name, const std::string& value, LoadOp
     RETURN_IF_ERROR(ParseInt(name, value, 1, 1 << 20, options.batch));
   } else if (name == "--timeout-ms") {
     RETURN_IF_ERROR(ParseInt(name, value, 1, 3600000, options.timeout_ms));
+  } else if (name == "--metadata") {
+    const size_t eq = value.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--metadata must be KEY=VALUE, got \"", value, "\""));
+    }
+    options.metadata.emplace_back(value.substr(0, eq), value.substr(eq + 1));
   } else {
     return absl::InvalidArgumentError(absl::StrCat("unknown option ", name, " (see onnxserve load --help)"));
   }
@@ -403,15 +415,15 @@ absl::StatusOr<LoadOptions> ParseLoadOptions(int argc, char** argv) {
 }  // namespace
 
 absl::StatusOr<LoadReport> RunLoad(const LoadOptions& options) {
-  auto stub = GRPCInferenceService::NewStub(
-      grpc::CreateChannel(options.target, grpc::InsecureChannelCredentials()));
+  ASSIGN_OR_RETURN(const std::shared_ptr<grpc::ChannelCredentials> credentials, GrpcChannelCredentials(options.tls));
+  auto stub = GRPCInferenceService::NewStub(grpc::CreateChannel(options.target, credentials));
   ASSIGN_OR_RETURN(const ModelInferRequest request, BuildRequest(*stub, options));
   std::vector<std::unique_ptr<Connection>> connections;
   const int n = std::min(options.connections, options.concurrency);
   for (int i = 0; i < n; ++i) {
     // Spread the calls in flight as evenly as possible: the first (concurrency % n) connections get one more.
-    connections.push_back(
-        std::make_unique<Connection>(options, options.concurrency / n + (i < options.concurrency % n ? 1 : 0)));
+    connections.push_back(std::make_unique<Connection>(
+        options, credentials, options.concurrency / n + (i < options.concurrency % n ? 1 : 0)));
   }
   Schedule schedule(options);
   std::vector<std::thread> threads;
@@ -449,12 +461,12 @@ std::string FormatReportJson(const LoadOptions& options, const LoadReport& repor
 
 int LoadCommand(int argc, char** argv) {
   if (argc > 2 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h")) {
-    std::cout << kUsage;
+    std::cout << kUsage << kClientTlsUsage << kUsageEnd;
     return 0;
   }
   auto options = ParseLoadOptions(argc, argv);
   if (!options.ok()) {
-    std::cerr << "onnxserve load: " << options.status().message() << "\n" << kUsage;
+    std::cerr << "onnxserve load: " << options.status().message() << "\n" << kUsage << kClientTlsUsage << kUsageEnd;
     return 2;
   }
   auto report = RunLoad(*options);

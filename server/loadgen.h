@@ -6,8 +6,11 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "server/tls.h"
 
 namespace onnxserve::server {
 
@@ -25,6 +28,8 @@ struct LoadOptions {
   std::string input;          // "" = random inputs from ModelMetadata; a JSON request file or input_K.pb dir
   int64_t batch = 1;          // the dynamic first dimension of random inputs
   int64_t timeout_ms = 10000; // deadline of each call
+  std::vector<std::pair<std::string, std::string>> metadata;  // sent with every call (--metadata KEY=VALUE)
+  ClientTlsFlags tls;                                         // TLS when tls.ca_file is set
 };
 
 struct LoadReport {

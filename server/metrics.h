@@ -6,11 +6,14 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <grpcpp/support/status.h>
 
 #include "absl/status/statusor.h"
+#include "server/access.h"
+#include "server/tls.h"
 
 namespace onnxserve::server {
 
@@ -75,11 +78,24 @@ struct HttpLimits {
   size_t max_body_bytes = 1 << 20;
 };
 
-// http.cc: serves GET /metrics (metrics.Expose()) and the health probes on `address` (an IPv4 or IPv6 literal,
-// "[::1]" too, or a host name; the first of its addresses that binds is used) and `port` (0 picks a free
-// port). `metrics` and the probes' captures must outlive the returned server.
+// What one HTTP listener serves and whom. The server's HTTP port serves everything unless /metrics has a
+// listener of its own (--metrics-port), which then serves /metrics only, with the same TLS and rules.
+struct HttpOptions {
+  bool serve_metrics = true;  // GET /metrics
+  bool serve_health = true;   // GET /v2/health/live, /v2/health/ready, /v2/models/.../ready
+  // HTTPS when set. With tls->mutual every request must come with a client certificate that chains to
+  // tls->root_pem, or it gets 403 before any route runs.
+  std::optional<ServerTls> tls;
+  // Restricted groups (--http-restricted-api): health covers the health endpoints, statistics /metrics.
+  AccessRules access;
+};
+
+// http.cc: serves GET /metrics (metrics.Expose()) and the health probes, as `options` selects, on `address`
+// (an IPv4 or IPv6 literal, "[::1]" too, or a host name; the first of its addresses that binds is used) and
+// `port` (0 picks a free port). `metrics` and the probes' captures must outlive the returned server.
 absl::StatusOr<std::unique_ptr<HttpServer>> StartHttpServer(const std::string& address, int port,
                                                             const ServerMetrics& metrics, HealthProbes probes,
-                                                            const HttpLimits& limits = {});
+                                                            const HttpLimits& limits = {},
+                                                            HttpOptions options = {});
 
 }  // namespace onnxserve::server

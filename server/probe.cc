@@ -16,11 +16,14 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "server/commands.h"
+#include "server/tls.h"
 
 namespace onnxserve::server {
 namespace {
@@ -57,17 +60,45 @@ constexpr char kCheckMethod[] = "/grpc.health.v1.Health/Check";
 constexpr int kServing = 1;
 
 constexpr char kUsage[] = R"(usage: onnxserve probe [--addr HOST:PORT] [--model NAME] [--timeout-ms N]
+                       [--metadata KEY=VALUE] [--tls-ca-cert FILE [--tls-client-cert FILE --tls-client-key FILE]]
 Asks a server's grpc.health.v1 service whether it is serving; exits 0 when SERVING, 1 otherwise.
-  --addr HOST:PORT   server address (default 127.0.0.1:8001)
-  --model NAME       the model's status instead of the whole server's (the health service name)
-  --timeout-ms N     deadline of the check (default 2000)
+  --addr HOST:PORT         server address (default 127.0.0.1:8001)
+  --model NAME             the model's status instead of the whole server's (the health service name)
+  --timeout-ms N           deadline of the check (default 2000)
+  --metadata KEY=VALUE     gRPC metadata to send, repeatable; e.g. triton-grpc-protocol-KEY=VALUE for a
+                           server that restricts the health group (--grpc-restricted-protocol)
 )";
 
 struct ProbeOptions {
   std::string addr = "127.0.0.1:8001";
   std::string service;  // "" = the server as a whole
   int64_t timeout_ms = 2000;
+  std::vector<std::pair<std::string, std::string>> metadata;
+  ClientTlsFlags tls;
 };
+
+// "KEY=VALUE" -> metadata; false when there is no '=' or no key.
+bool AddMetadata(const std::string& value, std::vector<std::pair<std::string, std::string>>& metadata) {
+  const size_t eq = value.find('=');
+  if (eq == std::string::npos || eq == 0) return false;
+  metadata.emplace_back(value.substr(0, eq), value.substr(eq + 1));
+  return true;
+}
+
+// False when `name` is no option or `value` does not suit it.
+bool SetProbeOption(const std::string& name, const std::string& value, ProbeOptions& options) {
+  if (name == "--addr") {
+    options.addr = value;
+    return true;
+  }
+  if (name == "--model") {
+    options.service = value;
+    return true;
+  }
+  if (name == "--metadata") return AddMetadata(value, options.metadata);
+  if (name == "--timeout-ms") return absl::SimpleAtoi(value, &options.timeout_ms) && options.timeout_ms >= 1;
+  return SetClientTlsFlag(name, value, options.tls);
+}
 
 // "--name value" or "--name=value"; false (with a message on stderr) on anything else.
 bool ParseProbeOptions(int argc, char** argv, ProbeOptions& options) {
@@ -82,12 +113,8 @@ bool ParseProbeOptions(int argc, char** argv, ProbeOptions& options) {
       std::cerr << "onnxserve probe: option " << name << " needs a value\n" << kUsage;
       return false;
     }
-    if (name == "--addr") {
-      options.addr = value;
-    } else if (name == "--model") {
-      options.service = value;
-    } else if (name != "--timeout-ms" || !absl::SimpleAtoi(value, &options.timeout_ms) || options.timeout_ms < 1) {
-      std::cerr << "onnxserve probe: bad option " << name << " " << value << "\n" << kUsage;
+    if (!SetProbeOption(name, value, options)) {
+      std::cerr << "onnxserve probe: bad option " << name << " " << value << "\n" << kUsage << kClientTlsUsage;
       return false;
     }
   }
@@ -113,16 +140,17 @@ class HealthMessages {
 };
 
 // SERVING, NOT_SERVING, ... or the gRPC error that prevented an answer; `serving` tells whether to exit 0.
-std::string Check(const ProbeOptions& options, bool& serving) {
+std::string Check(const ProbeOptions& options, const std::shared_ptr<grpc::ChannelCredentials>& credentials,
+                  bool& serving) {
   HealthMessages messages;
   std::unique_ptr<pb::Message> request = messages.New("HealthCheckRequest");
   std::unique_ptr<pb::Message> response = messages.New("HealthCheckResponse");
   request->GetReflection()->SetString(request.get(), request->GetDescriptor()->FindFieldByName("service"),
                                       options.service);
 
-  grpc::TemplatedGenericStub<pb::Message, pb::Message> stub(
-      grpc::CreateChannel(options.addr, grpc::InsecureChannelCredentials()));
+  grpc::TemplatedGenericStub<pb::Message, pb::Message> stub(grpc::CreateChannel(options.addr, credentials));
   grpc::ClientContext context;
+  for (const auto& [key, value] : options.metadata) context.AddMetadata(key, value);
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(options.timeout_ms));
   grpc::CompletionQueue cq;
   auto call = stub.PrepareUnaryCall(&context, kCheckMethod, *request, &cq);
@@ -149,13 +177,18 @@ std::string Check(const ProbeOptions& options, bool& serving) {
 
 int ProbeCommand(int argc, char** argv) {
   if (argc > 2 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h")) {
-    std::cout << kUsage;
+    std::cout << kUsage << kClientTlsUsage;
     return 0;
   }
   ProbeOptions options;
   if (!ParseProbeOptions(argc, argv, options)) return 2;
+  auto credentials = GrpcChannelCredentials(options.tls);
+  if (!credentials.ok()) {
+    std::cerr << "onnxserve probe: " << credentials.status().message() << "\n";
+    return 2;
+  }
   bool serving = false;
-  const std::string answer = Check(options, serving);
+  const std::string answer = Check(options, *credentials, serving);
   std::cout << options.addr << (options.service.empty() ? "" : " model " + options.service) << ": " << answer
             << "\n";
   return serving ? 0 : 1;

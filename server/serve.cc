@@ -11,6 +11,8 @@
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/impl/server_builder_option.h>
+#include <grpcpp/impl/server_builder_plugin.h>
 #include <grpcpp/server.h>
 #include <grpcpp/server_builder.h>
 
@@ -23,10 +25,13 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "server/commands.h"
+#include "server/grpc_access.h"
 #include "server/log.h"
 #include "server/metrics.h"
 #include "server/repository.h"
+#include "server/security_config.h"
 #include "server/service.h"
+#include "server/tls.h"
 
 // Flags are spelled with hyphens on the command line (--grpc-port); absl needs underscores, so ServeCommand
 // translates before parsing.
@@ -53,11 +58,10 @@ ABSL_FLAG(std::string, log_level, "info", "--log-level debug|info|warning|error"
 namespace onnxserve::server {
 namespace {
 
-// "--grpc-port=1" -> "--grpc_port=1"; values are left alone. argv[1] ("serve") is dropped.
-std::vector<std::string> AbslStyleArgs(int argc, char** argv) {
-  std::vector<std::string> args = {argv[0]};
-  for (int i = 2; i < argc; ++i) {
-    std::string arg = argv[i];
+// "--grpc-port=1" -> "--grpc_port=1"; values are left alone. `program` goes first, as absl expects.
+std::vector<std::string> AbslStyleArgs(const char* program, std::vector<std::string> rest) {
+  std::vector<std::string> args = {program};
+  for (std::string& arg : rest) {
     if (arg.rfind("--", 0) == 0) {
       const size_t end = std::min(arg.find('='), arg.size());
       for (size_t k = 2; k < end; ++k) {
@@ -69,16 +73,23 @@ std::vector<std::string> AbslStyleArgs(int argc, char** argv) {
   return args;
 }
 
-absl::Status ParseFlags(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
+// Parses the command line: the security flags into `security`, the others into the absl flags above.
+absl::Status ParseFlags(int argc, char** argv, SecurityConfig& security) {
+  absl::SetProgramUsageMessage(absl::StrCat(
       "onnxserve serve --model-repository DIR [--grpc-port 8001] [--http-port 8002] "
       "[--model-control-mode none|poll|explicit] [--repository-poll-secs 15] [--shutdown-grace-secs 30] "
-      "[--max-request-bytes N] [--threads N] [--exit-on-error] [--log-level info]");
+      "[--max-request-bytes N] [--threads N] [--exit-on-error] [--log-level info]\n"
+      "TLS, access control and listeners:\n",
+      SecurityFlagsUsage()));
   absl::FlagsUsageConfig usage;
   // --help lists the flags defined in this file (absl would look for a file named after the binary).
   usage.contains_help_flags = [](absl::string_view path) { return absl::EndsWith(path, "server/serve.cc"); };
   absl::SetFlagsUsageConfig(usage);
-  std::vector<std::string> args = AbslStyleArgs(argc, argv);
+  std::vector<std::string> given(argv + std::min(argc, 2), argv + argc);  // argv[1] is "serve"
+  auto parsed = TakeSecurityFlags(given);
+  if (!parsed.ok()) return parsed.status();
+  security = *std::move(parsed);
+  std::vector<std::string> args = AbslStyleArgs(argv[0], std::move(given));
   std::vector<char*> pointers;
   for (auto& arg : args) pointers.push_back(arg.data());
   std::vector<char*> rest = absl::ParseCommandLine(static_cast<int>(pointers.size()), pointers.data());
@@ -119,22 +130,46 @@ int WaitForSignal(const sigset_t& set) {
 
 // Everything a running server owns, in construction order (destroyed in reverse).
 struct Server {
+  SecurityConfig security;
   std::unique_ptr<ServerMetrics> metrics;
   grpc::HealthCheckServiceInterface* health = nullptr;
   std::unique_ptr<ModelRepository> repository;
+  std::unique_ptr<GrpcAccess> grpc_access;
   std::unique_ptr<InferenceService> service;
   std::unique_ptr<grpc::Server> grpc;
   std::unique_ptr<HttpServer> http;
+  std::unique_ptr<HttpServer> metrics_http;  // only with --metrics-port
+};
+
+// Takes gRPC's reflection service off a builder. Linking the reflection library registers its plugin with every
+// ServerBuilder from a static initializer, so leaving InitProtoReflectionServerBuilderPlugin() uncalled is not
+// enough; a builder option may edit the plugin list.
+class WithoutReflection final : public grpc::ServerBuilderOption {
+ public:
+  void UpdateArguments(grpc::ChannelArguments*) override {}
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override {
+    std::erase_if(*plugins, [](const std::unique_ptr<grpc::ServerBuilderPlugin>& plugin) {
+      return dynamic_cast<grpc::reflection::ProtoServerReflectionPlugin*>(plugin.get()) != nullptr;
+    });
+  }
 };
 
 absl::Status StartGrpc(Server& s, int& port) {
+  auto tls = LoadServerTls("--grpc", s.security.grpc_tls);
+  if (!tls.ok()) return tls.status();
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  if (!s.security.grpc_reflection) builder.SetOption(std::make_unique<WithoutReflection>());
   const std::string address = absl::StrCat(absl::GetFlag(FLAGS_address), ":", absl::GetFlag(FLAGS_grpc_port));
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(address, GrpcServerCredentials(*tls), &port);
   builder.SetMaxReceiveMessageSize(static_cast<int>(absl::GetFlag(FLAGS_max_request_bytes)));
   builder.RegisterService(s.service.get());
+  if (s.grpc_access->restricts_anything()) {
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+    interceptors.push_back(s.grpc_access->InterceptorFactory());
+    builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  }
   s.grpc = builder.BuildAndStart();
   if (!s.grpc || port == 0) return absl::UnavailableError(absl::StrCat("cannot listen on ", address));
   s.health = s.grpc->GetHealthCheckService();
@@ -142,19 +177,40 @@ absl::Status StartGrpc(Server& s, int& port) {
   return absl::OkStatus();
 }
 
-absl::Status StartHttp(Server& s, int& port) {
-  if (absl::GetFlag(FLAGS_http_port) < 0) return absl::OkStatus();
-  HealthProbes probes;
-  probes.live = [] { return true; };
-  probes.ready = [&s] { return s.service->ready(); };
-  probes.model_ready = [&s](const std::string& model, const std::string& version) {
-    return s.service->ready() && s.repository->Find(model, version).ok();
-  };
-  auto http = StartHttpServer(absl::GetFlag(FLAGS_address), absl::GetFlag(FLAGS_http_port), *s.metrics,
-                              std::move(probes));
-  if (!http.ok()) return http.status();
-  s.http = *std::move(http);
-  port = s.http->port();
+// The HTTP port serves the health endpoints, and /metrics unless --metrics-port gives it a listener of its own
+// (which then serves /metrics only). Both take --http-use-ssl* and --http-restricted-api.
+absl::Status StartHttp(Server& s, int& port, int& metrics_port) {
+  auto tls = LoadServerTls("--http", s.security.http_tls);
+  if (!tls.ok()) return tls.status();
+  HttpOptions options;
+  options.tls = *tls;
+  options.access = s.security.http_access;
+  const bool own_metrics_port = s.security.metrics_port >= 0;
+  if (absl::GetFlag(FLAGS_http_port) >= 0) {
+    HealthProbes probes;
+    probes.live = [] { return true; };
+    probes.ready = [&s] { return s.service->ready(); };
+    probes.model_ready = [&s](const std::string& model, const std::string& version) {
+      return s.service->ready() && s.repository->Find(model, version).ok();
+    };
+    HttpOptions http_options = options;
+    http_options.serve_metrics = !own_metrics_port;
+    auto http = StartHttpServer(absl::GetFlag(FLAGS_address), absl::GetFlag(FLAGS_http_port), *s.metrics,
+                                std::move(probes), HttpLimits(), std::move(http_options));
+    if (!http.ok()) return http.status();
+    s.http = *std::move(http);
+    port = s.http->port();
+  }
+  if (own_metrics_port) {
+    const std::string& address =
+        s.security.metrics_address.empty() ? absl::GetFlag(FLAGS_address) : s.security.metrics_address;
+    options.serve_health = false;
+    auto http = StartHttpServer(address, s.security.metrics_port, *s.metrics, HealthProbes(), HttpLimits(),
+                                std::move(options));
+    if (!http.ok()) return http.status();
+    s.metrics_http = *std::move(http);
+    metrics_port = s.metrics_http->port();
+  }
   return absl::OkStatus();
 }
 
@@ -181,12 +237,17 @@ absl::Status Start(Server& s) {
     if (s.health) s.health->SetServingStatus(model, ready);
   };
   s.repository = std::make_unique<ModelRepository>(std::move(options));
-  s.service = std::make_unique<InferenceService>(*s.repository, s.metrics.get());
-  int grpc_port = 0, http_port = -1;
+  s.grpc_access = std::make_unique<GrpcAccess>(s.security.grpc_access);
+  s.service = std::make_unique<InferenceService>(*s.repository, s.metrics.get(), s.grpc_access.get());
+  int grpc_port = 0, http_port = -1, metrics_port = -1;
   if (absl::Status status = StartGrpc(s, grpc_port); !status.ok()) return status;
-  if (absl::Status status = StartHttp(s, http_port); !status.ok()) return status;
+  if (absl::Status status = StartHttp(s, http_port, metrics_port); !status.ok()) return status;
   Log(LogLevel::kInfo, "server_listening",
-      {{"grpc_port", absl::StrCat(grpc_port)}, {"http_port", absl::StrCat(http_port)}});
+      {{"grpc_port", absl::StrCat(grpc_port)},
+       {"http_port", absl::StrCat(http_port)},
+       {"metrics_port", absl::StrCat(metrics_port)},
+       {"grpc_tls", s.security.grpc_tls.mutual ? "mutual" : s.security.grpc_tls.enabled ? "on" : "off"},
+       {"http_tls", s.security.http_tls.mutual ? "mutual" : s.security.http_tls.enabled ? "on" : "off"}});
   if (absl::Status status = s.repository->Start(absl::GetFlag(FLAGS_exit_on_error)); !status.ok()) {
     return status;
   }
@@ -211,6 +272,7 @@ void Shutdown(Server& s, int signal) {
   Log(LogLevel::kInfo, "grpc_stopped");
   s.repository->UnloadAll();
   s.http.reset();
+  s.metrics_http.reset();
   Log(LogLevel::kInfo, "shutdown_complete");
 }
 
@@ -218,11 +280,11 @@ void Shutdown(Server& s, int signal) {
 
 int ServeCommand(int argc, char** argv) {
   const sigset_t signals = BlockShutdownSignals();
-  if (absl::Status status = ParseFlags(argc, argv); !status.ok()) {
+  Server s;
+  if (absl::Status status = ParseFlags(argc, argv, s.security); !status.ok()) {
     Log(LogLevel::kError, "bad_flags", {{"error", std::string(status.message())}});
     return 2;
   }
-  Server s;
   if (absl::Status status = Start(s); !status.ok()) {
     Log(LogLevel::kError, "start_failed", {{"error", status.ToString()}});
     if (s.grpc) s.grpc->Shutdown(std::chrono::system_clock::now());

@@ -317,6 +317,13 @@ class StreamInferReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer
   bool finished_ = false;
 };
 
+// A ModelStreamInfer call refused before it reads anything: finishes with the refusal, deletes itself in OnDone.
+class RefusedStream final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  explicit RefusedStream(const absl::Status& status) { Finish(ToGrpcStatus(status)); }
+  void OnDone() override { delete this; }
+};
+
 }  // namespace
 
 LoadQueue::LoadQueue(std::function<absl::Status(const std::string&)> load)
@@ -357,9 +364,14 @@ void LoadQueue::Work() {
   }
 }
 
-InferenceService::InferenceService(ModelRepository& repository, ServerMetrics* metrics)
-    : repository_(repository), metrics_(metrics),
+InferenceService::InferenceService(ModelRepository& repository, ServerMetrics* metrics, const GrpcAccess* access)
+    : repository_(repository), metrics_(metrics), access_(access),
       loads_([&repository](const std::string& model) { return repository.Load(model); }) {}
+
+absl::Status InferenceService::Allowed(const grpc::CallbackServerContext* ctx, absl::string_view method) const {
+  if (access_ == nullptr || !access_->restricts_anything()) return absl::OkStatus();
+  return access_->Check(absl::StrCat("/", inference::GRPCInferenceService::service_full_name(), "/", method), *ctx);
+}
 
 void InferenceService::Reply(const std::string& model, const std::string& version, absl::Time arrival,
                              const absl::Status& status) {
@@ -420,6 +432,7 @@ void InferenceService::Enqueue(const ModelInferRequest& wire, grpc::CallbackServ
 grpc::ServerUnaryReactor* InferenceService::ServerLive(grpc::CallbackServerContext* ctx,
                                                        const inference::ServerLiveRequest*,
                                                        inference::ServerLiveResponse* response) {
+  if (absl::Status allowed = Allowed(ctx, "ServerLive"); !allowed.ok()) return Finished(ctx, allowed);
   response->set_live(true);
   return Finished(ctx, absl::OkStatus());
 }
@@ -427,6 +440,7 @@ grpc::ServerUnaryReactor* InferenceService::ServerLive(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* InferenceService::ServerReady(grpc::CallbackServerContext* ctx,
                                                         const inference::ServerReadyRequest*,
                                                         inference::ServerReadyResponse* response) {
+  if (absl::Status allowed = Allowed(ctx, "ServerReady"); !allowed.ok()) return Finished(ctx, allowed);
   response->set_ready(ready());
   return Finished(ctx, absl::OkStatus());
 }
@@ -434,6 +448,7 @@ grpc::ServerUnaryReactor* InferenceService::ServerReady(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* InferenceService::ModelReady(grpc::CallbackServerContext* ctx,
                                                        const inference::ModelReadyRequest* request,
                                                        inference::ModelReadyResponse* response) {
+  if (absl::Status allowed = Allowed(ctx, "ModelReady"); !allowed.ok()) return Finished(ctx, allowed);
   auto found = repository_.Find(request->name(), request->version());
   if (absl::IsNotFound(found.status())) return Finished(ctx, found.status());
   response->set_ready(found.ok() && ready());
@@ -443,6 +458,7 @@ grpc::ServerUnaryReactor* InferenceService::ModelReady(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* InferenceService::ServerMetadata(grpc::CallbackServerContext* ctx,
                                                            const inference::ServerMetadataRequest*,
                                                            inference::ServerMetadataResponse* response) {
+  if (absl::Status allowed = Allowed(ctx, "ServerMetadata"); !allowed.ok()) return Finished(ctx, allowed);
   response->set_name(kServerName);
   response->set_version(kServerVersion);
   for (const char* extension : {"model_repository", "model_configuration", "statistics"}) {
@@ -454,6 +470,7 @@ grpc::ServerUnaryReactor* InferenceService::ServerMetadata(grpc::CallbackServerC
 grpc::ServerUnaryReactor* InferenceService::ModelMetadata(grpc::CallbackServerContext* ctx,
                                                           const inference::ModelMetadataRequest* request,
                                                           inference::ModelMetadataResponse* response) {
+  if (absl::Status allowed = Allowed(ctx, "ModelMetadata"); !allowed.ok()) return Finished(ctx, allowed);
   auto found = repository_.Find(request->name(), request->version());
   if (!found.ok()) return Finished(ctx, found.status());
   const ModelVersion& mv = **found;
@@ -468,6 +485,7 @@ grpc::ServerUnaryReactor* InferenceService::ModelMetadata(grpc::CallbackServerCo
 grpc::ServerUnaryReactor* InferenceService::ModelInfer(grpc::CallbackServerContext* ctx,
                                                        const ModelInferRequest* request,
                                                        ModelInferResponse* response) {
+  if (absl::Status allowed = Allowed(ctx, "ModelInfer"); !allowed.ok()) return Finished(ctx, allowed);
   auto* reactor = ctx->DefaultReactor();
   Infer(*request, ctx, response, [reactor](const absl::Status& status) { reactor->Finish(ToGrpcStatus(status)); });
   return reactor;
@@ -475,12 +493,14 @@ grpc::ServerUnaryReactor* InferenceService::ModelInfer(grpc::CallbackServerConte
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* InferenceService::ModelStreamInfer(
     grpc::CallbackServerContext* ctx) {
+  if (absl::Status allowed = Allowed(ctx, "ModelStreamInfer"); !allowed.ok()) return new RefusedStream(allowed);
   return new StreamInferReactor(*this, ctx);
 }
 
 grpc::ServerUnaryReactor* InferenceService::ModelConfig(grpc::CallbackServerContext* ctx,
                                                         const inference::ModelConfigRequest* request,
                                                         inference::ModelConfigResponse* response) {
+  if (absl::Status allowed = Allowed(ctx, "ModelConfig"); !allowed.ok()) return Finished(ctx, allowed);
   auto found = repository_.Find(request->name(), request->version());
   if (!found.ok()) return Finished(ctx, found.status());
   *response->mutable_config() = (*found)->config;
@@ -490,6 +510,7 @@ grpc::ServerUnaryReactor* InferenceService::ModelConfig(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* InferenceService::ModelStatistics(grpc::CallbackServerContext* ctx,
                                                             const inference::ModelStatisticsRequest* request,
                                                             inference::ModelStatisticsResponse* response) {
+  if (absl::Status allowed = Allowed(ctx, "ModelStatistics"); !allowed.ok()) return Finished(ctx, allowed);
   std::vector<std::shared_ptr<const ModelVersion>> versions;
   if (!request->version().empty()) {
     auto found = repository_.Find(request->name(), request->version());
@@ -508,6 +529,7 @@ grpc::ServerUnaryReactor* InferenceService::ModelStatistics(grpc::CallbackServer
 grpc::ServerUnaryReactor* InferenceService::RepositoryIndex(grpc::CallbackServerContext* ctx,
                                                             const inference::RepositoryIndexRequest* request,
                                                             inference::RepositoryIndexResponse* response) {
+  if (absl::Status allowed = Allowed(ctx, "RepositoryIndex"); !allowed.ok()) return Finished(ctx, allowed);
   for (const auto& entry : repository_.Index(request->ready())) {
     auto* model = response->add_models();
     model->set_name(entry.name);
@@ -521,6 +543,7 @@ grpc::ServerUnaryReactor* InferenceService::RepositoryIndex(grpc::CallbackServer
 grpc::ServerUnaryReactor* InferenceService::RepositoryModelLoad(grpc::CallbackServerContext* ctx,
                                                                 const inference::RepositoryModelLoadRequest* request,
                                                                 inference::RepositoryModelLoadResponse*) {
+  if (absl::Status allowed = Allowed(ctx, "RepositoryModelLoad"); !allowed.ok()) return Finished(ctx, allowed);
   if (!request->parameters().empty()) {
     return Finished(ctx, absl::InvalidArgumentError(
                              "RepositoryModelLoad parameters (config override, files) are not supported"));
@@ -533,6 +556,7 @@ grpc::ServerUnaryReactor* InferenceService::RepositoryModelLoad(grpc::CallbackSe
 grpc::ServerUnaryReactor* InferenceService::RepositoryModelUnload(
     grpc::CallbackServerContext* ctx, const inference::RepositoryModelUnloadRequest* request,
     inference::RepositoryModelUnloadResponse*) {
+  if (absl::Status allowed = Allowed(ctx, "RepositoryModelUnload"); !allowed.ok()) return Finished(ctx, allowed);
   return Finished(ctx, repository_.Unload(request->model_name()));
 }
 

@@ -12,7 +12,9 @@
 #include <thread>
 #include <utility>
 
+#include "absl/strings/string_view.h"
 #include "grpc_service.grpc.pb.h"
+#include "server/grpc_access.h"
 #include "server/metrics.h"
 #include "server/repository.h"
 
@@ -60,8 +62,9 @@ class LoadQueue {
 
 class InferenceService final : public internal::CallbackServiceWithRawStream {
  public:
-  // `repository` and `metrics` (may be null) must outlive the service.
-  InferenceService(ModelRepository& repository, ServerMetrics* metrics);
+  // `repository`, `metrics` and `access` (both may be null: no metrics, no access control) must outlive the
+  // service.
+  InferenceService(ModelRepository& repository, ServerMetrics* metrics, const GrpcAccess* access = nullptr);
 
   // ServerReady's answer: false until the repository has started, and again once shutdown begins.
   void SetReady(bool ready) { ready_.store(ready); }
@@ -114,9 +117,13 @@ class InferenceService final : public internal::CallbackServiceWithRawStream {
   void Enqueue(const inference::ModelInferRequest& request, grpc::CallbackServerContext* context,
                inference::ModelInferResponse* response, std::function<void(const absl::Status&)> finish);
   void Reply(const std::string& model, const std::string& version, absl::Time arrival, const absl::Status& status);
+  // The access check of `method` (a GRPCInferenceService method name): handlers act only on an OK answer.
+  // The interceptor has already ended a refused call; this keeps its handler from having effects anyway.
+  absl::Status Allowed(const grpc::CallbackServerContext* context, absl::string_view method) const;
 
   ModelRepository& repository_;
   ServerMetrics* metrics_;
+  const GrpcAccess* access_;
   std::atomic<bool> ready_{false};
   LoadQueue loads_;
 };

@@ -23,12 +23,12 @@ EXAMPLES = ROOT / "examples" / "models"
 
 
 class ServerProcess:
-    """`onnxserve serve` on loopback with ports picked by the kernel; stopped (SIGTERM) on exit."""
+    """`onnxserve serve` on loopback with ports picked by the kernel, `flags` added; stopped (SIGTERM) on exit."""
 
-    def __init__(self, repository=EXAMPLES, timeout=30):
+    def __init__(self, repository=EXAMPLES, timeout=30, flags=()):
         self.proc = subprocess.Popen(
             [BIN, "serve", "--model-repository", str(repository), "--grpc-port", "0", "--http-port", "0",
-             "--address", "127.0.0.1"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+             "--address", "127.0.0.1", *flags], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.log = []
         ready = threading.Event()
 
@@ -45,7 +45,8 @@ class ServerProcess:
             raise RuntimeError("server not ready in %ss:\n%s" % (timeout, "".join(self.log)))
         listening = next(l for l in self.log if "event=server_listening" in l)
         self.grpc_port = int(re.search(r"grpc_port=(\d+)", listening).group(1))
-        self.http_port = int(re.search(r"http_port=(\d+)", listening).group(1))
+        self.http_port = int(re.search(r" http_port=(-?\d+)", listening).group(1))
+        self.metrics_port = int(re.search(r"metrics_port=(-?\d+)", listening).group(1))
         self.grpc = "127.0.0.1:%d" % self.grpc_port
 
     def stop(self):
