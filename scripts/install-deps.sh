@@ -13,6 +13,7 @@ packages=(
   libonnx-dev libopenblas-dev libre2-dev prometheus-cpp-dev libmicrohttpd-dev libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-onnx python3-numpy python3-sklearn python3-grpcio python3-grpc-tools python3-yaml
   docker-compose
+  clang-14 libclang-rt-14-dev llvm-14  # scripts/sanitize.sh and scripts/fuzz.sh: ASan, UBSan, libFuzzer, symbolizer
 )
 
 $SUDO apt-get update -qq
