@@ -1,4 +1,4 @@
-// Fuzz target: ONNX model bytes -> Model -> Session (planning, kernel lookup, load-time passes), then, when the
+// Fuzz target: ONNX model bytes -> ModelProto -> Model -> Session (planning, kernel lookup, load-time passes), then, when the
 // model compiles, one run on generated inputs of the declared types with small shapes and a short deadline.
 #include <algorithm>
 #include <cstdint>
@@ -13,6 +13,7 @@
 #include "absl/time/clock.h"
 #include "runtime/core/run_limits.h"
 #include "runtime/exec/session.h"
+#include "tests/fuzz/size_filter.h"
 
 namespace onnxserve {
 namespace {
@@ -61,7 +62,10 @@ bool Runnable(const ValueInfo& info) {
 }
 
 int RunOne(std::string_view bytes) {
-  auto model = Model::LoadFromBytes(bytes, "");
+  onnx::ModelProto proto;
+  if (!proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) return 0;
+  if (proto.has_graph() && fuzz::HugeGraph(proto.graph())) return 0;
+  auto model = Model::FromProto(std::move(proto), "");
   if (!model.ok()) return 0;
   auto session = Session::Create(*std::move(model));
   if (!session.ok()) return 0;
