@@ -14,6 +14,7 @@ packages=(
   python3 python3-onnx python3-numpy python3-sklearn python3-grpcio python3-grpc-tools python3-yaml
   openssl curl  # tls_test.py: certificates made at test time, HTTPS requests
   docker-compose
+  clang-14 libclang-rt-14-dev llvm-14  # scripts/sanitize.sh and scripts/fuzz.sh: ASan, UBSan, libFuzzer, symbolizer
 )
 
 $SUDO apt-get update -qq

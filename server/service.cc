@@ -57,7 +57,8 @@ absl::StatusOr<Tensor> DecodeInput(const ModelVersion& mv, const TensorSpec& spe
   return TensorFromContents(spec.name, *dtype, shape, input.contents());
 }
 
-// Fills `request.inputs` (in the model's input order) and `request.rows` from the wire request.
+}  // namespace
+
 absl::Status DecodeInputs(const ModelVersion& mv, const ModelInferRequest& wire, QueuedRequest& request) {
   const int raw_count = wire.raw_input_contents_size();
   if (raw_count != 0 && raw_count != wire.inputs_size()) {
@@ -100,6 +101,8 @@ absl::Status DecodeInputs(const ModelVersion& mv, const ModelInferRequest& wire,
   }
   return absl::OkStatus();
 }
+
+namespace {
 
 // Indices (into the model's outputs) of the requested outputs; all of them when none is named.
 absl::StatusOr<std::vector<size_t>> RequestedOutputs(const ModelVersion& mv, const ModelInferRequest& wire) {

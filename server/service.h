@@ -36,6 +36,11 @@ using CallbackServiceWithRawStream = Grpc::WithCallbackMethod_ServerLive<Grpc::W
                         Grpc::WithCallbackMethod_RepositoryModelUnload<Grpc::Service>>>>>>>>>>>>;
 }  // namespace internal
 
+// Fills `request.inputs` (in the model's input order) and `request.rows` from the wire request, checking
+// names, types, shapes, batch size and payload sizes against the version's completed config. The decode step
+// of ModelInfer, exposed so that tests/fuzz/infer_request_fuzz.cc can drive it without gRPC.
+absl::Status DecodeInputs(const ModelVersion& mv, const inference::ModelInferRequest& wire, QueuedRequest& request);
+
 // Runs RepositoryModelLoad calls one at a time on a thread of its own, so that gRPC's callback threads stay
 // free while a model loads (seconds). Its destructor answers the calls still queued with UNAVAILABLE and
 // joins the thread, so no load outlives the repository it loads into.

@@ -74,6 +74,8 @@ absl::StatusOr<bool> ExecutionPlan::TryFuseIntoProducer(const Model& model, cons
   const std::string& op = node.op_type();
   const bool is_add = (op == "Add" && !FindAttribute(node, "broadcast")) || (op == "Sum" && node.input_size() == 2);
   if (op != "BatchNormalization" && op != "Relu" && !is_add) return false;
+  // Arity is the kernel's to check when the node gets its step; fusion must not read inputs that are absent.
+  if (node.input_size() < (is_add ? 2 : 1)) return false;
 
   // The Conv/FusedConv step producing `value`, when `node` is that value's only reader, or -1.
   auto fusible_producer = [&](const std::string& value) -> int {

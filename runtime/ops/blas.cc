@@ -139,6 +139,9 @@ void ForEachColumnRun(const ConvGeometry& geo, RowFn&& row) {
   std::vector<int64_t> image_strides(rank, 1);
   for (size_t d = last; d-- > 0;) image_strides[d] = image_strides[d + 1] * geo.image[d + 1];
   std::vector<int64_t> koff(rank, 0), gidx(rank, 0);
+  // An empty grid (a 0-sized input axis, which a request may send) has no column rows to walk; dividing by
+  // its last axis below would trap.
+  if (geo.GridSize() == 0) return;
   const int64_t kernel_size = geo.KernelSize();
   const int64_t runs = geo.GridSize() / geo.grid[last];
   for (int64_t kk = 0; kk < kernel_size; ++kk) {

@@ -367,5 +367,22 @@ TEST(ConvTransposeTest, SameUpperGivesInputTimesStride) {
   EXPECT_TRUE(TensorsClose(ReferenceConvTranspose(x, w, nullptr, p, {6, 6}), (*result)[0], 1e-4, 1e-5));
 }
 
+// Found by tests/fuzz/model_fuzz.cc: an input with a 0-sized spatial axis made the column walk divide by that
+// axis (SIGFPE). Any request could send one. Conv gives an empty output; ConvTranspose's output is the bias.
+TEST(ConvTest, ZeroSizedSpatialInputs) {
+  const Tensor w = Tensor::FromVector<float>({1, 1, 2}, {1.f, 2.f});
+  auto conv = OpTest("Conv", 22).Input("x", Tensor(DataType::kFloat, {1, 1, 0})).Input("w", w).Output("y").Run();
+  EXPECT_FALSE(conv.ok() && (*conv)[0].NumElements() != 0);
+  auto transposed = OpTest("ConvTranspose", 22)
+                        .Input("x", Tensor(DataType::kFloat, {1, 1, 0}))
+                        .Input("w", w)
+                        .Input("b", Tensor::FromVector<float>({1}, {0.5f}))
+                        .Output("y")
+                        .Run();
+  if (transposed.ok()) {
+    for (float v : (*transposed)[0].values<float>()) EXPECT_EQ(v, 0.5f);
+  }
+}
+
 }  // namespace
 }  // namespace onnxserve

@@ -1,0 +1,157 @@
+#!/usr/bin/python3
+"""Writes the fuzz targets' seed corpora: fuzz_seeds.py OUT_DIR [ONNX_TESTS_DIR].
+
+Seeds are derived at run time from test data the repository already has, so none is committed:
+  model/         model.onnx files of the ONNX backend tests (node/, simple/, pytorch-*) and the e2e models
+  tensor_proto/  the backend tests' input and output .pb files (onnx.TensorProto)
+  config/        the e2e and example config.pbtxt files, plus configs for the fuzz targets' "mixed" model
+  infer_request/ ModelInferRequests for the "mixed" model (tests/fuzz/fuzz_models.h), raw and typed payloads
+  http/          HTTP requests for every route of server/http.cc, and malformed ones
+Each corpus keeps files of at most MAX_BYTES so a libFuzzer run starts quickly.
+"""
+import glob
+import hashlib
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MAX_BYTES = 64 * 1024
+MAX_FILES = 1500  # per corpus: enough variety, and libFuzzer's first pass over them stays short
+
+
+def put(out, target, data):
+    if len(data) > MAX_BYTES:
+        return False
+    path = os.path.join(out, target)
+    os.makedirs(path, exist_ok=True)
+    with open(os.path.join(path, hashlib.sha1(data).hexdigest()), "wb") as f:
+        f.write(data)
+    return True
+
+
+def copy_files(out, target, pattern_list):
+    count = 0
+    for pattern in pattern_list:
+        for name in sorted(glob.glob(pattern, recursive=True)):
+            if count >= MAX_FILES:
+                return count
+            with open(name, "rb") as f:
+                count += put(out, target, f.read())
+    return count
+
+
+def e2e_repository(tmp):
+    repo = os.path.join(tmp, "e2e_models")
+    subprocess.run([sys.executable, os.path.join(ROOT, "tests/e2e/make_models.py"), repo], check=True,
+                   stdout=subprocess.DEVNULL)
+    return repo
+
+
+MIXED_CONFIGS = [
+    b"",
+    b'name: "mixed"\nmax_batch_size: 8\ndynamic_batching { max_queue_delay_microseconds: 100 }\n',
+    b'name: "mixed"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 0\n'
+    b'input [ { name: "x" data_type: TYPE_FP32 dims: [ -1, 4 ] }, { name: "s" data_type: TYPE_STRING dims: [ -1 ] },\n'
+    b'  { name: "i" data_type: TYPE_INT64 dims: [ -1, 3 ] }, { name: "h" data_type: TYPE_FP16 dims: [ -1, 2 ] },\n'
+    b'  { name: "b" data_type: TYPE_BOOL dims: [ -1, 1 ] } ]\n'
+    b'output [ { name: "x_out" data_type: TYPE_FP32 dims: [ -1, 4 ] } ]\n'
+    b'instance_group [ { count: 2 kind: KIND_CPU } ]\n'
+    b'parameters { key: "threads" value { string_value: "2" } }\n'
+    b'parameters { key: "execution_timeout_ms" value { string_value: "1000" } }\n',
+    b'max_batch_size: 4\ndynamic_batching { preferred_batch_size: [ 2, 4 ] max_queue_delay_microseconds: 500\n'
+    b'  default_queue_policy { max_queue_size: 3 timeout_action: REJECT default_timeout_microseconds: 100\n'
+    b'  allow_timeout_override: true } }\nversion_policy { latest { num_versions: 2 } }\n',
+]
+
+
+def infer_requests(tmp, out):
+    """Requests for the mixed model; the first byte picks its unbatched (0) or batched (1) version."""
+    subprocess.run(["protoc", "-I", os.path.join(ROOT, "proto"), "--python_out", tmp,
+                    os.path.join(ROOT, "proto/grpc_service.proto"), os.path.join(ROOT, "proto/model_config.proto")],
+                   check=True)
+    sys.path.insert(0, tmp)
+    import grpc_service_pb2 as pb  # noqa: E402  (generated just above)
+
+    def request(n, raw):
+        r = pb.ModelInferRequest(model_name="mixed", id="seed")
+        specs = [("x", "FP32", [n, 4]), ("s", "BYTES", [n]), ("i", "INT64", [n, 3]), ("h", "FP16", [n, 2]),
+                 ("b", "BOOL", [n, 1])]
+        for name, dtype, shape in specs:
+            t = r.inputs.add(name=name, datatype=dtype, shape=shape)
+            count = 1
+            for d in shape:
+                count *= d
+            if raw:
+                if dtype == "FP32":
+                    data = struct.pack("<%df" % count, *[float(k) for k in range(count)])
+                elif dtype == "BYTES":
+                    data = b"".join(struct.pack("<I", 2) + b"ab" for _ in range(count))
+                elif dtype == "INT64":
+                    data = struct.pack("<%dq" % count, *range(count))
+                elif dtype == "FP16":
+                    data = b"\x00\x3c" * count
+                else:
+                    data = b"\x01" * count
+                r.raw_input_contents.append(data)
+            elif dtype == "FP32":
+                t.contents.fp32_contents.extend(float(k) for k in range(count))
+            elif dtype == "BYTES":
+                t.contents.bytes_contents.extend([b"ab"] * count)
+            elif dtype == "INT64":
+                t.contents.int64_contents.extend(range(count))
+            elif dtype == "BOOL":
+                t.contents.bool_contents.extend([True] * count)
+            # FP16 has no typed field: that seed is an error case on purpose
+        r.outputs.add(name="x_out")
+        return r.SerializeToString()
+
+    for version in (b"\x00", b"\x01"):
+        for n in (0, 1, 3):
+            put(out, "infer_request", version + request(n, True))
+            put(out, "infer_request", version + request(n, False))
+
+
+HTTP_REQUESTS = [
+    b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /v2/health/ready HTTP/1.0\r\n\r\n",
+    b"GET /v2/models/add/ready HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    b"GET /v2/models/add/versions/1/ready HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /v2/models/add%2Fx/versions//ready?x=1 HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"POST /v2/health/live HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nabcd",
+    b"GET /metrics HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n0\r\n\r\n",
+    b"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999\r\n\r\n",
+    b"GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\nGET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\nGET /v2/health/ready HTTP/1.1\r\nHost: x\r\n\r\n",
+]
+
+
+def main():
+    out = sys.argv[1]
+    tests = sys.argv[2] if len(sys.argv) > 2 else os.path.join(ROOT, "../shared/onnx-tests/data")
+    shutil.rmtree(out, ignore_errors=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = e2e_repository(tmp)
+        counts = {}
+        counts["model"] = copy_files(out, "model", [
+            os.path.join(repo, "**/*.onnx"), os.path.join(tests, "simple/*/model.onnx"),
+            os.path.join(tests, "node/*/model.onnx"), os.path.join(tests, "pytorch-operator/*/model.onnx")])
+        counts["tensor_proto"] = copy_files(out, "tensor_proto", [
+            os.path.join(tests, "simple/*/test_data_set_0/*.pb"), os.path.join(tests, "node/*/test_data_set_0/*.pb")])
+        counts["config"] = copy_files(out, "config", [os.path.join(repo, "*/config.pbtxt"),
+                                                      os.path.join(ROOT, "examples/**/config.pbtxt")])
+        for config in MIXED_CONFIGS:
+            counts["config"] += put(out, "config", config)
+        infer_requests(tmp, out)
+        for req in HTTP_REQUESTS:
+            put(out, "http", req)
+    for target in sorted(os.listdir(out)):
+        print("%-14s %5d seeds" % (target, len(os.listdir(os.path.join(out, target)))))
+
+
+if __name__ == "__main__":
+    main()

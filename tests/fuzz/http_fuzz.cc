@@ -1,0 +1,83 @@
+// Fuzz target: raw bytes as one HTTP connection's request stream to the server's HTTP side (server/http.cc:
+// route table, probes, /metrics, body limits) running in this process on an ephemeral loopback port.
+// libmicrohttpd itself is not instrumented; the coverage that steers the fuzzer is our handlers'.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "server/log.h"
+#include "server/metrics.h"
+
+namespace onnxserve::server {
+namespace {
+
+struct Fixture {
+  std::unique_ptr<ServerMetrics> metrics = MakePrometheusMetrics();
+  std::unique_ptr<HttpServer> http;
+
+  Fixture() {
+    SetLogLevel(LogLevel::kError);
+    metrics->SetModelReady("add", "1", true);
+    metrics->OnRequest("add", "1", grpc::StatusCode::OK, 0.001);
+    HealthProbes probes;
+    probes.live = [] { return true; };
+    probes.ready = [] { return true; };
+    probes.model_ready = [](const std::string& model, const std::string& version) {
+      return model == "add" && (version.empty() || version == "1");
+    };
+    HttpLimits limits;
+    limits.threads = 2;
+    limits.idle_timeout_secs = 1;
+    limits.max_body_bytes = 4096;
+    auto started = StartHttpServer("127.0.0.1", 0, *metrics, std::move(probes), limits);
+    if (!started.ok()) std::abort();
+    http = *std::move(started);
+  }
+};
+
+// Sends `bytes`, half-closes, and reads the answer until the server closes or goes quiet.
+void Exchange(int port, const uint8_t* bytes, size_t size) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) std::abort();
+  timeval timeout{0, 200 * 1000};
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+  // Reset on close: thousands of connections a second must not pile up in TIME_WAIT.
+  linger reset{1, 0};
+  setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) std::abort();
+  size_t sent = 0;
+  while (sent < size) {
+    const ssize_t n = send(fd, bytes + sent, size - sent, MSG_NOSIGNAL);
+    if (n <= 0) break;  // the server answered early (404, 413) and closed
+    sent += static_cast<size_t>(n);
+  }
+  shutdown(fd, SHUT_WR);
+  // MHD keeps an HTTP/1.1 connection open after answering, half-closed or not: once answer bytes flow, a
+  // short lull means the server is done (pipelined answers follow each other closely).
+  char buffer[4096];
+  int wait_ms = 50;
+  pollfd readable{fd, POLLIN, 0};
+  while (poll(&readable, 1, wait_ms) > 0 && recv(fd, buffer, sizeof(buffer), 0) > 0) wait_ms = 5;
+  close(fd);
+}
+
+}  // namespace
+}  // namespace onnxserve::server
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static onnxserve::server::Fixture* fixture = new onnxserve::server::Fixture();  // lives as long as the process
+  onnxserve::server::Exchange(fixture->http->port(), data, size);
+  return 0;
+}
