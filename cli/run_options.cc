@@ -1,5 +1,7 @@
 #include "cli/run_options.h"
 
+#include <cstdint>
+
 #include "runtime/core/checked_size.h"
 #include "runtime/core/status_macros.h"
 

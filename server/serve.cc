@@ -59,6 +59,10 @@ ABSL_FLAG(int64_t, max_tensor_elements, onnxserve::SizeLimits{}.max_elements,
           "past it the request gets RESOURCE_EXHAUSTED (1 to 2^60)");
 ABSL_FLAG(int64_t, max_tensor_bytes, onnxserve::SizeLimits{}.max_bytes,
           "--max-tensor-bytes N: most bytes of storage one tensor may take (>= 1)");
+ABSL_FLAG(int64_t, model_memory_budget_bytes, 0,
+          "--model-memory-budget-bytes N: most bytes of tensors one execution of a model may hold at once, "
+          "for models whose config.pbtxt sets no memory_budget_bytes; past it the request gets "
+          "RESOURCE_EXHAUSTED. 0: no budget");
 ABSL_FLAG(std::string, log_level, "info", "--log-level debug|info|warning|error");
 
 namespace onnxserve::server {
@@ -99,7 +103,7 @@ absl::Status ParseFlags(int argc, char** argv, SecurityConfig& security) {
       "onnxserve serve --model-repository DIR [--grpc-port 8001] [--http-port 8002] "
       "[--model-control-mode none|poll|explicit] [--repository-poll-secs 15] [--shutdown-grace-secs 30] "
       "[--max-request-bytes N] [--max-tensor-elements N] [--max-tensor-bytes N] "
-      "[--threads N] [--exit-on-error] [--log-level info]\n"
+      "[--model-memory-budget-bytes N] [--threads N] [--exit-on-error] [--log-level info]\n"
       "TLS, access control and listeners:\n",
       SecurityFlagsUsage()));
   absl::FlagsUsageConfig usage;
@@ -123,6 +127,9 @@ absl::Status ParseFlags(int argc, char** argv, SecurityConfig& security) {
   }
   if (absl::GetFlag(FLAGS_threads) < 1) return absl::InvalidArgumentError("--threads must be >= 1");
   if (absl::Status status = ApplyTensorLimits(); !status.ok()) return status;
+  if (absl::GetFlag(FLAGS_model_memory_budget_bytes) < 0) {
+    return absl::InvalidArgumentError("--model-memory-budget-bytes must be >= 0 (0: no budget)");
+  }
   if (absl::GetFlag(FLAGS_repository_poll_secs) < 1) {
     return absl::InvalidArgumentError("--repository-poll-secs must be >= 1");
   }
@@ -254,6 +261,7 @@ absl::Status Start(Server& s) {
   options.root = absl::GetFlag(FLAGS_model_repository);
   options.mode = *mode;
   options.intra_op_threads = absl::GetFlag(FLAGS_threads);
+  options.memory_budget_bytes = absl::GetFlag(FLAGS_model_memory_budget_bytes);
   options.metrics = s.metrics.get();
   options.on_model_ready = [&s](const std::string& model, bool ready) {
     if (s.health) s.health->SetServingStatus(model, ready);
