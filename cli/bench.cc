@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/run_options.h"
 #include "cli/tensor_files.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/exec/session.h"
@@ -66,9 +67,8 @@ absl::Status Bench(const Args& args) {
   ASSIGN_OR_RETURN(int64_t batch, args.GetInt("batch", 1, 1, 1 << 20));
   ASSIGN_OR_RETURN(int64_t iterations, args.GetInt("iterations", 100, 1, 10000000));
   ASSIGN_OR_RETURN(int64_t warmup, args.GetInt("warmup", 10, 0, 1000000));
-  ASSIGN_OR_RETURN(int64_t threads, args.GetInt("threads", 1, 1, 256));
-  ASSIGN_OR_RETURN(auto session, Session::LoadFile(args.positional[0],
-                                                   {.intra_op_threads = static_cast<int>(threads)}));
+  ASSIGN_OR_RETURN(SessionOptions options, ApplyRunOptions(args));
+  ASSIGN_OR_RETURN(auto session, Session::LoadFile(args.positional[0], options));
   ASSIGN_OR_RETURN(auto feeds, MakeFeeds(*session, args, batch));
   for (int64_t i = 0; i < warmup; ++i) RETURN_IF_ERROR(session->Run(feeds).status());
   std::vector<double> ms;
@@ -85,7 +85,7 @@ absl::Status Bench(const Args& args) {
       "{\"model\": \"%s\", \"threads\": %d, \"batch\": %d, \"iterations\": %d, \"warmup\": %d, "
       "\"p50_ms\": %.4f, \"p90_ms\": %.4f, \"p99_ms\": %.4f, \"mean_ms\": %.4f, \"min_ms\": %.4f, "
       "\"max_ms\": %.4f, \"items_per_second\": %.2f}\n",
-      fs::path(args.positional[0]).filename().string(), threads, items, iterations, warmup,
+      fs::path(args.positional[0]).filename().string(), options.intra_op_threads, items, iterations, warmup,
       Percentile(ms, 50), Percentile(ms, 90), Percentile(ms, 99), mean, ms.front(), ms.back(),
       items * 1000.0 / mean);
   return absl::OkStatus();
@@ -94,7 +94,9 @@ absl::Status Bench(const Args& args) {
 }  // namespace
 
 int BenchCommand(int argc, char** argv) {
-  auto args = ParseArgs(argc, argv, 2, {"inputs-dir", "batch", "iterations", "warmup", "threads"});
+  std::vector<std::string> known = RunOptionNames();
+  known.insert(known.end(), {"inputs-dir", "batch", "iterations", "warmup"});
+  auto args = ParseArgs(argc, argv, 2, known);
   absl::Status status = args.ok() ? Bench(*args) : args.status();
   if (!status.ok()) {
     std::cerr << "onnxserve bench: " << status << "\n";

@@ -23,9 +23,12 @@ constexpr Subcommand kSubcommands[] = {
     {"probe", onnxserve::server::ProbeCommand, "probe [--addr host:port] [--model NAME]"},
     {"load", onnxserve::server::LoadCommand, "load --model NAME [-c N] [-n N | -z SECONDS] ... (see load --help)"},
 #endif
-    {"run", onnxserve::cli::RunCommand, "run MODEL.onnx --inputs-dir DIR --outputs-dir OUT"},
+    {"run", onnxserve::cli::RunCommand,
+     "run MODEL.onnx --inputs-dir DIR --outputs-dir OUT [--threads N] [--max-tensor-elements N] "
+     "[--max-tensor-bytes N] [--memory-budget-bytes N]"},
     {"bench", onnxserve::cli::BenchCommand,
-     "bench MODEL.onnx [--inputs-dir DIR] [--batch N] [--iterations N] [--warmup N] [--threads N]"},
+     "bench MODEL.onnx [--inputs-dir DIR] [--batch N] [--iterations N] [--warmup N] [--threads N] "
+     "[--max-tensor-elements N] [--max-tensor-bytes N] [--memory-budget-bytes N]"},
     {"check", onnxserve::cli::CheckCommand, "check MODEL.onnx"},
     {"ops", onnxserve::cli::OpsCommand, "ops [--format table|markdown]"},
 };

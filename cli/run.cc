@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/run_options.h"
 #include "cli/tensor_files.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/exec/session.h"
@@ -21,9 +22,8 @@ absl::Status Run(const Args& args) {
   if (inputs_dir.empty() || outputs_dir.empty()) {
     return absl::InvalidArgumentError("--inputs-dir and --outputs-dir are required");
   }
-  ASSIGN_OR_RETURN(int64_t threads, args.GetInt("threads", 1, 1, 256));
-  ASSIGN_OR_RETURN(auto session, Session::LoadFile(args.positional[0],
-                                                   {.intra_op_threads = static_cast<int>(threads)}));
+  ASSIGN_OR_RETURN(SessionOptions options, ApplyRunOptions(args));
+  ASSIGN_OR_RETURN(auto session, Session::LoadFile(args.positional[0], options));
   std::vector<std::pair<std::string, Tensor>> feeds;
   for (size_t i = 0; i < session->inputs().size(); ++i) {
     const std::string path = (fs::path(inputs_dir) / absl::StrCat("input_", i, ".pb")).string();
@@ -44,7 +44,9 @@ absl::Status Run(const Args& args) {
 }  // namespace
 
 int RunCommand(int argc, char** argv) {
-  auto args = ParseArgs(argc, argv, 2, {"inputs-dir", "outputs-dir", "threads"});
+  std::vector<std::string> known = RunOptionNames();
+  known.insert(known.end(), {"inputs-dir", "outputs-dir"});
+  auto args = ParseArgs(argc, argv, 2, known);
   absl::Status status = args.ok() ? Run(*args) : args.status();
   if (!status.ok()) {
     std::cerr << "onnxserve run: " << status << "\n";

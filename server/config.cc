@@ -19,6 +19,7 @@ namespace {
 
 constexpr char kThreadsParameter[] = "threads";
 constexpr char kExecutionTimeoutParameter[] = "execution_timeout_ms";
+constexpr char kMemoryBudgetParameter[] = "memory_budget_bytes";
 // A day: longer is a typo, not a budget.
 constexpr int64_t kMaxExecutionTimeoutMs = int64_t{24} * 3600 * 1000;
 
@@ -222,7 +223,7 @@ absl::Status CheckIdentity(const std::string& model_name, inference::ModelConfig
   config.set_platform(kPlatform);
   config.set_backend(kBackend);
   for (const auto& [key, value] : config.parameters()) {
-    if (key != kThreadsParameter && key != kExecutionTimeoutParameter) {
+    if (key != kThreadsParameter && key != kExecutionTimeoutParameter && key != kMemoryBudgetParameter) {
       Log(LogLevel::kWarning, "config_parameter_ignored", {{"model", model_name}, {"parameter", key}});
     }
   }
@@ -312,6 +313,18 @@ absl::StatusOr<absl::Duration> ExecutionTimeoutParameter(const inference::ModelC
                                                    it->second.string_value().substr(0, 64), "\""));
   }
   return absl::Milliseconds(ms);
+}
+
+absl::StatusOr<int64_t> MemoryBudgetParameter(const inference::ModelConfig& config, int64_t fallback) {
+  auto it = config.parameters().find(kMemoryBudgetParameter);
+  if (it == config.parameters().end()) return fallback;
+  int64_t bytes = 0;
+  if (!absl::SimpleAtoi(it->second.string_value(), &bytes) || bytes < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("parameters \"", kMemoryBudgetParameter,
+                                                   "\" must be a whole number of bytes (0: no budget), got \"",
+                                                   it->second.string_value().substr(0, 64), "\""));
+  }
+  return bytes;
 }
 
 int InstanceCount(const inference::ModelConfig& config) {

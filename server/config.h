@@ -34,6 +34,12 @@ absl::StatusOr<int> ThreadsParameter(const inference::ModelConfig& config, int f
 // string_value: "N" } }`; infinite when absent. Past it a run stops between steps with DEADLINE_EXCEEDED.
 absl::StatusOr<absl::Duration> ExecutionTimeoutParameter(const inference::ModelConfig& config);
 
+// The bytes of tensor storage one execution of the model may hold at once (SessionOptions::
+// memory_budget_bytes), from `parameters { key: "memory_budget_bytes" value { string_value: "N" } }`, or
+// `fallback` (the --model-memory-budget-bytes flag) when absent. 0 means no budget; a value that is not a
+// whole number >= 0 is an error.
+absl::StatusOr<int64_t> MemoryBudgetParameter(const inference::ModelConfig& config, int64_t fallback);
+
 // What a request must send (inputs) or gets back (outputs), per a completed config.
 struct TensorSpec {
   std::string name;

@@ -388,6 +388,8 @@ absl::StatusOr<std::shared_ptr<ModelVersion>> ModelRepository::BuildVersion(cons
   SessionOptions session_options;
   ASSIGN_OR_RETURN(session_options.intra_op_threads, ThreadsParameter(config, options_.intra_op_threads));
   ASSIGN_OR_RETURN(mv->execution_timeout, ExecutionTimeoutParameter(config));
+  ASSIGN_OR_RETURN(session_options.memory_budget_bytes,
+                   MemoryBudgetParameter(config, options_.memory_budget_bytes));
   ASSIGN_OR_RETURN(mv->session, Session::LoadFile(model_file.string(), session_options));
   RETURN_IF_ERROR(CompleteModelConfig(name, *mv->session, from_file, config));
   mv->config = std::move(config);
@@ -395,13 +397,17 @@ absl::StatusOr<std::shared_ptr<ModelVersion>> ModelRepository::BuildVersion(cons
   mv->outputs = OutputSpecs(mv->config);
   mv->stats = std::make_unique<VersionStats>(name, mv->version_str);
   SchedulerOptions scheduler_options = SchedulerOptionsFor(*mv);
+  // Errors name the model: the runtime knows its nodes, not the name it is served under.
   RunFn run = [session = mv->session.get(), inputs = scheduler_options.input_names,
-               outputs = scheduler_options.output_names](const std::vector<Tensor>& values,
-                                                         const RunLimits& limits) {
+               outputs = scheduler_options.output_names,
+               model = absl::StrCat("model ", QuotedName(name), " version ", version)](
+                  const std::vector<Tensor>& values, const RunLimits& limits) -> absl::StatusOr<std::vector<Tensor>> {
     std::vector<std::pair<std::string, Tensor>> feeds;
     feeds.reserve(values.size());
     for (size_t i = 0; i < values.size(); ++i) feeds.emplace_back(inputs[i], values[i]);
-    return session->Run(feeds, outputs, limits);
+    absl::StatusOr<std::vector<Tensor>> result = session->Run(feeds, outputs, limits);
+    if (result.ok()) return result;
+    return absl::Status(result.status().code(), absl::StrCat(model, ": ", result.status().message()));
   };
   mv->scheduler = std::make_unique<Scheduler>(std::move(scheduler_options), std::move(run), mv->stats.get(),
                                               options_.metrics);

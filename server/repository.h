@@ -68,6 +68,7 @@ struct RepositoryOptions {
   std::string root;
   ControlMode mode = ControlMode::kNone;
   int intra_op_threads = 1;
+  int64_t memory_budget_bytes = 0;  // per execution, for models whose config sets none; 0: no budget
   ServerMetrics* metrics = nullptr;  // may be null; must outlive the repository
   // Called (outside the repository lock) when a model's readiness may have changed: `ready` is true when at
   // least one of its versions serves.

@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "runtime/core/checked_size.h"
 #include "server/commands.h"
 #include "server/grpc_access.h"
 #include "server/log.h"
@@ -53,6 +54,15 @@ ABSL_FLAG(bool, exit_on_error, false,
           "--exit-on-error: exit when a model fails to load at startup; by default the server starts with "
           "the models that loaded and lists the others as UNAVAILABLE");
 ABSL_FLAG(int, threads, 1, "--threads N: intra-op threads of each model instance");
+ABSL_FLAG(int64_t, max_tensor_elements, onnxserve::SizeLimits{}.max_elements,
+          "--max-tensor-elements N: most elements one tensor may have, from a request or computed by a model; "
+          "past it the request gets RESOURCE_EXHAUSTED (1 to 2^60)");
+ABSL_FLAG(int64_t, max_tensor_bytes, onnxserve::SizeLimits{}.max_bytes,
+          "--max-tensor-bytes N: most bytes of storage one tensor may take (>= 1)");
+ABSL_FLAG(int64_t, model_memory_budget_bytes, 0,
+          "--model-memory-budget-bytes N: most bytes of tensors one execution of a model may hold at once, "
+          "for models whose config.pbtxt sets no memory_budget_bytes; past it the request gets "
+          "RESOURCE_EXHAUSTED. 0: no budget");
 ABSL_FLAG(std::string, log_level, "info", "--log-level debug|info|warning|error");
 
 namespace onnxserve::server {
@@ -73,12 +83,27 @@ std::vector<std::string> AbslStyleArgs(const char* program, std::vector<std::str
   return args;
 }
 
+// Sets the process-wide per-tensor limits from their flags. Runs before any model loads: the limits also bound
+// what loading allocates (initializers, constant folding).
+absl::Status ApplyTensorLimits() {
+  const SizeLimits limits{absl::GetFlag(FLAGS_max_tensor_elements), absl::GetFlag(FLAGS_max_tensor_bytes)};
+  if (limits.max_elements < 1 || limits.max_elements > kMaxSettableElements) {
+    return absl::InvalidArgumentError(absl::StrCat("--max-tensor-elements must be in [1, ", kMaxSettableElements,
+                                                   "], got ", limits.max_elements));
+  }
+  if (limits.max_bytes < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--max-tensor-bytes must be >= 1, got ", limits.max_bytes));
+  }
+  return SetSizeLimits(limits);
+}
+
 // Parses the command line: the security flags into `security`, the others into the absl flags above.
 absl::Status ParseFlags(int argc, char** argv, SecurityConfig& security) {
   absl::SetProgramUsageMessage(absl::StrCat(
       "onnxserve serve --model-repository DIR [--grpc-port 8001] [--http-port 8002] "
       "[--model-control-mode none|poll|explicit] [--repository-poll-secs 15] [--shutdown-grace-secs 30] "
-      "[--max-request-bytes N] [--threads N] [--exit-on-error] [--log-level info]\n"
+      "[--max-request-bytes N] [--max-tensor-elements N] [--max-tensor-bytes N] "
+      "[--model-memory-budget-bytes N] [--threads N] [--exit-on-error] [--log-level info]\n"
       "TLS, access control and listeners:\n",
       SecurityFlagsUsage()));
   absl::FlagsUsageConfig usage;
@@ -101,6 +126,10 @@ absl::Status ParseFlags(int argc, char** argv, SecurityConfig& security) {
     return absl::InvalidArgumentError("--max-request-bytes must be in [1, 2147483647]");
   }
   if (absl::GetFlag(FLAGS_threads) < 1) return absl::InvalidArgumentError("--threads must be >= 1");
+  if (absl::Status status = ApplyTensorLimits(); !status.ok()) return status;
+  if (absl::GetFlag(FLAGS_model_memory_budget_bytes) < 0) {
+    return absl::InvalidArgumentError("--model-memory-budget-bytes must be >= 0 (0: no budget)");
+  }
   if (absl::GetFlag(FLAGS_repository_poll_secs) < 1) {
     return absl::InvalidArgumentError("--repository-poll-secs must be >= 1");
   }
@@ -232,6 +261,7 @@ absl::Status Start(Server& s) {
   options.root = absl::GetFlag(FLAGS_model_repository);
   options.mode = *mode;
   options.intra_op_threads = absl::GetFlag(FLAGS_threads);
+  options.memory_budget_bytes = absl::GetFlag(FLAGS_model_memory_budget_bytes);
   options.metrics = s.metrics.get();
   options.on_model_ready = [&s](const std::string& model, bool ready) {
     if (s.health) s.health->SetServingStatus(model, ready);

@@ -6,6 +6,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "runtime/core/memory_budget.h"
+
 namespace onnxserve {
 namespace {
 
@@ -62,8 +64,20 @@ size_t RoundUp(size_t bytes) {
 
 std::shared_ptr<void> AllocateBuffer(size_t bytes) {
   const size_t size = RoundUp(bytes);
-  void* p = Cache().Take(size);
-  return std::shared_ptr<void>(p, [size](void* q) { Cache().Give(q, size); });
+  // Charged before the buffer is taken, so a run past its budget fails without holding the memory.
+  const MemoryCharge charge = MemoryCharge::ToCurrentRun(size);
+  void* p = nullptr;
+  try {
+    p = Cache().Take(size);
+  } catch (...) {
+    charge.Release();
+    throw;
+  }
+  // Should making the shared_ptr throw, it calls the deleter, which gives both back.
+  return std::shared_ptr<void>(p, [size, charge](void* q) {
+    Cache().Give(q, size);
+    charge.Release();
+  });
 }
 
 size_t CachedBytesLimit() { return kCacheLimitBytes; }

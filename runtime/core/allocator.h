@@ -12,7 +12,8 @@ inline constexpr size_t kTensorAlignment = 64;
 
 // Returns uninitialized storage of at least `bytes`, aligned to kTensorAlignment, owned by the shared_ptr.
 // Thread-safe. The cache holds at most CachedBytesLimit() of free buffers; past that they go back to the
-// system.
+// system. Inside a budgeted run the buffer's rounded size is charged to the run's account until the buffer
+// is freed, and a buffer past the budget throws MemoryBudgetExceeded (runtime/core/memory_budget.h).
 std::shared_ptr<void> AllocateBuffer(size_t bytes);
 
 size_t CachedBytesLimit();

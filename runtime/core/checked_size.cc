@@ -10,9 +10,6 @@
 namespace onnxserve {
 namespace {
 
-// Past 2^60 elements an 8-byte element's byte size would leave int64 headroom for offsets and strides.
-constexpr int64_t kMaxConfigurableElements = int64_t{1} << 60;
-
 std::atomic<int64_t> g_max_elements{SizeLimits{}.max_elements};
 std::atomic<int64_t> g_max_bytes{SizeLimits{}.max_bytes};
 
@@ -34,7 +31,7 @@ SizeLimits GetSizeLimits() {
 }
 
 absl::Status SetSizeLimits(const SizeLimits& limits) {
-  if (limits.max_elements <= 0 || limits.max_elements > kMaxConfigurableElements || limits.max_bytes <= 0) {
+  if (limits.max_elements <= 0 || limits.max_elements > kMaxSettableElements || limits.max_bytes <= 0) {
     return absl::InvalidArgumentError(absl::StrCat("size limits need 0 < max_elements <= 2^60 and max_bytes > 0, got ",
                                                    limits.max_elements, " and ", limits.max_bytes));
   }

@@ -24,6 +24,10 @@ struct SizeLimits {
   int64_t max_bytes = int64_t{1} << 34;
 };
 
+// The highest max_elements SetSizeLimits takes: past 2^60 elements an 8-byte element's byte size would leave
+// int64 no headroom for offsets and strides.
+inline constexpr int64_t kMaxSettableElements = int64_t{1} << 60;
+
 // The process-wide limits. Thread-safe; meant to be set once at startup, before models load.
 SizeLimits GetSizeLimits();
 // INVALID_ARGUMENT unless 0 < max_elements <= 2^60 (so that a count times any element size, and any stride,

@@ -10,15 +10,19 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/core/memory_budget.h"
 
 namespace onnxserve {
 
 // Returns fn() (an absl::Status or absl::StatusOr<T>), or a status for any std::exception it throws:
-// RESOURCE_EXHAUSTED for bad_alloc and length_error (an allocation too big to make), INTERNAL otherwise.
+// RESOURCE_EXHAUSTED for bad_alloc and length_error (an allocation too big to make) and for a run past its
+// memory budget, INTERNAL otherwise.
 template <typename Fn>
 auto CatchExceptions(Fn&& fn) -> decltype(fn()) {
   try {
     return fn();
+  } catch (const MemoryBudgetExceeded& e) {
+    return absl::ResourceExhaustedError(e.what());
   } catch (const std::bad_alloc& e) {
     return absl::ResourceExhaustedError(absl::StrCat("out of memory (", e.what(), ")"));
   } catch (const std::length_error& e) {

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "runtime/core/allocator.h"
 #include "runtime/core/checked_size.h"
+#include "runtime/core/memory_budget.h"
 
 namespace onnxserve {
 namespace {
@@ -41,8 +42,19 @@ std::string ShapeToString(absl::Span<const int64_t> shape) {
 Tensor::Tensor(DataType type, Shape shape)
     : type_(type), shape_(std::move(shape)), num_elements_(ElementCountOrThrow(type_, shape_)) {
   if (type_ == DataType::kString) {
-    auto* strings = new std::string[static_cast<size_t>(num_elements_)];
-    owner_ = std::shared_ptr<void>(strings, [](void* p) { delete[] static_cast<std::string*>(p); });
+    const size_t count = static_cast<size_t>(num_elements_);
+    const MemoryCharge charge = MemoryCharge::ToCurrentRun(count * sizeof(std::string));
+    std::string* strings = nullptr;
+    try {
+      strings = new std::string[count];
+    } catch (...) {
+      charge.Release();
+      throw;
+    }
+    owner_ = std::shared_ptr<void>(strings, [charge](void* p) {
+      delete[] static_cast<std::string*>(p);
+      charge.Release();
+    });
     data_ = strings;
     return;
   }

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <exception>
 
+#include "runtime/core/memory_budget.h"
+
 namespace onnxserve {
 
 ThreadPool::ThreadPool(int num_threads) : num_threads_(std::max(1, num_threads)) {
@@ -78,7 +80,9 @@ void ThreadPool::ParallelFor(int64_t n, int64_t min_chunk,
     std::exception_ptr error;  // guarded by mu
   };
   auto state = std::make_shared<State>();
-  auto run_chunks = [state, n, chunks, &fn] {
+  // Chunks allocate on behalf of the caller's run, whichever thread runs them, so they charge its budget.
+  auto run_chunks = [state, n, chunks, &fn, account = CurrentMemoryAccount()] {
+    ScopedMemoryAccount charge_to_caller(account);
     for (int64_t c; (c = state->next.fetch_add(1)) < chunks;) {
       try {
         fn(c * n / chunks, (c + 1) * n / chunks);

@@ -2,12 +2,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/exception_status.h"
+#include "runtime/core/memory_budget.h"
 #include "runtime/core/status_macros.h"
 
 namespace onnxserve {
 
-Session::Session(std::shared_ptr<const Model> model, std::unique_ptr<ExecutionPlan> plan, int threads)
-    : model_(std::move(model)), plan_(std::move(plan)), pool_(threads) {}
+Session::Session(std::shared_ptr<const Model> model, std::unique_ptr<ExecutionPlan> plan,
+                 const SessionOptions& options)
+    : model_(std::move(model)), plan_(std::move(plan)), memory_budget_bytes_(options.memory_budget_bytes),
+      pool_(options.intra_op_threads) {}
 
 absl::StatusOr<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const Model> model,
                                                          const SessionOptions& options) {
@@ -16,10 +19,14 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const M
     return absl::InvalidArgumentError(
         absl::StrCat("intra_op_threads must be at least 1, got ", options.intra_op_threads));
   }
+  if (options.memory_budget_bytes < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("memory_budget_bytes must be 0 (no budget) or more, got ", options.memory_budget_bytes));
+  }
   // The plan catches what its kernels throw; this catches the rest of compiling (fusion, bookkeeping), so
   // that no model takes the process down at load.
   ASSIGN_OR_RETURN(auto plan, CatchExceptions([&] { return ExecutionPlan::Compile(*model, model->graph()); }));
-  return std::unique_ptr<Session>(new Session(std::move(model), std::move(plan), options.intra_op_threads));
+  return std::unique_ptr<Session>(new Session(std::move(model), std::move(plan), options));
 }
 
 absl::StatusOr<std::unique_ptr<Session>> Session::LoadFile(const std::string& path,
@@ -34,6 +41,9 @@ absl::StatusOr<std::vector<Tensor>> Session::Run(const std::vector<std::pair<std
   std::vector<NamedTensor> named;
   named.reserve(feeds.size());
   for (const auto& [name, tensor] : feeds) named.push_back({name, &tensor});
+  // Set on this thread only: subgraphs run on it, and the pool carries the account to its workers.
+  ScopedMemoryAccount account(memory_budget_bytes_ > 0 ? std::make_shared<MemoryAccount>(memory_budget_bytes_)
+                                                       : nullptr);
   ASSIGN_OR_RETURN(std::vector<Tensor> all, plan_->Run(named, pool_, limits));
   if (output_names.empty()) return all;
   std::vector<Tensor> picked;

@@ -2,6 +2,7 @@
 // Run() is thread-safe: many requests may run one Session at once.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -19,6 +20,9 @@ struct SessionOptions {
   // and large GEMMs are split over this pool, so N here means N threads in all. Runs of one session share
   // the pool.
   int intra_op_threads = 1;
+  // The bytes of tensor storage one run may hold at once (runtime/core/memory_budget.h); 0 means no budget.
+  // A run that would pass it fails with RESOURCE_EXHAUSTED naming the node, and frees what it held.
+  int64_t memory_budget_bytes = 0;
 };
 
 class Session {
@@ -35,16 +39,19 @@ class Session {
   const std::vector<ValueInfo>& outputs() const { return model_->graph().outputs(); }
 
   // Runs the model. `output_names` picks outputs and their order; empty means all, in graph order. The run
-  // stops with DEADLINE_EXCEEDED or CANCELLED between steps once `limits` says so.
+  // stops with DEADLINE_EXCEEDED or CANCELLED between steps once `limits` says so. Each call has a memory
+  // budget of its own (SessionOptions::memory_budget_bytes), subgraph runs included; the outputs it returns
+  // stay charged to it until they are freed, which matters to no one once the call has returned.
   absl::StatusOr<std::vector<Tensor>> Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
                                           const std::vector<std::string>& output_names = {},
                                           const RunLimits& limits = {}) const;
 
  private:
-  Session(std::shared_ptr<const Model> model, std::unique_ptr<ExecutionPlan> plan, int threads);
+  Session(std::shared_ptr<const Model> model, std::unique_ptr<ExecutionPlan> plan, const SessionOptions& options);
 
   std::shared_ptr<const Model> model_;
   std::unique_ptr<ExecutionPlan> plan_;
+  int64_t memory_budget_bytes_;
   mutable ThreadPool pool_;
 };
 

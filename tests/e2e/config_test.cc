@@ -63,6 +63,26 @@ TEST(ConfigTest, ABadExecutionTimeoutIsAnErrorNamingTheValue) {
   }
 }
 
+TEST(ConfigTest, MemoryBudgetParameterOverridesTheFlag) {
+  auto budget = MemoryBudgetParameter(
+      Parse(R"(parameters { key: "memory_budget_bytes" value { string_value: "1048576" } })"), 7);
+  ASSERT_TRUE(budget.ok()) << budget.status();
+  EXPECT_EQ(*budget, 1048576);
+  budget = MemoryBudgetParameter(Parse(R"(max_batch_size: 8)"), 7);
+  ASSERT_TRUE(budget.ok()) << budget.status();
+  EXPECT_EQ(*budget, 7);
+}
+
+TEST(ConfigTest, ABadMemoryBudgetIsAnErrorNamingTheValue) {
+  for (const char* bad : {"-1", "lots", "1GiB", "99999999999999999999"}) {
+    auto budget = MemoryBudgetParameter(
+        Parse(std::string(R"(parameters { key: "memory_budget_bytes" value { string_value: ")") + bad + "\" } }"), 0);
+    ASSERT_FALSE(budget.ok()) << bad;
+    EXPECT_EQ(budget.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(budget.status().message().find(bad), std::string::npos) << budget.status();
+  }
+}
+
 // y = Identity(x) over float [N, 4]: a model to complete configs against.
 std::unique_ptr<Session> IdentitySession() {
   onnx::ModelProto model;

@@ -1,6 +1,7 @@
 """Writes the e2e test model repository: make_models.py ROOT [--add-version N | --broken].
 
-Each model is tiny and uses only Add, Identity and Loop, so the tests exercise the server, not the kernels.
+Each model is tiny and uses only Add, Identity, Loop and Expand, so the tests exercise the server, not the
+kernels.
 """
 import os
 import sys
@@ -48,6 +49,15 @@ def spin_graph():
         [helper.make_tensor("zero", T.FLOAT, [1], [0.0])])
 
 
+def expand_graph():
+    """y = x broadcast to `shape`: a request decides how much the run allocates."""
+    return helper.make_graph(
+        [helper.make_node("Expand", ["x", "shape"], ["y"], name="expand")], "expand",
+        [helper.make_tensor_value_info("x", T.FLOAT, [1]),
+         helper.make_tensor_value_info("shape", T.INT64, [2])],
+        [helper.make_tensor_value_info("y", T.FLOAT, ["A", "B"])])
+
+
 def main(root):
     # No config: the server completes it (batching on, since every first dim is dynamic).
     save(root, "add", add_graph())
@@ -70,6 +80,9 @@ def main(root):
     save(root, "spin", spin_graph())
     save(root, "spin_limited", spin_graph(),
          'parameters { key: "execution_timeout_ms" value { string_value: "200" } }\n')
+    # A run may hold 64 KiB of tensors: an output of 16K floats or more is refused.
+    save(root, "budgeted", expand_graph(),
+         'parameters { key: "memory_budget_bytes" value { string_value: "65536" } }\n')
     # Fixed shapes: no batching.
     save(root, "fixed", helper.make_graph(
         [helper.make_node("Identity", ["a"], ["b"])], "fixed",

@@ -81,6 +81,20 @@ ModelInferRequest SpinRequest(const std::string& model, int64_t trips) {
 
 constexpr int64_t kForever = 10'000'000'000'000;  // Loop trips: hours of work
 
+// A request for the "budgeted" model: x = 3 broadcast to `rows` x `cols`.
+ModelInferRequest ExpandRequest(int64_t rows, int64_t cols) {
+  ModelInferRequest req;
+  req.set_model_name("budgeted");
+  AddRawInput(req, "x", {1}, {3.f});
+  auto* shape = req.add_inputs();
+  shape->set_name("shape");
+  shape->set_datatype("INT64");
+  shape->add_shape(2);
+  const int64_t dims[] = {rows, cols};
+  req.add_raw_input_contents()->assign(reinterpret_cast<const char*>(dims), sizeof(dims));
+  return req;
+}
+
 grpc::Status Infer(GRPCInferenceService::Stub& stub, const ModelInferRequest& req, ModelInferResponse* resp,
                    std::chrono::milliseconds timeout = kCallTimeout) {
   return stub.ModelInfer(Context(timeout).get(), req, resp);
@@ -90,7 +104,8 @@ class ServerTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     repository_ = new std::string(MakeRepository("shared"));
-    server_ = ServerProcess::Start(*repository_, {"--max-request-bytes", "65536"}).release();
+    server_ = ServerProcess::Start(*repository_, {"--max-request-bytes", "65536", "--max-tensor-elements", "1000000"})
+                  .release();
   }
   static void TearDownTestSuite() {
     delete server_;
@@ -173,8 +188,8 @@ TEST_F(ServerTest, RepositoryIndexListsEveryModelReady) {
     EXPECT_EQ(m.state(), "READY") << m.name() << ": " << m.reason();
     EXPECT_EQ(m.version(), "1");
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"add", "batched", "fixed", "spin", "spin_limited", "strings", "timeout",
-                                             "tiny_queue"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"add", "batched", "budgeted", "fixed", "spin", "spin_limited", "strings",
+                                             "timeout", "tiny_queue"}));
 }
 
 TEST_F(ServerTest, InferRawAddsAndEchoesId) {
@@ -347,6 +362,38 @@ TEST_F(ServerTest, ExecutionTimeoutStopsARunTheClientWouldWaitForForever) {
   EXPECT_EQ(RawFloats(resp, 0), std::vector<float>{3});
 }
 
+TEST_F(ServerTest, ARequestPastTheModelsMemoryBudgetFailsAndTheModelServesAgain) {
+  ModelInferResponse resp;
+  grpc::Status status = Infer(*stub_, ExpandRequest(500, 500), &resp);  // 1 MB against a budget of 64 KiB
+  EXPECT_EQ(status.error_code(), grpc::RESOURCE_EXHAUSTED) << status.error_message();
+  for (const char* part : {"model \"budgeted\"", "memory budget of 65536 bytes", "node \"expand\""}) {
+    EXPECT_NE(status.error_message().find(part), std::string::npos) << part << ": " << status.error_message();
+  }
+  status = Infer(*stub_, ExpandRequest(2, 3), &resp);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(RawFloats(resp, 0), std::vector<float>(6, 3.f));
+  inference::ServerLiveResponse live;
+  ASSERT_TRUE(stub_->ServerLive(Context().get(), {}, &live).ok());
+  EXPECT_TRUE(live.live());
+}
+
+TEST_F(ServerTest, MaxTensorElementsBoundsWhatAModelComputes) {
+  ModelInferResponse resp;
+  grpc::Status status = Infer(*stub_, ExpandRequest(2000, 1000), &resp);  // past --max-tensor-elements 1000000
+  EXPECT_EQ(status.error_code(), grpc::RESOURCE_EXHAUSTED) << status.error_message();
+  EXPECT_NE(status.error_message().find("more than 1000000 elements"), std::string::npos) << status.error_message();
+}
+
+TEST(LimitFlagsTest, AnInvalidLimitIsAStartupErrorNamingItsFlag) {
+  const std::string repo = MakeRepository("limit-flags");
+  for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
+           {"--max-tensor-elements", "0"}, {"--max-tensor-bytes", "-1"}, {"--model-memory-budget-bytes", "-5"}}) {
+    std::string log;
+    EXPECT_EQ(ServerProcess::RunToExit(repo, {flag, value}, std::chrono::seconds(30), &log), 2) << log;
+    EXPECT_NE(log.find(flag + " must be"), std::string::npos) << log;
+  }
+}
+
 struct BadCase {
   const char* what;
   std::function<void(ModelInferRequest&)> mutate;
@@ -515,7 +562,7 @@ TEST(ExplicitModeTest, LoadAndUnloadDriveReadinessAndHealth) {
 
   inference::RepositoryIndexResponse index;
   ASSERT_TRUE(stub->RepositoryIndex(Context().get(), {}, &index).ok());
-  EXPECT_EQ(index.models_size(), 8);  // listed, none loaded
+  EXPECT_EQ(index.models_size(), 9);  // listed, none loaded
   ModelInferResponse resp;
   EXPECT_EQ(Infer(*stub, AddRequest("add", 1, 0), &resp).error_code(), grpc::NOT_FOUND);
 
