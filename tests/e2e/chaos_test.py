@@ -582,10 +582,11 @@ def report_memory(samples, warmup, soak, tally):
     rss_start = sum(s[1] for s in head) / len(head)
     rss_end = sum(s[1] for s in tail) / len(tail)
     rss_max = max(s[1] for s in settled)
-    print("rss: start %.1f MiB (after %.0f s warmup), max %.1f MiB, end %.1f MiB (%+.1f%%), slope %+.2f MiB/h; "
+    # A slope means something over a soak; over a short run it is startup growth scaled up to an hour.
+    slope = ", slope %+.2f MiB/h" % slope_per_hour([(s[0], s[1]) for s in settled]) if soak else ""
+    print("rss: start %.1f MiB (after %.0f s warmup), max %.1f MiB, end %.1f MiB (%+.1f%%)%s; "
           "threads %d..%d (end %d), open files %d..%d (end %d); %d samples" % (
-              rss_start, warmup, rss_max, rss_end, 100 * (rss_end / rss_start - 1),
-              slope_per_hour([(s[0], s[1]) for s in settled]), min(s[2] for s in settled),
+              rss_start, warmup, rss_max, rss_end, 100 * (rss_end / rss_start - 1), slope, min(s[2] for s in settled),
               max(s[2] for s in settled), settled[-1][2], min(s[3] for s in settled), max(s[3] for s in settled),
               settled[-1][3], len(samples)))
     if soak and rss_end > 1.10 * rss_start:
