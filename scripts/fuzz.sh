@@ -35,7 +35,7 @@ for t in "${targets[@]}"; do
   mkdir -p "$work/corpus/$t"
   dirs=("$work/corpus/$t" "$work/seeds/$t")
   [ -d "tests/fuzz/regressions/$t" ] && dirs+=("tests/fuzz/regressions/$t")
-  before=$(ls "$work/artifacts" | wc -l)
+  before=$(find "$work/artifacts" -name "$t-*" | wc -l)
   start=$(date +%s)
   status=0
   # shellcheck disable=SC2086
@@ -44,7 +44,7 @@ for t in "${targets[@]}"; do
     -artifact_prefix="$work/artifacts/$t-" ${FUZZ_ARGS:-} "${dirs[@]}" >"$work/logs/$t.log" 2>&1 || status=$?
   elapsed=$(( $(date +%s) - start ))
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$work/logs/$t.log" | grep -o '[0-9]*$' | tail -1)
-  crashes=$(( $(ls "$work/artifacts" | wc -l) - before ))
+  crashes=$(( $(find "$work/artifacts" -name "$t-*" | wc -l) - before ))
   if [ "$status" != 0 ] || [ "$crashes" != 0 ]; then
     failed=1
     [ "$crashes" != 0 ] || crashes="exit $status"

@@ -62,8 +62,11 @@ void DispatchScaleType(DataType type, bool with_int32, Fn&& fn) {
   });
 }
 
+// NaN (a NaN input, or 0 / 0 with a zero scale) has no integer value: it becomes 0, where a float-to-integer
+// conversion of it would be undefined behaviour.
 template <typename Q>
 Q Saturate(float v) {
+  if (std::isnan(v)) return Q{0};
   constexpr float lo = static_cast<float>(std::numeric_limits<Q>::lowest());
   constexpr float hi = static_cast<float>(std::numeric_limits<Q>::max());
   return static_cast<Q>(std::clamp(v, lo, hi));
@@ -76,7 +79,8 @@ Q QuantizeValue(float scaled, float zero_point, bool saturate) {
   if constexpr (kIsLowPrecisionFloat<Q>) {
     return Q(scaled + zero_point, saturate);
   } else if constexpr (kIsSubByteInt<Q>) {
-    return Q(static_cast<int64_t>(std::clamp<float>(std::nearbyint(scaled) + zero_point, Q::kMin, Q::kMax)));
+    const float v = std::nearbyint(scaled) + zero_point;
+    return Q(std::isnan(v) ? int64_t{0} : static_cast<int64_t>(std::clamp<float>(v, Q::kMin, Q::kMax)));
   } else {
     return Saturate<Q>(std::nearbyint(scaled) + zero_point);
   }

@@ -356,6 +356,19 @@ class Recurrent final : public OpKernel {
       return absl::InvalidArgumentError(absl::StrCat("W ", ShapeToString(w.shape()), ", R ", ShapeToString(r.shape()),
                                                      ": expected [", D, ",", gh, ",", in_size, "] and [", D, ",", gh, ",", H, "]"));
     }
+    // The optional inputs are read at the offsets their spec shapes imply, so those shapes are checked first.
+    auto check_shape = [](const char* name, const Tensor* t, const Shape& want) -> absl::Status {
+      if (t == nullptr || t->shape() == want) return absl::OkStatus();
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, " ", ShapeToString(t->shape()), ": expected ", ShapeToString(want)));
+    };
+    const Shape state = c.batch_major ? Shape{batch, D, H} : Shape{D, batch, H};
+    RETURN_IF_ERROR(check_shape("B", input(3), {D, 2 * gh}));
+    RETURN_IF_ERROR(check_shape("initial_h", input(5), state));
+    if (kCell == Cell::kLstm) {
+      RETURN_IF_ERROR(check_shape("initial_c", input(6), state));
+      RETURN_IF_ERROR(check_shape("P", input(7), {D, 3 * H}));
+    }
     std::vector<int64_t> lens(static_cast<size_t>(batch), seq);
     if (const Tensor* sl = input(4); sl != nullptr) {
       if (sl->NumElements() != batch) return absl::InvalidArgumentError("sequence_lens: expected one length per batch row");

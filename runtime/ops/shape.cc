@@ -237,7 +237,15 @@ class Expand final : public OpKernel {
   absl::Status Compute(KernelContext& ctx) const override {
     RETURN_IF_ERROR(RequireInputs(ctx, 2));
     const Tensor& in = *ctx.Input(0);
-    ASSIGN_OR_RETURN(Shape shape, BroadcastShapes(in.shape(), Int64Values(*ctx.Input(1))));
+    const Shape requested = Int64Values(*ctx.Input(1));
+    // A negative dim would broadcast into the output shape and size its buffer from a negative count.
+    for (int64_t d : requested) {
+      if (d < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("Expand: shape ", ShapeToString(requested), " has a negative dimension"));
+      }
+    }
+    ASSIGN_OR_RETURN(Shape shape, BroadcastShapes(in.shape(), requested));
     if (shape == in.shape()) {
       ctx.SetOutput(0, in);
       return absl::OkStatus();

@@ -1,5 +1,7 @@
 // Quantization ops: rounding and saturation, the three granularities, unsupported types, and the integer
 // products, with expected values worked out from the spec formulas.
+#include <limits>
+
 #include "gtest/gtest.h"
 #include "tests/support/op_test.h"
 
@@ -18,6 +20,25 @@ TEST(QuantizeLinearTest, RoundsHalfToEvenThenSaturates) {
                  .Output("y").Run();
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<uint8_t>({6}, {128, 129, 130, 130, 255, 0}), (*out)[0]));
+}
+
+// Found by tests/fuzz/model_fuzz.cc: NaN went through a float-to-uint8 conversion (undefined behaviour).
+TEST(QuantizeLinearTest, NaNQuantizesToZero) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  auto u8 = OpTest("QuantizeLinear", 13)
+                .Input("x", Tensor::FromVector<float>({3}, {nan, 0, 4}))
+                .Input("scale", Tensor::Scalar(2.0f))
+                .Input("zp", Tensor::Scalar<uint8_t>(0))
+                .Output("y").Run();
+  ASSERT_TRUE(u8.ok()) << u8.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<uint8_t>({3}, {0, 0, 2}), (*u8)[0]));
+  auto i8 = OpTest("QuantizeLinear", 13)
+                .Input("x", Tensor::FromVector<float>({2}, {nan, -4}))
+                .Input("scale", Tensor::Scalar(2.0f))
+                .Input("zp", Tensor::Scalar<int8_t>(0))
+                .Output("y").Run();
+  ASSERT_TRUE(i8.ok()) << i8.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<int8_t>({2}, {0, -2}), (*i8)[0]));
 }
 
 TEST(QuantizeLinearTest, WithoutZeroPointIsUint8) {

@@ -15,6 +15,21 @@ float Sigmoid(float x) { return 1 / (1 + std::exp(-x)); }
 
 Tensor W1(float v) { return Tensor::FromVector<float>({1, 1, 1}, {v}); }
 
+// Found by tests/fuzz/model_fuzz.cc: a B (or initial state) smaller than its spec shape was read past its end.
+TEST(RnnTest, OptionalInputsOfTheWrongShapeAreErrors) {
+  auto short_bias = OpTest("RNN", 14)
+                        .Input("X", Tensor::FromVector<float>({1, 1, 1}, {1.f})).Input("W", W1(0.5f)).Input("R", W1(0.25f))
+                        .Input("B", Tensor::FromVector<float>({1, 1}, {0.1f}))
+                        .Attr("hidden_size", int64_t{1}).Output("Y").Run();
+  EXPECT_EQ(short_bias.status().code(), absl::StatusCode::kInvalidArgument);
+  auto short_state = OpTest("RNN", 14)
+                         .Input("X", Tensor::FromVector<float>({1, 2, 1}, {1.f, 2.f})).Input("W", W1(0.5f))
+                         .Input("R", W1(0.25f)).NoInput().NoInput()
+                         .Input("initial_h", Tensor::FromVector<float>({1, 1, 1}, {0.f}))
+                         .Attr("hidden_size", int64_t{1}).Output("Y").Run();
+  EXPECT_EQ(short_state.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(RnnTest, ForwardMatchesTheRecurrence) {
   // Ht = tanh(0.5 * xt + 0.25 * Ht-1 + (0.1 + 0.2)), H0 = 0.
   const std::vector<float> xs = {1, -2, 3};

@@ -130,6 +130,16 @@ TEST(UnsqueezeTest, RejectsRepeatedAxes) {
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// Found by tests/fuzz/model_fuzz.cc: [1,1] expanded by [-3,-2,-1] sized its output from a negative element
+// count (wrapped to a few bytes by the allocator's rounding) and CopyStrided wrote past it.
+TEST(ExpandTest, NegativeShapeIsAnError) {
+  auto out = OpTest("Expand", 13)
+                 .Input("x", Tensor::FromVector<float>({1, 1}, {1.f}))
+                 .Input("shape", Tensor::FromVector<int64_t>({3}, {-3, -2, -1}))
+                 .Output("y").Run();
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(ExpandTest, BroadcastsBothWays) {
   // [3,1] expanded with [2,1,4]: out[b][i][j] = x[i].
   auto out = OpTest("Expand", 13)
