@@ -1,14 +1,28 @@
 #!/usr/bin/env bash
-# Builds onnxserve and runs its whole test suite: unit, conformance (ONNX backend tests from
-# ../shared/onnx-tests when present) and server end-to-end tests. Installs dependencies first unless
-# ONNXSERVE_SKIP_DEPS=1. Usage: scripts/test.sh [extra ctest arguments]
+# Builds onnxserve and runs its whole test suite: unit (fuzz-target replays included), conformance (ONNX
+# backend tests from ../shared/onnx-tests when present) and server end-to-end tests, in the release build.
+# With ONNXSERVE_WITH_SANITIZERS=1 the AddressSanitizer + UndefinedBehaviorSanitizer build then runs the unit
+# and e2e tests again and every fuzz target briefly (scripts/sanitize.sh; half an hour more from a cold
+# cache on 2 cores). Installs dependencies first unless ONNXSERVE_SKIP_DEPS=1.
+# Usage: scripts/test.sh [extra ctest arguments for the release build]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [ "${ONNXSERVE_SKIP_DEPS:-0}" != 1 ]; then
   scripts/install-deps.sh
 fi
+# ccache, when present, makes a rebuild of an unchanged tree take seconds; paths are made relative to the
+# checkout so that two clones share the cache.
+launcher=()
+if command -v ccache >/dev/null; then
+  export CCACHE_BASEDIR=$PWD
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
 build_dir=${ONNXSERVE_BUILD_DIR:-build}
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}"
 cmake --build "$build_dir" -j "$(nproc)"
 ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)" "$@"
+
+if [ "${ONNXSERVE_WITH_SANITIZERS:-0}" = 1 ]; then
+  JOBS=$(nproc) scripts/sanitize.sh "${ONNXSERVE_FUZZ_SECONDS:-10}"
+fi

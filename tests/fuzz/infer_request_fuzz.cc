@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "server/config.h"
 #include "server/service.h"
 #include "tests/fuzz/fuzz_models.h"
@@ -22,7 +23,7 @@ std::unique_ptr<ModelVersion> MakeVersion(bool batching) {
   auto mv = std::make_unique<ModelVersion>();
   mv->name = "mixed";
   mv->version = 1;
-  mv->version_str = "1";
+  mv->version_str = absl::StrCat(mv->version);  // not = "1": g++ 12 warns (-Wrestrict) on that assignment here
   mv->session = fuzz::MixedSession();
   if (mv->session == nullptr) std::abort();
   // Without a config.pbtxt the server turns batching on (every first dim is dynamic); an empty file keeps it off.
