@@ -157,7 +157,8 @@ TEST(FusionTest, NodesMissingInputsAreLeftToTheirKernels) {
     auto* node = graph->add_node();
     node->set_op_type(c.op);
     for (const auto& in : c.inputs) node->add_input(in);
-    node->add_output("y");
+    // Through StrCat: g++ 12 warns (-Wrestrict) on add_output("y") here.
+    node->add_output(absl::StrCat("y"));
     graph->add_output()->set_name("y");
     auto loaded = Model::FromProto(model, "");
     if (loaded.ok()) (void)Session::Create(*loaded);
