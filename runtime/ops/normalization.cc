@@ -218,7 +218,7 @@ class MeanVarianceNormalization final : public OpKernel {
     Shape kept = x.shape();
     for (int64_t axis : axes_) {
       ASSIGN_OR_RETURN(int64_t a, NormalizeAxis(axis, x.rank()));
-      kept[a] = 1;
+      if (a < x.rank()) kept[a] = 1;  // a scalar's axis 0, which NormalizeAxis accepts, has no dim to keep
     }
     const std::array<std::vector<int64_t>, 1> strides = {BroadcastStrides(kept, x.shape())};
     const int64_t groups = NumElements(kept);

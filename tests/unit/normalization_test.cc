@@ -105,6 +105,18 @@ TEST(MeanVarianceNormalizationTest, StatisticsOverTheGivenAxes) {
   EXPECT_TRUE(TensorsClose(F({2, 2}, {-1, 1, -1, 1}), (*out)[0]));
 }
 
+TEST(MeanVarianceNormalizationTest, AScalarNormalizesToZeroWithoutWritingPastItsShape) {
+  // axes [0] on a scalar: axis 0 passed the axis check and was written into an empty shape (found by the
+  // model fuzzer). A scalar is its own mean, so it becomes 0.
+  auto out = OpTest("MeanVarianceNormalization", 13)
+                 .Input("x", Tensor::Scalar(5.0f))
+                 .Attr("axes", std::vector<int64_t>{0})
+                 .Output("y")
+                 .Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::Scalar(0.0f), (*out)[0]));
+}
+
 TEST(LRNTest, SumsSquaresOverTheChannelWindow) {
   // size 2: channel c sums channels c-0..c+1. x = [1, 2]: sums 5 and 4; alpha 2, beta 1, bias 1:
   // y0 = 1 / (1 + 2/2 * 5) = 1/6, y1 = 2 / (1 + 4) = 0.4.
