@@ -198,45 +198,41 @@ grpc::ServerUnaryReactor* Finished(grpc::CallbackServerContext* ctx, const absl:
 class StreamInferReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   StreamInferReactor(InferenceService& service, grpc::CallbackServerContext* ctx) : service_(service), ctx_(ctx) {
-    Advance();
+    Advance(std::unique_lock<std::mutex>(mu_));
   }
 
   void OnReadDone(bool ok) override {
     auto call = std::make_shared<Call>();
     const bool decoded = ok && Decode(incoming_, call->request);
     incoming_.Clear();
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      reading_ = false;
-      ++messages_;
-      if (!decoded) {
-        reads_done_ = true;
-        if (ok) {
-          final_status_ = grpc::Status(grpc::INVALID_ARGUMENT,
-                                       absl::StrCat("message ", messages_, " of the stream is not a ModelInferRequest"));
-        }
-      } else {
-        ++in_flight_;
+    std::unique_lock<std::mutex> lock(mu_);
+    reading_ = false;
+    ++messages_;
+    if (!decoded) {
+      reads_done_ = true;
+      if (ok) {
+        final_status_ = grpc::Status(grpc::INVALID_ARGUMENT,
+                                     absl::StrCat("message ", messages_, " of the stream is not a ModelInferRequest"));
       }
+      return Advance(std::move(lock));
     }
-    if (decoded) {
-      service_.Infer(call->request, ctx_, call->response.mutable_infer_response(),
-                     [this, call](const absl::Status& status) { Complete(*call, status); });
-    }
-    Advance();
+    ++in_flight_;
+    lock.unlock();
+    // Reads are not done, so the stream cannot finish, and `this` outlives Infer even if the call completes.
+    service_.Infer(call->request, ctx_, call->response.mutable_infer_response(),
+                   [this, call](const absl::Status& status) { Complete(*call, status); });
+    Advance(std::unique_lock<std::mutex>(mu_));
   }
 
   void OnWriteDone(bool ok) override {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      writing_ = false;
-      writes_.pop_front();
-      if (!ok) {
-        broken_ = true;
-        writes_.clear();
-      }
+    std::unique_lock<std::mutex> lock(mu_);
+    writing_ = false;
+    writes_.pop_front();
+    if (!ok) {
+      broken_ = true;
+      writes_.clear();
     }
-    Advance();
+    Advance(std::move(lock));
   }
 
   void OnDone() override { delete this; }
@@ -265,25 +261,25 @@ class StreamInferReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer
     bool own_buffer = false;
     const bool serialized =
         grpc::SerializationTraits<ModelStreamInferResponse>::Serialize(call.response, &encoded, &own_buffer).ok();
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      --in_flight_;
-      if (!serialized) {
-        final_status_ = grpc::Status(grpc::INTERNAL, "a response could not be serialized");
-      } else if (!broken_) {
-        writes_.push_back(std::move(encoded));
-      }
+    std::unique_lock<std::mutex> lock(mu_);
+    --in_flight_;
+    if (!serialized) {
+      final_status_ = grpc::Status(grpc::INTERNAL, "a response could not be serialized");
+    } else if (!broken_) {
+      writes_.push_back(std::move(encoded));
     }
-    Advance();
+    Advance(std::move(lock));
   }
 
-  // Starts the next read or write, or finishes, as the state allows.
-  void Advance() {
+  // Starts the next read or write, or finishes, as the state allows. Called with mu_ held by the change of
+  // state it follows, in the same critical section: a thread that changed the state and then looked again
+  // could find the reactor already finished and deleted by another. After unlocking, a thread acts only on a
+  // read or write it started, and either keeps the stream from finishing until it completes.
+  void Advance(std::unique_lock<std::mutex> lock) {
     bool read = false, finish = false;
     grpc::ByteBuffer* write = nullptr;
     grpc::Status status;
     {
-      std::lock_guard<std::mutex> lock(mu_);
       if (!reads_done_ && !reading_ && in_flight_ + static_cast<int>(writes_.size()) < kMaxInFlightPerStream) {
         reading_ = read = true;
       }
@@ -295,6 +291,7 @@ class StreamInferReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer
         finished_ = finish = true;
         status = final_status_;
       }
+      lock.unlock();
     }
     if (read) StartRead(&incoming_);
     if (write != nullptr) StartWrite(write);
