@@ -2,6 +2,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <optional>
 #include <sstream>
 
 #include <google/protobuf/io/tokenizer.h>
@@ -291,40 +293,44 @@ std::vector<TensorSpec> OutputSpecs(const inference::ModelConfig& config) {
   return SpecsOf(config.output(), config.max_batch_size() > 0);
 }
 
-absl::StatusOr<int> ThreadsParameter(const inference::ModelConfig& config, int fallback) {
-  auto it = config.parameters().find(kThreadsParameter);
-  if (it == config.parameters().end()) return fallback;
-  int threads = 0;
-  if (!absl::SimpleAtoi(it->second.string_value(), &threads) || threads < 1 || threads > 256) {
-    return absl::InvalidArgumentError(absl::StrCat("parameters \"threads\" must be a whole number in [1, 256], got \"",
-                                                   it->second.string_value(), "\""));
+namespace {
+
+// The whole number a `parameters` entry holds, in [min, max]; nullopt when the config has no such key.
+// `expected` completes "must be ..." in the error, which quotes (at most 64 bytes of) the value.
+absl::StatusOr<std::optional<int64_t>> BoundedIntegerParameter(const inference::ModelConfig& config,
+                                                               const char* key, int64_t min, int64_t max,
+                                                               const std::string& expected) {
+  auto it = config.parameters().find(key);
+  if (it == config.parameters().end()) return std::nullopt;
+  int64_t value = 0;
+  if (!absl::SimpleAtoi(it->second.string_value(), &value) || value < min || value > max) {
+    return absl::InvalidArgumentError(absl::StrCat("parameters \"", key, "\" must be ", expected, ", got \"",
+                                                   it->second.string_value().substr(0, 64), "\""));
   }
-  return threads;
+  return value;
+}
+
+}  // namespace
+
+absl::StatusOr<int> ThreadsParameter(const inference::ModelConfig& config, int fallback) {
+  ASSIGN_OR_RETURN(std::optional<int64_t> threads,
+                   BoundedIntegerParameter(config, kThreadsParameter, 1, 256, "a whole number in [1, 256]"));
+  return threads ? static_cast<int>(*threads) : fallback;
 }
 
 absl::StatusOr<absl::Duration> ExecutionTimeoutParameter(const inference::ModelConfig& config) {
-  auto it = config.parameters().find(kExecutionTimeoutParameter);
-  if (it == config.parameters().end()) return absl::InfiniteDuration();
-  int64_t ms = 0;
-  if (!absl::SimpleAtoi(it->second.string_value(), &ms) || ms < 1 || ms > kMaxExecutionTimeoutMs) {
-    return absl::InvalidArgumentError(absl::StrCat("parameters \"", kExecutionTimeoutParameter,
-                                                   "\" must be a whole number of milliseconds in [1, ",
-                                                   kMaxExecutionTimeoutMs, "], got \"",
-                                                   it->second.string_value().substr(0, 64), "\""));
-  }
-  return absl::Milliseconds(ms);
+  ASSIGN_OR_RETURN(std::optional<int64_t> ms,
+                   BoundedIntegerParameter(config, kExecutionTimeoutParameter, 1, kMaxExecutionTimeoutMs,
+                                           absl::StrCat("a whole number of milliseconds in [1, ",
+                                                        kMaxExecutionTimeoutMs, "]")));
+  return ms ? absl::Milliseconds(*ms) : absl::InfiniteDuration();
 }
 
 absl::StatusOr<int64_t> MemoryBudgetParameter(const inference::ModelConfig& config, int64_t fallback) {
-  auto it = config.parameters().find(kMemoryBudgetParameter);
-  if (it == config.parameters().end()) return fallback;
-  int64_t bytes = 0;
-  if (!absl::SimpleAtoi(it->second.string_value(), &bytes) || bytes < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("parameters \"", kMemoryBudgetParameter,
-                                                   "\" must be a whole number of bytes (0: no budget), got \"",
-                                                   it->second.string_value().substr(0, 64), "\""));
-  }
-  return bytes;
+  ASSIGN_OR_RETURN(std::optional<int64_t> bytes,
+                   BoundedIntegerParameter(config, kMemoryBudgetParameter, 0, std::numeric_limits<int64_t>::max(),
+                                           "a whole number of bytes (0: no budget)"));
+  return bytes ? *bytes : fallback;
 }
 
 int InstanceCount(const inference::ModelConfig& config) {
