@@ -29,6 +29,9 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-"print_stacktrace=1:halt_on_error=1"}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-"suppressions=$PWD/tests/fuzz/lsan.supp"}
 
 declare -A max_len=([model]=65536 [tensor_proto]=65536 [config]=4096 [infer_request]=8192 [http]=4096)
+# The HTTP server answers on its own threads, so nearly every input ends with allocations still live and
+# libFuzzer's per-input leak scan (a fifth of the time) ran after most; leaks still fail the run at exit.
+declare -A target_args=([http]=-detect_leaks=0)
 failed=0
 printf '%-14s %12s %8s %10s %8s\n' target executions seconds exec/s crashes
 for t in "${targets[@]}"; do
@@ -41,7 +44,7 @@ for t in "${targets[@]}"; do
   # shellcheck disable=SC2086
   "$build_dir/tests/fuzz/${t}_fuzzer" -max_total_time="$seconds" -timeout=25 -rss_limit_mb=4096 \
     -malloc_limit_mb=2048 -max_len="${max_len[$t]}" -print_final_stats=1 \
-    -artifact_prefix="$work/artifacts/$t-" ${FUZZ_ARGS:-} "${dirs[@]}" >"$work/logs/$t.log" 2>&1 || status=$?
+    -artifact_prefix="$work/artifacts/$t-" ${target_args[$t]:-} ${FUZZ_ARGS:-} "${dirs[@]}" >"$work/logs/$t.log" 2>&1 || status=$?
   elapsed=$(( $(date +%s) - start ))
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$work/logs/$t.log" | grep -o '[0-9]*$' | tail -1)
   crashes=$(( $(find "$work/artifacts" -name "$t-*" | wc -l) - before ))
