@@ -316,6 +316,14 @@ class Recurrent final : public OpKernel {
   absl::Status Compute(KernelContext& ctx) const override {
     RETURN_IF_ERROR(RequireInputs(ctx, 3));
     const Tensor& x = *ctx.Input(0);
+    // Every input but sequence_lens is read as X's element type.
+    for (int i = 1; i < ctx.num_inputs(); ++i) {
+      const Tensor* in = ctx.Input(i);
+      if (i != 4 && in != nullptr && in->dtype() != x.dtype()) {
+        return absl::InvalidArgumentError(absl::StrCat("input ", i, " is ", DataTypeName(in->dtype()), ", X is ",
+                                                       DataTypeName(x.dtype())));
+      }
+    }
     if (IsHalfType(x.dtype())) return ComputeWidened(ctx);
     if (x.dtype() == DataType::kDouble) return Run<double>(ctx, [&](int i) { return ctx.Input(i); });
     return Run<float>(ctx, [&](int i) { return ctx.Input(i); });

@@ -2,6 +2,7 @@
 // equations, plus the layout, direction and sequence_lens plumbing.
 #include <cmath>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/op_test.h"
 
@@ -28,6 +29,18 @@ TEST(RnnTest, OptionalInputsOfTheWrongShapeAreErrors) {
                          .Input("initial_h", Tensor::FromVector<float>({1, 1, 1}, {0.f}))
                          .Attr("hidden_size", int64_t{1}).Output("Y").Run();
   EXPECT_EQ(short_state.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// Found by the model fuzzer: a uint8 B of the right shape was read as floats, past its end.
+TEST(RnnTest, OptionalInputsOfAnotherElementTypeAreErrors) {
+  auto byte_bias = OpTest("GRU", 14)
+                       .Input("X", Tensor::FromVector<float>({1, 1, 1}, {1.f}))
+                       .Input("W", Tensor::FromVector<float>({1, 3, 1}, {0.5f, 0.5f, 0.5f}))
+                       .Input("R", Tensor::FromVector<float>({1, 3, 1}, {0.25f, 0.25f, 0.25f}))
+                       .Input("B", Tensor::FromVector<uint8_t>({1, 6}, {1, 2, 3, 4, 5, 6}))
+                       .Attr("hidden_size", int64_t{1}).Output("Y").Run();
+  EXPECT_EQ(byte_bias.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(byte_bias.status().message(), ::testing::HasSubstr("input 3 is uint8"));
 }
 
 TEST(RnnTest, ForwardMatchesTheRecurrence) {
