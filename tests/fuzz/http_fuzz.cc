@@ -58,6 +58,14 @@ void Exchange(int port, const uint8_t* bytes, size_t size) {
   // Reset on close: thousands of connections a second must not pile up in TIME_WAIT.
   linger reset{1, 0};
   setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+  // The server closes first, so each connection leaves a TIME_WAIT entry on its side for a minute; at a
+  // thousand connections a second one source address runs out of ports (connect fails with EADDRNOTAVAIL)
+  // within seconds. Rotating over 127.1.0.0/16 gives each source address few connections a minute.
+  static uint32_t next_source = 0;
+  sockaddr_in source{};
+  source.sin_family = AF_INET;
+  source.sin_addr.s_addr = htonl((127u << 24) | (1u << 16) | (next_source++ & 0xffffu));
+  if (bind(fd, reinterpret_cast<sockaddr*>(&source), sizeof(source)) != 0) std::abort();
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_port = htons(static_cast<uint16_t>(port));
