@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
 #include "onnx/onnx_pb.h"
+#include "runtime/ir/builder.h"
 #include "runtime/core/thread_pool.h"
 #include "runtime/registry/registry.h"
 
@@ -43,7 +44,8 @@ void RunNode(benchmark::State& state, std::string_view domain, int opset, onnx::
   node.add_output(std::string(1, 'y'));  // one-char literals trip g++ 12's -Wrestrict false positive
   std::vector<const Tensor*> constants(inputs.size(), nullptr);
   for (size_t i = 1; constant_weights && i < std::min<size_t>(3, inputs.size()); ++i) constants[i] = &inputs[i];
-  KernelInfo info(node, opset, constants, {});
+  ir::Graph graph("benchmark");
+  KernelInfo info(*ir::AddNodeFromProto(graph, node, opset), constants, {});
   auto kernel = KernelRegistry::Global().Find(domain, node.op_type(), opset)->create(info);
   if (!kernel.ok()) return state.SkipWithError(std::string(kernel.status().message()).c_str());
   ThreadPool pool(threads);

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
 #include "onnx/onnx_pb.h"
+#include "runtime/ir/builder.h"
 #include "runtime/core/thread_pool.h"
 #include "runtime/ops/common.h"
 #include "runtime/registry/registry.h"
@@ -42,7 +43,8 @@ class KernelRunner {
   bool Create(int opset) {
     const KernelDef* def = KernelRegistry::Global().Find(kOnnx, node_.op_type(), opset);
     if (def == nullptr) return false;
-    info_ = std::make_unique<KernelInfo>(node_, opset, std::vector<const Tensor*>{},
+    const ir::Node* node = ir::AddNodeFromProto(graph_, node_, opset);
+    info_ = std::make_unique<KernelInfo>(*node, std::vector<const Tensor*>{},
                                          std::vector<std::pair<std::string, const ExecutionPlan*>>{});
     auto kernel = def->create(*info_);
     if (!kernel.ok()) return false;
@@ -59,6 +61,7 @@ class KernelRunner {
 
  private:
   onnx::NodeProto node_;
+  ir::Graph graph_{"benchmark"};
   std::vector<Tensor> inputs_;
   ThreadPool pool_;
   std::unique_ptr<KernelInfo> info_;

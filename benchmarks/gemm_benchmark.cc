@@ -6,6 +6,7 @@
 
 #include "benchmark/benchmark.h"
 #include "onnx/onnx_pb.h"
+#include "runtime/ir/builder.h"
 #include "runtime/core/thread_pool.h"
 #include "runtime/ops/blas.h"
 #include "runtime/registry/registry.h"
@@ -57,7 +58,8 @@ void RunNode(benchmark::State& state, const char* op, int opset, std::vector<Ten
   }
   std::vector<const Tensor*> constants(inputs.size(), nullptr);
   for (size_t i = 1; constant_weights && i < inputs.size(); ++i) constants[i] = &inputs[i];
-  KernelInfo info(node, opset, constants, {});
+  ir::Graph graph("benchmark");
+  KernelInfo info(*ir::AddNodeFromProto(graph, node, opset), constants, {});
   auto kernel = KernelRegistry::Global().Find(kOnnx, op, opset)->create(info);
   if (!kernel.ok()) return state.SkipWithError(std::string(kernel.status().message()).c_str());
   ThreadPool pool(1);

@@ -24,7 +24,8 @@ absl::StatusOr<int64_t> Args::GetInt(const std::string& name, int64_t fallback, 
   return value;
 }
 
-absl::StatusOr<Args> ParseArgs(int argc, char** argv, int first, const std::vector<std::string>& known) {
+absl::StatusOr<Args> ParseArgs(int argc, char** argv, int first, const std::vector<std::string>& known,
+                               const std::vector<std::string>& switches) {
   Args args;
   for (int i = first; i < argc; ++i) {
     std::string arg = argv[i];
@@ -33,6 +34,10 @@ absl::StatusOr<Args> ParseArgs(int argc, char** argv, int first, const std::vect
       continue;
     }
     std::string name = arg.substr(2);
+    if (std::find(switches.begin(), switches.end(), name) != switches.end()) {
+      args.options[name] = "true";
+      continue;
+    }
     std::string value;
     const size_t eq = name.find('=');
     if (eq != std::string::npos) {

@@ -19,7 +19,9 @@ struct Args {
   absl::StatusOr<int64_t> GetInt(const std::string& name, int64_t fallback, int64_t min, int64_t max) const;
 };
 
-// Parses argv[first..]; every option must be in `known`.
-absl::StatusOr<Args> ParseArgs(int argc, char** argv, int first, const std::vector<std::string>& known);
+// Parses argv[first..]; every option must be in `known` (and takes a value) or in `switches` (and takes
+// none: its value is "true").
+absl::StatusOr<Args> ParseArgs(int argc, char** argv, int first, const std::vector<std::string>& known,
+                               const std::vector<std::string>& switches = {});
 
 }  // namespace onnxserve::cli

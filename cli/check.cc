@@ -1,7 +1,9 @@
-// onnxserve check: what a model imports, takes and returns, which ops it uses, and whether it can run.
+// onnxserve check: what a model imports, takes and returns, which ops it uses, and whether it can run;
+// with --plan, what the graph passes did and the plan one run executes.
 #include <iostream>
 #include <map>
 
+#include "absl/strings/str_join.h"
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "runtime/exec/plan.h"
@@ -20,12 +22,33 @@ void CountOps(const Graph& graph, std::map<std::string, int>& counts) {
   }
 }
 
+std::string ValueNames(const std::vector<ir::Value*>& values) {
+  std::vector<std::string> names;
+  for (const ir::Value* value : values) names.push_back(value == nullptr ? "\"\"" : value->name());
+  return absl::StrJoin(names, ", ");
+}
+
+// What each pass changed, then the steps one run executes.
+void PrintPlan(const Session& session) {
+  std::cout << "passes:\n";
+  for (const auto& report : session.pass_reports()) {
+    std::cout << "  " << report.pass << ": " << report.changes.size() << " change(s)\n";
+    for (const auto& change : report.changes) std::cout << "    " << change << "\n";
+  }
+  const ir::Graph& graph = session.plan().graph();
+  std::cout << "plan: " << graph.num_nodes() << " step(s), " << graph.constants().size() << " constant(s)\n";
+  for (const ir::Node* node : graph.nodes()) {
+    std::cout << "  " << node->Label() << " [" << node->domain() << "]: " << ValueNames(node->inputs()) << " -> "
+              << ValueNames(node->outputs()) << "\n";
+  }
+}
+
 }  // namespace
 
 int CheckCommand(int argc, char** argv) {
-  auto args = ParseArgs(argc, argv, 2, {});
+  auto args = ParseArgs(argc, argv, 2, {}, {"plan"});
   if (!args.ok() || args->positional.size() != 1) {
-    std::cerr << "usage: onnxserve check MODEL.onnx\n";
+    std::cerr << "usage: onnxserve check MODEL.onnx [--plan]\n";
     return 2;
   }
   auto model = Model::LoadFromFile(args->positional[0]);
@@ -61,6 +84,7 @@ int CheckCommand(int argc, char** argv) {
     std::cout << "status: cannot run: " << session.status() << "\n";
     return 1;
   }
+  if (args->options.contains("plan")) PrintPlan(**session);
   std::cout << "status: ok\n";
   return 0;
 }

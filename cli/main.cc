@@ -29,7 +29,7 @@ constexpr Subcommand kSubcommands[] = {
     {"bench", onnxserve::cli::BenchCommand,
      "bench MODEL.onnx [--inputs-dir DIR] [--batch N] [--iterations N] [--warmup N] [--threads N] "
      "[--max-tensor-elements N] [--max-tensor-bytes N] [--memory-budget-bytes N]"},
-    {"check", onnxserve::cli::CheckCommand, "check MODEL.onnx"},
+    {"check", onnxserve::cli::CheckCommand, "check MODEL.onnx [--plan]"},
     {"ops", onnxserve::cli::OpsCommand, "ops [--format table|markdown]"},
 };
 

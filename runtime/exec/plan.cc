@@ -63,94 +63,67 @@ std::string DescribeUnsupported(const std::vector<UnsupportedNode>& nodes) {
   return absl::StrCat("unsupported operators: ", absl::StrJoin(parts, "; "));
 }
 
-int ExecutionPlan::SlotOf(const std::string& name) {
-  auto [it, inserted] = slots_.emplace(name, static_cast<int>(slots_.size()));
+int ExecutionPlan::SlotOf(const ir::Value* value) {
+  auto [it, inserted] = slots_.emplace(value, static_cast<int>(slots_.size()));
   return it->second;
 }
 
-absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Compile(const Model& model,
-                                                                      const Graph& graph) {
+absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Compile(const ir::Graph& graph) {
   std::unique_ptr<ExecutionPlan> plan(new ExecutionPlan);
   plan->graph_ = &graph;
-  for (const auto& in : graph.inputs()) plan->input_slots_.push_back(plan->SlotOf(in.name));
-  for (const auto& [name, tensor] : graph.initializers()) {
-    plan->constants_.push_back({plan->SlotOf(name), &tensor});
-    plan->constant_values_[name] = &tensor;
+  for (const ir::Value* in : graph.input_values()) {
+    plan->input_slots_.push_back(plan->SlotOf(in));
+    plan->feed_slots_[in->name()] = plan->input_slots_.back();
   }
-  for (const auto& name : graph.outer_scope_reads()) {
-    plan->outer_slots_.push_back({name, plan->SlotOf(name)});
+  for (const ir::Value* constant : graph.constants()) {
+    plan->constants_.push_back({plan->SlotOf(constant), constant->constant()});
   }
-  RETURN_IF_ERROR(plan->CompileSteps(model));
-  for (const auto& out : graph.outputs()) plan->output_slots_.push_back(plan->SlotOf(out.name));
+  for (const std::string& name : graph.outer_scope_reads()) {
+    const int slot = plan->SlotOf(graph.FindValue(name));
+    plan->outer_slots_.push_back({name, slot});
+    plan->feed_slots_[name] = slot;
+  }
+  for (const ir::Node* node : graph.nodes()) {
+    ASSIGN_OR_RETURN(Step step, plan->MakeStep(*node));
+    plan->steps_.push_back(std::move(step));
+  }
+  for (const ir::Value* out : graph.output_values()) plan->output_slots_.push_back(plan->SlotOf(out));
   plan->PlanReleases();
   return plan;
 }
 
-absl::Status ExecutionPlan::CompileSteps(const Model& model) {
-  const auto& proto = graph_->proto();
-  // How often each value is read (by nodes, by subgraphs, as a graph output): an output nobody reads may
-  // be skipped by its kernel, and only a value read once may be fused into its reader.
-  for (const auto& out : graph_->outputs()) ++reads_[out.name];
-  for (int i = 0; i < proto.node_size(); ++i) {
-    for (const auto& in : proto.node(i).input()) {
-      if (!in.empty()) ++reads_[in];
-    }
-    for (const auto& attr : proto.node(i).attribute()) {
-      if (const Graph* sub = graph_->Subgraph(i, attr.name())) {
-        for (const auto& name : sub->outer_scope_reads()) ++reads_[name];
-      }
-    }
-  }
-  for (int index : graph_->topological_order()) {
-    const auto& node = proto.node(index);
-    ASSIGN_OR_RETURN(bool fused, TryFuseIntoProducer(model, node));
-    if (fused) continue;
-    ASSIGN_OR_RETURN(Step step, MakeStep(model, node, index, model.OpsetFor(node.domain())));
-    if (CanFold(step) && FoldIntoConstants(step)) continue;
-    AppendStep(std::move(step));
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<ExecutionPlan::Step> ExecutionPlan::MakeStep(const Model& model, const onnx::NodeProto& node,
-                                                            int index, int64_t opset) {
+absl::StatusOr<ExecutionPlan::Step> ExecutionPlan::MakeStep(const ir::Node& node) {
   Step step;
-  step.node_index = index;
-  step.node = &node;
-  step.def = KernelRegistry::Global().Find(node.domain(), node.op_type(), opset);
+  step.op_type = node.op_type();
+  step.def = KernelRegistry::Global().Find(node.domain(), node.op_type(), node.opset());
   if (step.def == nullptr) {
-    return absl::UnimplementedError(DescribeUnsupported(FindUnsupportedNodes(model)));
+    return absl::UnimplementedError(absl::StrCat(node.Label(), ": no kernel for ", node.domain(), " ",
+                                                 node.op_type(), " at opset ", node.opset()));
   }
-  step.label = absl::StrCat("node \"", NodeName(node, index), "\" (", node.op_type(), "-",
-                            step.def->since_version, ")");
+  step.label = node.Label(step.def->since_version);
 
   std::vector<std::pair<std::string, const ExecutionPlan*>> subgraphs;
-  for (const auto& attr : node.attribute()) {
-    const Graph* sub = index < 0 ? nullptr : graph_->Subgraph(index, attr.name());
-    if (sub == nullptr) continue;
-    auto subplan = Compile(model, *sub);
+  for (const auto& [attribute, subgraph] : node.subgraphs()) {
+    auto subplan = Compile(*subgraph);
     if (!subplan.ok()) {
-      return absl::Status(subplan.status().code(), absl::StrCat(step.label, " attribute \"", attr.name(),
+      return absl::Status(subplan.status().code(), absl::StrCat(step.label, " attribute \"", attribute,
                                                                 "\": ", subplan.status().message()));
     }
-    subgraphs.push_back({attr.name(), subplan->get()});
-    for (const auto& name : (*subplan)->graph().outer_scope_reads()) {
-      step.outer_scope.push_back({name, SlotOf(name)});
-    }
+    subgraphs.push_back({attribute, subplan->get()});
     subplans_.push_back(*std::move(subplan));
   }
-  step.has_subgraphs = !subgraphs.empty();
+  for (const ir::Value* value : node.implicit_inputs()) step.outer_scope.push_back({value->name(), SlotOf(value)});
 
   std::vector<const Tensor*> constant_inputs;
-  for (const auto& in : node.input()) {
-    step.inputs.push_back(in.empty() ? -1 : SlotOf(in));
-    constant_inputs.push_back(Constant(in));
+  for (const ir::Value* in : node.inputs()) {
+    step.inputs.push_back(in == nullptr ? -1 : SlotOf(in));
+    constant_inputs.push_back(in == nullptr ? nullptr : in->constant());
   }
-  for (const auto& out : node.output()) {
-    step.outputs.push_back(out.empty() ? -1 : SlotOf(out));
-    step.outputs_wanted.push_back(!out.empty() && reads_.contains(out));
+  for (const ir::Value* out : node.outputs()) {
+    step.outputs.push_back(out == nullptr ? -1 : SlotOf(out));
+    step.outputs_wanted.push_back(out != nullptr && out->is_used());
   }
-  KernelInfo info(node, static_cast<int>(opset), std::move(constant_inputs), std::move(subgraphs));
+  KernelInfo info(node, std::move(constant_inputs), std::move(subgraphs));
   // Creating a kernel may allocate from sizes the model gives (packed weights, tables).
   auto kernel = CatchExceptions([&] { return step.def->create(info); });
   if (!kernel.ok()) {
@@ -162,53 +135,8 @@ absl::StatusOr<ExecutionPlan::Step> ExecutionPlan::MakeStep(const Model& model, 
 
 std::vector<std::string> ExecutionPlan::StepOps() const {
   std::vector<std::string> ops;
-  for (const Step& step : steps_) ops.push_back(step.node->op_type());
+  for (const Step& step : steps_) ops.push_back(step.op_type);
   return ops;
-}
-
-void ExecutionPlan::AppendStep(Step step) {
-  for (const auto& out : step.node->output()) {
-    if (!out.empty()) producer_step_[out] = static_cast<int>(steps_.size());
-  }
-  steps_.push_back(std::move(step));
-}
-
-const Tensor* ExecutionPlan::Constant(const std::string& name) const {
-  auto it = constant_values_.find(name);
-  return it == constant_values_.end() ? nullptr : it->second;
-}
-
-bool ExecutionPlan::CanFold(const Step& step) const {
-  // Ops whose result is random (or, for Dropout, may be) must run every time.
-  static const std::set<std::string> kNonDeterministic = {
-      "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli",
-      "Dropout"};
-  if (step.has_subgraphs || kNonDeterministic.contains(step.node->op_type())) {
-    return false;
-  }
-  for (const auto& in : step.node->input()) {
-    if (!in.empty() && !constant_values_.contains(in)) return false;
-  }
-  return true;
-}
-
-bool ExecutionPlan::FoldIntoConstants(const Step& step) {
-  // One worker is enough: folding runs once, at load.
-  static ThreadPool fold_pool(1);
-  std::vector<const Tensor*> inputs;
-  for (const auto& in : step.node->input()) inputs.push_back(in.empty() ? nullptr : constant_values_.at(in));
-  std::vector<Tensor> outputs(step.outputs.size());
-  KernelContext ctx(std::move(inputs), &outputs, std::vector<bool>(step.outputs.size(), true), &fold_pool, {});
-  // A node that fails (or throws, say on an allocation too big to make) on its constants stays in the plan,
-  // so the error surfaces, naming the node, when the model runs.
-  if (!CatchExceptions([&] { return step.kernel->Compute(ctx); }).ok()) return false;
-  for (size_t o = 0; o < outputs.size(); ++o) {
-    if (step.outputs[o] < 0 || !outputs[o].defined()) continue;
-    folded_.push_back(std::move(outputs[o]));
-    constants_.push_back({step.outputs[o], &folded_.back()});
-    constant_values_[step.node->output(static_cast<int>(o))] = &folded_.back();
-  }
-  return true;
 }
 
 void ExecutionPlan::PlanReleases() {
@@ -255,8 +183,8 @@ absl::StatusOr<std::vector<Tensor>> ExecutionPlan::Run(const std::vector<NamedTe
   std::vector<Tensor> owned(slots_.size());
   for (const auto& [slot, tensor] : constants_) view[slot] = tensor;
   for (const auto& [name, tensor] : feeds) {
-    auto it = slots_.find(name);
-    if (it == slots_.end()) {
+    auto it = feed_slots_.find(name);
+    if (it == feed_slots_.end()) {
       return absl::InvalidArgumentError(absl::StrCat("\"", name, "\" is not an input of graph \"",
                                                      graph_->name(), "\""));
     }

@@ -1,10 +1,9 @@
-// An ExecutionPlan is a graph compiled once: nodes in topological order with their kernels created,
-// every value given a slot, and for each node the slots whose last reader it is, so that intermediate
-// buffers go back to the allocator's cache the moment nothing needs them and the next node of the same size
-// reuses them. Run() is const and keeps all per-run state in a local frame: one plan serves many threads.
+// An ExecutionPlan is an optimized graph (runtime/ir/, rewritten by runtime/passes/) compiled once: nodes in order with their kernels created, every value given a
+// slot, and for each node the slots whose last reader it is, so that intermediate buffers go back to the
+// allocator's cache the moment nothing needs them and the next node of the same size reuses them. Run() is
+// const and keeps all per-run state in a local frame: one plan serves many threads.
 #pragma once
 
-#include <deque>
 #include <memory>
 #include <string>
 #include <utility>
@@ -13,6 +12,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "runtime/core/thread_pool.h"
+#include "runtime/ir/graph.h"
 #include "runtime/model/model.h"
 #include "runtime/registry/registry.h"
 
@@ -36,12 +36,12 @@ using NamedTensor = std::pair<std::string, const Tensor*>;
 
 class ExecutionPlan {
  public:
-  // Compiles `graph` (the model's main graph or one of its subgraphs) with kernels resolved through the
-  // model's opsets. The plan keeps pointers into `model`, which must outlive it.
-  static absl::StatusOr<std::unique_ptr<ExecutionPlan>> Compile(const Model& model, const Graph& graph);
+  // Compiles `graph` (a model's main graph or one of its subgraphs) and its subgraphs. The plan keeps
+  // pointers into `graph`, which must outlive it.
+  static absl::StatusOr<std::unique_ptr<ExecutionPlan>> Compile(const ir::Graph& graph);
 
-  const Graph& graph() const { return *graph_; }
-  // The kernels one run executes, in order ("FusedConv", "Relu", ...), after folding and fusion.
+  const ir::Graph& graph() const { return *graph_; }
+  // The kernels one run executes, in order ("FusedConv", "Relu", ...).
   std::vector<std::string> StepOps() const;
 
   // Runs the graph. `feeds` holds the graph inputs and, for subgraphs, the outer-scope values the graph
@@ -52,47 +52,29 @@ class ExecutionPlan {
 
  private:
   struct Step {
-    int node_index;
-    const onnx::NodeProto* node;
     const KernelDef* def;
     std::unique_ptr<OpKernel> kernel;
+    std::string op_type;
     std::vector<int> inputs;   // slot per node input, -1 when omitted
     std::vector<int> outputs;  // slot per node output, -1 when unnamed
     std::vector<bool> outputs_wanted;
     std::vector<std::pair<std::string, int>> outer_scope;  // values its subgraphs read
     std::vector<int> release_after;  // slots whose last reader this step is
     std::string label;  // "node \"name\" (Op-13)" for error messages
-    bool has_subgraphs = false;
   };
 
   ExecutionPlan() = default;
-  int SlotOf(const std::string& name);
-  absl::Status CompileSteps(const Model& model);
-  // Resolves and creates the kernel of `node` (index -1 for nodes the plan synthesized) at `opset`.
-  absl::StatusOr<Step> MakeStep(const Model& model, const onnx::NodeProto& node, int index, int64_t opset);
-  void AppendStep(Step step);
-  const Tensor* Constant(const std::string& name) const;  // initializer or folded value, or nullptr
-  // Peephole fusion (runtime/exec/fusion.cc): folds `node` into the step producing its input when the
-  // pair has a fused kernel (Conv + BatchNormalization / Add / Relu). True when `node` needs no step.
-  absl::StatusOr<bool> TryFuseIntoProducer(const Model& model, const onnx::NodeProto& node);
-  // Constant folding: a deterministic node whose inputs are all known at load runs once, here, and its
-  // outputs become constants of the plan (light models rebuild all their weights with ConstantOfShape;
-  // exported graphs compute shapes from constants).
-  bool CanFold(const Step& step) const;
-  bool FoldIntoConstants(const Step& step);
+  int SlotOf(const ir::Value* value);
+  absl::StatusOr<Step> MakeStep(const ir::Node& node);
   void PlanReleases();
   absl::Status CheckFeed(const ValueInfo& info, const Tensor& tensor) const;
 
-  const Graph* graph_ = nullptr;
-  absl::flat_hash_map<std::string, int> slots_;
+  const ir::Graph* graph_ = nullptr;
+  absl::flat_hash_map<const ir::Value*, int> slots_;
+  absl::flat_hash_map<std::string, int> feed_slots_;  // graph inputs and outer-scope values, by name
   std::vector<std::unique_ptr<ExecutionPlan>> subplans_;
   std::vector<Step> steps_;
-  std::vector<std::pair<int, const Tensor*>> constants_;  // initializer and folded slots
-  absl::flat_hash_map<std::string, const Tensor*> constant_values_;  // initializers and folded values
-  std::deque<Tensor> folded_;  // values computed at load (a deque keeps their addresses stable)
-  std::deque<onnx::NodeProto> fused_nodes_;  // nodes the fusion pass synthesized (stable addresses)
-  absl::flat_hash_map<std::string, int> reads_;  // how many readers each value has
-  absl::flat_hash_map<std::string, int> producer_step_;  // value -> index into steps_
+  std::vector<std::pair<int, const Tensor*>> constants_;
   std::vector<int> input_slots_;   // per graph input
   std::vector<int> output_slots_;  // per graph output
   std::vector<std::pair<std::string, int>> outer_slots_;  // outer-scope values read, by name

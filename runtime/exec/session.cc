@@ -4,13 +4,15 @@
 #include "runtime/core/exception_status.h"
 #include "runtime/core/memory_budget.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/ir/builder.h"
 
 namespace onnxserve {
 
-Session::Session(std::shared_ptr<const Model> model, std::unique_ptr<ExecutionPlan> plan,
+Session::Session(std::shared_ptr<const Model> model, std::unique_ptr<ir::Graph> graph,
+                 std::vector<passes::PassReport> pass_reports, std::unique_ptr<ExecutionPlan> plan,
                  const SessionOptions& options)
-    : model_(std::move(model)), plan_(std::move(plan)), memory_budget_bytes_(options.memory_budget_bytes),
-      pool_(options.intra_op_threads) {}
+    : model_(std::move(model)), graph_(std::move(graph)), pass_reports_(std::move(pass_reports)),
+      plan_(std::move(plan)), memory_budget_bytes_(options.memory_budget_bytes), pool_(options.intra_op_threads) {}
 
 absl::StatusOr<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const Model> model,
                                                          const SessionOptions& options) {
@@ -23,10 +25,19 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const M
     return absl::InvalidArgumentError(
         absl::StrCat("memory_budget_bytes must be 0 (no budget) or more, got ", options.memory_budget_bytes));
   }
-  // The plan catches what its kernels throw; this catches the rest of compiling (fusion, bookkeeping), so
-  // that no model takes the process down at load.
-  ASSIGN_OR_RETURN(auto plan, CatchExceptions([&] { return ExecutionPlan::Compile(*model, model->graph()); }));
-  return std::unique_ptr<Session>(new Session(std::move(model), std::move(plan), options));
+  if (auto unsupported = FindUnsupportedNodes(*model); !unsupported.empty()) {
+    return absl::UnimplementedError(DescribeUnsupported(unsupported));
+  }
+  // Kernels' throws are caught where they run; this catches the rest of building, optimizing and planning
+  // (bookkeeping, the passes' own allocations), so that no model takes the process down at load.
+  ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, CatchExceptions([&] { return ir::BuildGraph(*model); }));
+  std::vector<passes::PassReport> reports;
+  if (options.optimize) {
+    ASSIGN_OR_RETURN(reports, CatchExceptions([&] { return passes::Optimize(*graph, passes::DefaultPasses()); }));
+  }
+  ASSIGN_OR_RETURN(auto plan, CatchExceptions([&] { return ExecutionPlan::Compile(*graph); }));
+  return std::unique_ptr<Session>(new Session(std::move(model), std::move(graph), std::move(reports),
+                                              std::move(plan), options));
 }
 
 absl::StatusOr<std::unique_ptr<Session>> Session::LoadFile(const std::string& path,

@@ -12,6 +12,7 @@
 #include "runtime/core/thread_pool.h"
 #include "runtime/exec/plan.h"
 #include "runtime/model/model.h"
+#include "runtime/passes/pass.h"
 
 namespace onnxserve {
 
@@ -23,6 +24,9 @@ struct SessionOptions {
   // The bytes of tensor storage one run may hold at once (runtime/core/memory_budget.h); 0 means no budget.
   // A run that would pass it fails with RESOURCE_EXHAUSTED naming the node, and frees what it held.
   int64_t memory_budget_bytes = 0;
+  // Run the graph passes (runtime/passes/) before planning. Off only to compare results with and without
+  // them.
+  bool optimize = true;
 };
 
 class Session {
@@ -34,6 +38,8 @@ class Session {
 
   const Model& model() const { return *model_; }
   const ExecutionPlan& plan() const { return *plan_; }
+  // What each graph pass did when the session was created (empty without SessionOptions::optimize).
+  const std::vector<passes::PassReport>& pass_reports() const { return pass_reports_; }
   // The graph's inputs (initializers excluded) and outputs, as declared.
   const std::vector<ValueInfo>& inputs() const { return model_->graph().inputs(); }
   const std::vector<ValueInfo>& outputs() const { return model_->graph().outputs(); }
@@ -47,9 +53,13 @@ class Session {
                                           const RunLimits& limits = {}) const;
 
  private:
-  Session(std::shared_ptr<const Model> model, std::unique_ptr<ExecutionPlan> plan, const SessionOptions& options);
+  Session(std::shared_ptr<const Model> model, std::unique_ptr<ir::Graph> graph,
+          std::vector<passes::PassReport> pass_reports, std::unique_ptr<ExecutionPlan> plan,
+          const SessionOptions& options);
 
   std::shared_ptr<const Model> model_;
+  std::unique_ptr<ir::Graph> graph_;  // what plan_ runs
+  std::vector<passes::PassReport> pass_reports_;
   std::unique_ptr<ExecutionPlan> plan_;
   int64_t memory_budget_bytes_;
   mutable ThreadPool pool_;

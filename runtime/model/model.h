@@ -22,7 +22,7 @@ inline constexpr std::string_view kMlDomain = "ai.onnx.ml";
 inline constexpr std::string_view kTrainingDomain = "ai.onnx.preview.training";
 // Experimental ops, unversioned in the spec (FlexAttention).
 inline constexpr std::string_view kPreviewDomain = "ai.onnx.preview";
-// onnxserve's own fused kernels, which only the graph optimizer (runtime/model/optimize.h) emits.
+// onnxserve's own fused kernels, which only the graph passes (runtime/passes/) emit.
 inline constexpr std::string_view kInternalDomain = "ai.onnxserve";
 
 // "" and "ai.onnx" name the same domain; onnxserve uses "ai.onnx" everywhere.

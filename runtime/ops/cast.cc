@@ -261,14 +261,14 @@ absl::StatusOr<DataType> TargetType(int64_t onnx_type) {
 class Cast final : public OpKernel {
  public:
   absl::Status Init(const KernelInfo& info) {
-    const onnx::AttributeProto* to = info.FindAttr("to");
+    const ir::Attribute* to = info.FindAttr("to");
     if (to == nullptr) return absl::InvalidArgumentError("missing required attribute \"to\"");
     // Cast-1 names the type as a string ("FLOAT"); later versions give the enum value.
-    int64_t onnx_type = to->i();
-    if (to->type() == onnx::AttributeProto::STRING) {
+    int64_t onnx_type = to->i;
+    if (to->type == ir::AttributeType::kString) {
       onnx::TensorProto_DataType parsed;
-      if (!onnx::TensorProto_DataType_Parse(absl::AsciiStrToUpper(to->s()), &parsed)) {
-        return absl::InvalidArgumentError(absl::StrCat("attribute to names no data type: \"", to->s(), "\""));
+      if (!onnx::TensorProto_DataType_Parse(absl::AsciiStrToUpper(to->s), &parsed)) {
+        return absl::InvalidArgumentError(absl::StrCat("attribute to names no data type: \"", to->s, "\""));
       }
       onnx_type = parsed;
     }

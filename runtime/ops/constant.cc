@@ -18,8 +18,7 @@ inline constexpr DataType kNumericAndBoolTypes[] = {
 
 // The value of Constant's one attribute. Constant-1/-9 only know `value`; -11 adds sparse_value; -12 the
 // value_* shorthands.
-absl::StatusOr<Tensor> ConstantValue(const KernelInfo& info, const onnx::AttributeProto& attr) {
-  const std::string& name = attr.name();
+absl::StatusOr<Tensor> ConstantValue(const KernelInfo& info, const std::string& name) {
   if (name == "value") return info.Attr<Tensor>(name);
   if (name == "sparse_value") return absl::UnimplementedError("Constant with a sparse_value is not supported");
   if (name == "value_float") {
@@ -54,11 +53,12 @@ absl::StatusOr<Tensor> ConstantValue(const KernelInfo& info, const onnx::Attribu
 class Constant final : public OpKernel {
  public:
   absl::Status Init(const KernelInfo& info) {
-    if (info.node().attribute_size() != 1) {
+    const auto& attributes = info.node().attributes();
+    if (attributes.size() != 1) {
       return absl::InvalidArgumentError(absl::StrCat("expected exactly one value attribute, got ",
-                                                     info.node().attribute_size()));
+                                                     attributes.size()));
     }
-    ASSIGN_OR_RETURN(value_, ConstantValue(info, info.node().attribute(0)));
+    ASSIGN_OR_RETURN(value_, ConstantValue(info, attributes[0].name));
     return absl::OkStatus();
   }
 

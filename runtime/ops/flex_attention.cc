@@ -52,7 +52,7 @@ class FlexAttention final : public OpKernel {
     for (const auto& [attr, plan] : {std::pair{"score_mod", &score_mod_}, std::pair{"prob_mod", &prob_mod_}}) {
       *plan = info.Subgraph(attr);
       if (*plan == nullptr) continue;
-      const Graph& graph = (*plan)->graph();
+      const ir::Graph& graph = (*plan)->graph();
       if (graph.inputs().size() != 1 || graph.outputs().size() != 1) {
         return absl::InvalidArgumentError(absl::StrCat("graph attribute ", attr, " must have one input and one ",
                                                        "output, has ", graph.inputs().size(), " and ",

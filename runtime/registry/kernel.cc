@@ -1,47 +1,48 @@
 #include "runtime/registry/kernel.h"
 
 #include "runtime/core/status_macros.h"
-#include "runtime/model/tensor_proto.h"
 
 namespace onnxserve {
 namespace {
 
-absl::Status WrongType(const onnx::AttributeProto& attr, const char* want) {
-  return absl::InvalidArgumentError(absl::StrCat("attribute \"", attr.name(), "\" should be ", want, ", got ",
-                                                 onnx::AttributeProto::AttributeType_Name(attr.type())));
+absl::Status WrongType(const ir::Attribute& attr, const char* want) {
+  return absl::InvalidArgumentError(absl::StrCat("attribute \"", attr.name, "\" should be ", want, ", got ",
+                                                 ir::AttributeTypeName(attr.type)));
 }
 
 }  // namespace
 
-const onnx::AttributeProto* KernelInfo::FindAttr(std::string_view name) const {
-  for (const auto& attr : node_.attribute()) {
-    if (attr.name() == name) return &attr;
-  }
-  return nullptr;
-}
-
-#define ONNXSERVE_ATTR_GETTER(T, ENUM, EXPR)                                   \
-  template <>                                                                  \
-  absl::StatusOr<T> KernelInfo::Attr<T>(std::string_view name) const {         \
-    const onnx::AttributeProto* attr = FindAttr(name);                         \
-    if (attr == nullptr) {                                                     \
-      return absl::InvalidArgumentError(                                       \
-          absl::StrCat("required attribute \"", std::string(name), "\" is missing"));       \
-    }                                                                          \
-    if (attr->type() != onnx::AttributeProto::ENUM) return WrongType(*attr, #ENUM); \
-    return EXPR;                                                               \
+#define ONNXSERVE_ATTR_GETTER(T, ENUM, NAME, EXPR)                                            \
+  template <>                                                                                \
+  absl::StatusOr<T> KernelInfo::Attr<T>(std::string_view name) const {                       \
+    const ir::Attribute* attr = FindAttr(name);                                              \
+    if (attr == nullptr) {                                                                   \
+      return absl::InvalidArgumentError(                                                     \
+          absl::StrCat("required attribute \"", std::string(name), "\" is missing"));         \
+    }                                                                                        \
+    if (attr->type != ir::AttributeType::ENUM) return WrongType(*attr, NAME);                \
+    return EXPR;                                                                             \
   }
 
-ONNXSERVE_ATTR_GETTER(int64_t, INT, attr->i())
-ONNXSERVE_ATTR_GETTER(float, FLOAT, attr->f())
-ONNXSERVE_ATTR_GETTER(std::string, STRING, attr->s())
-ONNXSERVE_ATTR_GETTER(std::vector<int64_t>, INTS, std::vector<int64_t>(attr->ints().begin(), attr->ints().end()))
-ONNXSERVE_ATTR_GETTER(std::vector<float>, FLOATS, std::vector<float>(attr->floats().begin(), attr->floats().end()))
-ONNXSERVE_ATTR_GETTER(std::vector<std::string>, STRINGS,
-                      std::vector<std::string>(attr->strings().begin(), attr->strings().end()))
-ONNXSERVE_ATTR_GETTER(Tensor, TENSOR, TensorFromProto(attr->t()))
+ONNXSERVE_ATTR_GETTER(int64_t, kInt, "INT", attr->i)
+ONNXSERVE_ATTR_GETTER(float, kFloat, "FLOAT", attr->f)
+ONNXSERVE_ATTR_GETTER(std::string, kString, "STRING", attr->s)
+ONNXSERVE_ATTR_GETTER(std::vector<int64_t>, kInts, "INTS", attr->ints)
+ONNXSERVE_ATTR_GETTER(std::vector<float>, kFloats, "FLOATS", attr->floats)
+ONNXSERVE_ATTR_GETTER(std::vector<std::string>, kStrings, "STRINGS", attr->strings)
 
 #undef ONNXSERVE_ATTR_GETTER
+
+template <>
+absl::StatusOr<Tensor> KernelInfo::Attr<Tensor>(std::string_view name) const {
+  const ir::Attribute* attr = FindAttr(name);
+  if (attr == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("required attribute \"", std::string(name), "\" is missing"));
+  }
+  if (attr->type != ir::AttributeType::kTensor) return WrongType(*attr, "TENSOR");
+  if (!attr->t_status.ok()) return attr->t_status;
+  return attr->t;
+}
 
 const ExecutionPlan* KernelInfo::Subgraph(std::string_view attr) const {
   for (const auto& [name, plan] : subgraphs_) {

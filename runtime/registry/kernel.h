@@ -12,41 +12,40 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "onnx/onnx_pb.h"
 #include "runtime/core/run_limits.h"
 #include "runtime/core/tensor.h"
 #include "runtime/core/thread_pool.h"
+#include "runtime/ir/graph.h"
 
 namespace onnxserve {
 
 class ExecutionPlan;
 
-// What a kernel may look at when it is created: the node, its attributes, the opset it resolved through,
-// constant inputs and compiled subgraphs.
+// What a kernel may look at when it is created: the node (of the graph IR), its attributes, the opset it
+// resolved through, constant inputs and compiled subgraphs.
 class KernelInfo {
  public:
-  KernelInfo(const onnx::NodeProto& node, int opset, std::vector<const Tensor*> constant_inputs,
+  KernelInfo(const ir::Node& node, std::vector<const Tensor*> constant_inputs,
              std::vector<std::pair<std::string, const ExecutionPlan*>> subgraphs)
-      : node_(node), opset_(opset), constant_inputs_(std::move(constant_inputs)),
-        subgraphs_(std::move(subgraphs)) {}
+      : node_(node), constant_inputs_(std::move(constant_inputs)), subgraphs_(std::move(subgraphs)) {}
 
-  const onnx::NodeProto& node() const { return node_; }
+  const ir::Node& node() const { return node_; }
   const std::string& op_type() const { return node_.op_type(); }
   // The model's opset version for the node's domain (the kernel's registered range holds it).
-  int opset() const { return opset_; }
+  int opset() const { return static_cast<int>(node_.opset()); }
 
-  int num_inputs() const { return node_.input_size(); }
-  int num_outputs() const { return node_.output_size(); }
+  int num_inputs() const { return static_cast<int>(node_.inputs().size()); }
+  int num_outputs() const { return static_cast<int>(node_.outputs().size()); }
   // Whether input i is given (an optional input may be omitted or named "").
-  bool HasInput(int i) const { return i < node_.input_size() && !node_.input(i).empty(); }
-  bool HasOutput(int i) const { return i < node_.output_size() && !node_.output(i).empty(); }
-  // The value of input i when it is an initializer (known at load time), else nullptr.
+  bool HasInput(int i) const { return node_.input(i) != nullptr; }
+  bool HasOutput(int i) const { return node_.output(i) != nullptr; }
+  // The value of input i when it is known at load time (an initializer or a folded value), else nullptr.
   const Tensor* ConstantInput(int i) const {
     return i < static_cast<int>(constant_inputs_.size()) ? constant_inputs_[i] : nullptr;
   }
 
   bool HasAttr(std::string_view name) const { return FindAttr(name) != nullptr; }
-  const onnx::AttributeProto* FindAttr(std::string_view name) const;
+  const ir::Attribute* FindAttr(std::string_view name) const { return node_.FindAttribute(name); }
 
   // Attribute getters: the one-argument form requires the attribute, the two-argument form defaults it.
   // Both fail when the attribute has another type. T: int64_t, float, std::string, std::vector<int64_t>,
@@ -61,8 +60,7 @@ class KernelInfo {
   const ExecutionPlan* Subgraph(std::string_view attr) const;
 
  private:
-  const onnx::NodeProto& node_;
-  int opset_;
+  const ir::Node& node_;
   std::vector<const Tensor*> constant_inputs_;
   std::vector<std::pair<std::string, const ExecutionPlan*>> subgraphs_;
 };

@@ -1,0 +1,75 @@
+// Constant folding: a deterministic node whose inputs are all known at load runs once, here, and its outputs
+// become constants (light models rebuild all their weights with ConstantOfShape; exported graphs compute
+// shapes from constants). A node that fails on its constants, or throws (say, an allocation too big to
+// make), stays in the graph, so that the error surfaces, naming the node, when the model runs.
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/core/exception_status.h"
+#include "runtime/passes/pass.h"
+#include "runtime/registry/registry.h"
+
+namespace onnxserve::passes {
+namespace {
+
+// Ops whose result is random (or, for Dropout, may be) must run every time.
+bool IsDeterministic(const ir::Node& node) {
+  static const std::set<std::string> kRandom = {"RandomNormal", "RandomUniform", "RandomNormalLike",
+                                                "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"};
+  return !kRandom.contains(node.op_type());
+}
+
+bool InputsAreConstant(const ir::Node& node) {
+  for (const ir::Value* in : node.inputs()) {
+    if (in != nullptr && in->constant() == nullptr) return false;
+  }
+  return true;
+}
+
+// The node's outputs computed from its constant inputs, or nullopt when it cannot be folded.
+std::optional<std::vector<Tensor>> Evaluate(const ir::Node& node) {
+  const KernelDef* def = KernelRegistry::Global().Find(node.domain(), node.op_type(), node.opset());
+  if (def == nullptr) return std::nullopt;
+  std::vector<const Tensor*> inputs;
+  for (const ir::Value* in : node.inputs()) inputs.push_back(in == nullptr ? nullptr : in->constant());
+  if (!inputs.empty() && inputs[0] != nullptr && !def->Accepts(inputs[0]->dtype())) return std::nullopt;
+  const KernelInfo info(node, inputs, {});
+  auto kernel = CatchExceptions([&] { return def->create(info); });
+  if (!kernel.ok()) return std::nullopt;
+  // One worker is enough: folding runs once, at load.
+  static ThreadPool fold_pool(1);
+  std::vector<Tensor> outputs(node.outputs().size());
+  KernelContext ctx(std::move(inputs), &outputs, std::vector<bool>(outputs.size(), true), &fold_pool, {});
+  if (!CatchExceptions([&] { return (*kernel)->Compute(ctx); }).ok()) return std::nullopt;
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    const ir::Value* out = node.outputs()[o];
+    if (out != nullptr && out->is_used() && !outputs[o].defined()) return std::nullopt;
+  }
+  return outputs;
+}
+
+class ConstantFolding final : public Pass {
+ public:
+  std::string_view name() const override { return "constant-folding"; }
+
+  absl::Status Run(ir::Graph& graph, std::vector<std::string>& changes) const override {
+    for (ir::Node* node : graph.nodes()) {
+      if (!node->subgraphs().empty() || !IsDeterministic(*node) || !InputsAreConstant(*node)) continue;
+      std::optional<std::vector<Tensor>> outputs = Evaluate(*node);
+      if (!outputs) continue;
+      changes.push_back(absl::StrCat("folded ", node->Label()));
+      const std::vector<ir::Value*> values = node->outputs();
+      for (size_t o = 0; o < values.size(); ++o) {
+        if (values[o] != nullptr && (*outputs)[o].defined()) graph.MakeConstant(values[o], std::move((*outputs)[o]));
+      }
+      graph.RemoveNode(node);
+    }
+    return absl::OkStatus();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> MakeConstantFolding() { return std::make_unique<ConstantFolding>(); }
+
+}  // namespace onnxserve::passes

@@ -1,0 +1,40 @@
+#include "runtime/passes/pass.h"
+
+#include "runtime/core/status_macros.h"
+
+namespace onnxserve::passes {
+namespace {
+
+absl::Status RunOnGraphAndSubgraphs(const Pass& pass, ir::Graph& graph, std::vector<std::string>& changes) {
+  for (ir::Node* node : graph.nodes()) {
+    for (const auto& [attribute, subgraph] : node->subgraphs()) {
+      RETURN_IF_ERROR(RunOnGraphAndSubgraphs(pass, *subgraph, changes));
+    }
+  }
+  return pass.Run(graph, changes);
+}
+
+}  // namespace
+
+std::vector<std::unique_ptr<Pass>> DefaultPasses() {
+  std::vector<std::unique_ptr<Pass>> passes;
+  passes.push_back(MakeIdentityElimination());
+  // Folding first: light models rebuild their weights with ConstantOfShape, and fusion needs them constant.
+  passes.push_back(MakeConstantFolding());
+  passes.push_back(MakeConvFusion());
+  passes.push_back(MakeDeadNodeElimination());
+  return passes;
+}
+
+absl::StatusOr<std::vector<PassReport>> Optimize(ir::Graph& graph,
+                                                 const std::vector<std::unique_ptr<Pass>>& passes) {
+  std::vector<PassReport> reports;
+  for (const auto& pass : passes) {
+    PassReport report{std::string(pass->name()), {}};
+    RETURN_IF_ERROR(RunOnGraphAndSubgraphs(*pass, graph, report.changes));
+    reports.push_back(std::move(report));
+  }
+  return reports;
+}
+
+}  // namespace onnxserve::passes

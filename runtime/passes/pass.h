@@ -1,0 +1,42 @@
+// Graph passes: each rewrites the graph IR (runtime/ir/graph.h) in one way that keeps every output's value,
+// and says what it did. Optimize runs the default pipeline over a graph and its subgraphs before the
+// executor plans it; `onnxserve check MODEL --plan` prints the reports.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "runtime/ir/graph.h"
+
+namespace onnxserve::passes {
+
+class Pass {
+ public:
+  virtual ~Pass() = default;
+  virtual std::string_view name() const = 0;
+  // Rewrites `graph` (not its subgraphs), appending one line per change to `changes`.
+  virtual absl::Status Run(ir::Graph& graph, std::vector<std::string>& changes) const = 0;
+};
+
+// What one pass did over a graph and its subgraphs.
+struct PassReport {
+  std::string pass;
+  std::vector<std::string> changes;
+};
+
+// In order: identity elimination, constant folding, Conv fusion, dead-node elimination.
+std::vector<std::unique_ptr<Pass>> DefaultPasses();
+
+// Runs each pass over `graph`, subgraphs first; one report per pass.
+absl::StatusOr<std::vector<PassReport>> Optimize(ir::Graph& graph,
+                                                 const std::vector<std::unique_ptr<Pass>>& passes);
+
+std::unique_ptr<Pass> MakeIdentityElimination();
+std::unique_ptr<Pass> MakeConstantFolding();
+std::unique_ptr<Pass> MakeConvFusion();
+std::unique_ptr<Pass> MakeDeadNodeElimination();
+
+}  // namespace onnxserve::passes

@@ -1,0 +1,98 @@
+#include "tests/support/graph_builder.h"
+
+#include "gtest/gtest.h"
+#include "runtime/exec/session.h"
+#include "runtime/ir/builder.h"
+#include "runtime/model/tensor_proto.h"
+#include "tests/support/op_test.h"
+
+namespace onnxserve::testing {
+
+GraphBuilder::GraphBuilder(int opset) {
+  model_.set_ir_version(8);
+  model_.add_opset_import()->set_version(opset);
+  model_.mutable_graph()->set_name("g");
+}
+
+GraphBuilder& GraphBuilder::Input(const std::string& name, const Shape& shape) {
+  auto* in = model_.mutable_graph()->add_input();
+  in->set_name(name);
+  auto* t = in->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : shape) t->mutable_shape()->add_dim()->set_dim_value(d);
+  return *this;
+}
+
+GraphBuilder& GraphBuilder::Initializer(const std::string& name, const Tensor& value) {
+  *model_.mutable_graph()->add_initializer() = TensorToProto(value, name);
+  return *this;
+}
+
+GraphBuilder& GraphBuilder::NodeWith(const std::string& op, std::vector<std::string> inputs,
+                                     std::vector<std::string> outputs,
+                                     std::vector<onnx::AttributeProto> attributes) {
+  auto* n = model_.mutable_graph()->add_node();
+  n->set_op_type(op);
+  n->set_name(outputs.empty() ? op : outputs[0]);
+  for (auto& in : inputs) n->add_input(in);
+  for (auto& out : outputs) n->add_output(out);
+  for (auto& attr : attributes) *n->add_attribute() = std::move(attr);
+  return *this;
+}
+
+GraphBuilder& GraphBuilder::Output(const std::string& name) {
+  model_.mutable_graph()->add_output()->set_name(name);
+  return *this;
+}
+
+std::shared_ptr<const Model> GraphBuilder::Load() const {
+  auto model = Model::FromProto(model_, "");
+  EXPECT_TRUE(model.ok()) << model.status();
+  return model.ok() ? *model : nullptr;
+}
+
+PassResult RunPass(const onnxserve::Model& model, const passes::Pass& pass) {
+  PassResult result;
+  auto graph = ir::BuildGraph(model);
+  EXPECT_TRUE(graph.ok()) << graph.status();
+  if (!graph.ok()) return result;
+  result.graph = *std::move(graph);
+  const absl::Status status = pass.Run(*result.graph, result.changes);
+  EXPECT_TRUE(status.ok()) << status;
+  for (const ir::Node* node : result.graph->nodes()) result.ops.push_back(node->op_type());
+  return result;
+}
+
+void ExpectSameResultWithAndWithoutPasses(std::shared_ptr<const onnxserve::Model> model,
+                                          const std::vector<std::pair<std::string, Tensor>>& feeds) {
+  SessionOptions plain;
+  plain.optimize = false;
+  auto optimized = Session::Create(model);
+  auto unoptimized = Session::Create(model, plain);
+  ASSERT_TRUE(optimized.ok()) << optimized.status();
+  ASSERT_TRUE(unoptimized.ok()) << unoptimized.status();
+  auto got = (*optimized)->Run(feeds);
+  auto want = (*unoptimized)->Run(feeds);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_TRUE(want.ok()) << want.status();
+  ASSERT_EQ(got->size(), want->size());
+  for (size_t i = 0; i < got->size(); ++i) EXPECT_TRUE(TensorsClose((*want)[i], (*got)[i], 1e-5, 1e-6));
+}
+
+onnx::AttributeProto IntAttr(const std::string& name, int64_t value) {
+  onnx::AttributeProto attr;
+  attr.set_name(name);
+  attr.set_type(onnx::AttributeProto::INT);
+  attr.set_i(value);
+  return attr;
+}
+
+onnx::AttributeProto GraphAttr(const std::string& name, const onnx::GraphProto& graph) {
+  onnx::AttributeProto attr;
+  attr.set_name(name);
+  attr.set_type(onnx::AttributeProto::GRAPH);
+  *attr.mutable_g() = graph;
+  return attr;
+}
+
+}  // namespace onnxserve::testing

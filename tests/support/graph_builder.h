@@ -1,0 +1,58 @@
+// GraphBuilder: a small ONNX model written in a few lines, for tests of the graph IR, its passes and the
+// plan.
+//
+//   auto model = GraphBuilder().Input("x", {2}).Node("Relu", {"x"}, "y").Output("y").Load();
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "onnx/onnx_pb.h"
+#include "runtime/core/tensor.h"
+#include "runtime/ir/graph.h"
+#include "runtime/model/model.h"
+#include "runtime/passes/pass.h"
+
+namespace onnxserve::testing {
+
+class GraphBuilder {
+ public:
+  explicit GraphBuilder(int opset = 15);
+
+  // A float graph input of the given static shape.
+  GraphBuilder& Input(const std::string& name, const Shape& shape);
+  GraphBuilder& Initializer(const std::string& name, const Tensor& value);
+  // A node named after its first output; "" skips an optional input or output.
+  GraphBuilder& NodeWith(const std::string& op, std::vector<std::string> inputs, std::vector<std::string> outputs,
+                         std::vector<onnx::AttributeProto> attributes = {});
+  GraphBuilder& Node(const std::string& op, std::vector<std::string> inputs, const std::string& output) {
+    return NodeWith(op, std::move(inputs), std::vector<std::string>{output});
+  }
+  GraphBuilder& Output(const std::string& name);
+
+  const onnx::ModelProto& proto() const { return model_; }
+  std::shared_ptr<const Model> Load() const;
+
+ private:
+  onnx::ModelProto model_;
+};
+
+// The model's graph IR after one pass: its nodes' ops in order and the pass's report.
+struct PassResult {
+  std::unique_ptr<ir::Graph> graph;
+  std::vector<std::string> ops;
+  std::vector<std::string> changes;
+};
+PassResult RunPass(const onnxserve::Model& model, const passes::Pass& pass);
+
+// Runs `model` with and without the graph passes and checks both give the same outputs.
+void ExpectSameResultWithAndWithoutPasses(std::shared_ptr<const onnxserve::Model> model,
+                                          const std::vector<std::pair<std::string, Tensor>>& feeds);
+
+onnx::AttributeProto IntAttr(const std::string& name, int64_t value);
+onnx::AttributeProto GraphAttr(const std::string& name, const onnx::GraphProto& graph);
+
+}  // namespace onnxserve::testing

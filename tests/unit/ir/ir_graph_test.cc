@@ -1,0 +1,107 @@
+// The graph IR as the builder makes it from a model, and the rewriting primitives passes use: every value
+// knows its producer and readers, subgraph reads are uses of the enclosing value, and rewrites keep both
+// sides of each edge in step.
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "runtime/ir/builder.h"
+#include "tests/support/graph_builder.h"
+
+namespace onnxserve {
+namespace {
+
+using testing::GraphAttr;
+using testing::GraphBuilder;
+
+std::vector<std::string> Ops(const ir::Graph& graph) {
+  std::vector<std::string> ops;
+  for (const ir::Node* node : graph.nodes()) ops.push_back(node->op_type());
+  return ops;
+}
+
+TEST(IrGraphTest, ValuesKnowTheirProducerAndEveryReader) {
+  auto model = GraphBuilder()
+                   .Input("x", {2})
+                   .Initializer("k", Tensor::FromVector<float>({2}, {1.f, 2.f}))
+                   .Node("Relu", {"x"}, "a")
+                   .Node("Add", {"a", "a"}, "b")
+                   .Node("Mul", {"b", "k"}, "y")
+                   .Output("y")
+                   .Load();
+  auto graph = ir::BuildGraph(*model);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_EQ(Ops(**graph), (std::vector<std::string>{"Relu", "Add", "Mul"}));
+  const ir::Value* a = (*graph)->FindValue("a");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->producer()->op_type(), "Relu");
+  ASSERT_EQ(a->uses().size(), 2u);
+  EXPECT_EQ(a->uses()[0].node->op_type(), "Add");
+  EXPECT_EQ(a->uses()[0].index, 0);
+  EXPECT_EQ(a->uses()[1].index, 1);
+  EXPECT_TRUE((*graph)->FindValue("x")->is_graph_input());
+  EXPECT_TRUE((*graph)->FindValue("y")->is_graph_output());
+  ASSERT_NE((*graph)->FindValue("k")->constant(), nullptr);
+  EXPECT_EQ((*graph)->FindValue("k")->constant()->data<float>()[1], 2.f);
+  EXPECT_EQ((*graph)->FindValue("x")->type().DebugString(), "float[2]");
+}
+
+TEST(IrGraphTest, WhatASubgraphReadsIsAnImplicitInputOfItsNode) {
+  GraphBuilder branch;
+  branch.Node("Neg", {"c"}, "n").Output("n");
+  onnx::GraphProto then_branch = branch.proto().graph();
+  onnx::GraphProto else_branch = then_branch;
+  then_branch.set_name("then");
+  else_branch.set_name("else");
+  onnx::ModelProto proto = GraphBuilder()
+                               .Input("cond", {})
+                               .Input("c", {1})
+                               .NodeWith("If", {"cond"}, {"y"},
+                                     {GraphAttr("then_branch", then_branch), GraphAttr("else_branch", else_branch)})
+                               .Output("y")
+                               .proto();
+  proto.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      onnx::TensorProto::BOOL);
+  auto model = Model::FromProto(proto, "");
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto graph = ir::BuildGraph(**model);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const ir::Node* node = (*graph)->nodes()[0];
+  ASSERT_EQ(node->subgraphs().size(), 2u);
+  EXPECT_EQ(node->Subgraph("then_branch")->outer_scope_reads(), std::vector<std::string>{"c"});
+  const ir::Value* c = (*graph)->FindValue("c");
+  ASSERT_EQ(node->implicit_inputs(), std::vector<ir::Value*>{const_cast<ir::Value*>(c)});
+  ASSERT_EQ(c->uses().size(), 1u);
+  EXPECT_EQ(c->uses()[0].index, -1);
+  EXPECT_TRUE(node->Subgraph("else_branch")->FindValue("c")->is_outer_scope());
+}
+
+TEST(IrGraphTest, ReplacingAndRemovingKeepBothEndsOfEachEdge) {
+  auto model = GraphBuilder()
+                   .Input("x", {2})
+                   .Node("Identity", {"x"}, "a")
+                   .Node("Relu", {"a"}, "b")
+                   .Output("a")
+                   .Output("b")
+                   .Load();
+  auto built = ir::BuildGraph(*model);
+  ASSERT_TRUE(built.ok()) << built.status();
+  ir::Graph& graph = **built;
+  ir::Value* x = graph.FindValue("x");
+  ir::Value* a = graph.FindValue("a");
+  ir::Node* identity = a->producer();
+  graph.ReplaceAllUses(a, x);
+  EXPECT_FALSE(a->is_used());
+  EXPECT_EQ(graph.output_values()[0], x);
+  EXPECT_EQ(graph.FindValue("b")->producer()->input(0), x);
+  ASSERT_EQ(x->uses().size(), 2u);  // Identity and Relu
+
+  graph.RemoveNode(identity);
+  EXPECT_EQ(Ops(graph), std::vector<std::string>{"Relu"});
+  EXPECT_EQ(graph.FindValue("a"), nullptr);  // nothing produced or read it any more
+  ASSERT_EQ(x->uses().size(), 1u);
+  EXPECT_EQ(x->uses()[0].node->op_type(), "Relu");
+}
+
+}  // namespace
+}  // namespace onnxserve

@@ -1,0 +1,78 @@
+// The constant-folding pass (runtime/passes/constant_folding.cc): nodes whose inputs are all known at load
+// run once and become constants; random ops and nodes that fail stay for the run.
+#include "gtest/gtest.h"
+#include "runtime/exec/session.h"
+#include "runtime/passes/pass.h"
+#include "tests/support/graph_builder.h"
+#include "tests/support/op_test.h"
+
+namespace onnxserve {
+namespace {
+
+using testing::GraphBuilder;
+using testing::RunPass;
+using testing::TensorsClose;
+
+TEST(ConstantFoldingTest, NodesOnConstantsRunAtLoad) {
+  auto model = GraphBuilder()
+                   .Input("x", {2})
+                   .Initializer("a", Tensor::FromVector<float>({2}, {1.f, 2.f}))
+                   .Initializer("b", Tensor::FromVector<float>({2}, {10.f, 20.f}))
+                   .Node("Mul", {"a", "b"}, "ab")
+                   .Node("Add", {"x", "ab"}, "y")
+                   .Output("y")
+                   .Load();
+  auto result = RunPass(*model, *passes::MakeConstantFolding());
+  EXPECT_EQ(result.ops, std::vector<std::string>{"Add"});
+  EXPECT_EQ(result.changes, std::vector<std::string>{"folded node \"ab\" (Mul)"});
+  const Tensor* folded = result.graph->FindValue("ab")->constant();
+  ASSERT_NE(folded, nullptr);
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({2}, {10.f, 40.f}), *folded));
+
+  auto session = Session::Create(model);
+  ASSERT_TRUE(session.ok()) << session.status();
+  auto out = (*session)->Run({{"x", Tensor::FromVector<float>({2}, {0.5f, -1.f})}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({2}, {10.5f, 39.f}), (*out)[0]));
+}
+
+TEST(ConstantFoldingTest, ChainsFoldAndAFoldedGraphOutputIsServed) {
+  auto model = GraphBuilder()
+                   .Initializer("shape", Tensor::FromVector<int64_t>({2}, {2, 3}))
+                   .Node("ConstantOfShape", {"shape"}, "zeros")
+                   .Node("Shape", {"zeros"}, "y")
+                   .Output("y")
+                   .Load();
+  auto result = RunPass(*model, *passes::MakeConstantFolding());
+  EXPECT_TRUE(result.ops.empty());
+  EXPECT_EQ(result.changes.size(), 2u);
+  auto session = Session::Create(model);
+  ASSERT_TRUE(session.ok()) << session.status();
+  auto out = (*session)->Run({});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<int64_t>({2}, {2, 3}), (*out)[0]));
+}
+
+// Dropout stands for the ops whose result may be random (the Random* ops have no kernels yet).
+TEST(ConstantFoldingTest, RandomOpsAndFailingNodesStayForTheRun) {
+  auto model = GraphBuilder()
+                   .Initializer("c", Tensor::FromVector<float>({2}, {1.f, 2.f}))
+                   .Initializer("bad", Tensor::FromVector<int64_t>({1}, {-1}))
+                   .Node("Dropout", {"c"}, "noise")
+                   .Node("ConstantOfShape", {"bad"}, "broken")
+                   .Output("noise")
+                   .Output("broken")
+                   .Load();
+  auto result = RunPass(*model, *passes::MakeConstantFolding());
+  EXPECT_EQ(result.ops, (std::vector<std::string>{"Dropout", "ConstantOfShape"}));
+  EXPECT_TRUE(result.changes.empty());
+  // The failure surfaces when the model runs, naming the node.
+  auto session = Session::Create(model);
+  ASSERT_TRUE(session.ok()) << session.status();
+  auto out = (*session)->Run({});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("\"broken\""), std::string::npos) << out.status();
+}
+
+}  // namespace
+}  // namespace onnxserve
