@@ -40,6 +40,14 @@ Attribute IntAttribute(std::string name, int64_t value) {
   return attr;
 }
 
+Attribute FloatAttribute(std::string name, float value) {
+  Attribute attr;
+  attr.name = std::move(name);
+  attr.type = AttributeType::kFloat;
+  attr.f = value;
+  return attr;
+}
+
 Attribute StringAttribute(std::string name, std::string value) {
   Attribute attr;
   attr.name = std::move(name);

@@ -184,6 +184,7 @@ class Graph {
 
 // Attribute constructors for passes that synthesize nodes.
 Attribute IntAttribute(std::string name, int64_t value);
+Attribute FloatAttribute(std::string name, float value);
 Attribute StringAttribute(std::string name, std::string value);
 
 }  // namespace onnxserve::ir

@@ -27,7 +27,8 @@ struct PassReport {
   std::vector<std::string> changes;
 };
 
-// In order: identity elimination, constant folding, Conv fusion, dead-node elimination.
+// In order: identity elimination, constant folding, Conv fusion, LayerNormalization and Gelu fusion,
+// dead-node elimination.
 std::vector<std::unique_ptr<Pass>> DefaultPasses();
 
 // Runs each pass over `graph`, subgraphs first; one report per pass.
@@ -37,6 +38,8 @@ absl::StatusOr<std::vector<PassReport>> Optimize(ir::Graph& graph,
 std::unique_ptr<Pass> MakeIdentityElimination();
 std::unique_ptr<Pass> MakeConstantFolding();
 std::unique_ptr<Pass> MakeConvFusion();
+std::unique_ptr<Pass> MakeLayerNormFusion();
+std::unique_ptr<Pass> MakeGeluFusion();
 std::unique_ptr<Pass> MakeDeadNodeElimination();
 
 }  // namespace onnxserve::passes

@@ -87,6 +87,14 @@ onnx::AttributeProto IntAttr(const std::string& name, int64_t value) {
   return attr;
 }
 
+onnx::AttributeProto IntsAttr(const std::string& name, const std::vector<int64_t>& values) {
+  onnx::AttributeProto attr;
+  attr.set_name(name);
+  attr.set_type(onnx::AttributeProto::INTS);
+  for (int64_t v : values) attr.add_ints(v);
+  return attr;
+}
+
 onnx::AttributeProto GraphAttr(const std::string& name, const onnx::GraphProto& graph) {
   onnx::AttributeProto attr;
   attr.set_name(name);

@@ -1,0 +1,113 @@
+// LayerNormalization fusion: exporters of opsets before 17 spell layer normalization out in primitives,
+//   mean = ReduceMean(x, axes)           d = Sub(x, mean)
+//   var  = ReduceMean(Pow(d, 2) or Mul(d, d), axes)
+//   n    = Div(d, Sqrt(Add(var, epsilon)))
+//   y    = Add(Mul(n, gamma), beta)      (the affine part optional)
+// nine kernels and four full passes over the activations; one LayerNormalization (opset 17) does it in one.
+// The axes must be the trailing ones, given negative (-1, or -2 and -1, ...), since shapes are not known
+// here; gamma, beta and epsilon must be constants.
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/passes/match.h"
+#include "runtime/passes/pass.h"
+
+namespace onnxserve::passes {
+namespace {
+
+// The first normalized axis when `axes` are the trailing ones counted from the end (-k .. -1), else 0.
+int64_t TrailingAxis(std::vector<int64_t> axes) {
+  std::sort(axes.begin(), axes.end());
+  const int64_t k = static_cast<int64_t>(axes.size());
+  for (int64_t i = 0; i < k; ++i) {
+    if (axes[i] != i - k) return 0;
+  }
+  return k == 0 ? 0 : -k;
+}
+
+struct Match {
+  ir::Value* x = nullptr;
+  ir::Value* scale = nullptr;  // nullptr: 1
+  ir::Value* bias = nullptr;
+  int64_t axis = 0;
+  float epsilon = 0;
+  std::vector<ir::Node*> nodes;  // the primitives, in order; the last computes y
+};
+
+// Matches the pattern around `div`, the node that divides by the standard deviation.
+std::optional<Match> MatchAt(ir::Node* div) {
+  Match m;
+  if (!IsOp(div, "Div")) return std::nullopt;
+  ir::Value* d = div->input(0);
+  ir::Node* sqrt = div->input(1) ? div->input(1)->producer() : nullptr;
+  if (!IsOp(sqrt, "Sqrt") || !OnlyReadBy(sqrt->output(0), 1)) return std::nullopt;
+  ir::Node* add_eps = sqrt->input(0) ? sqrt->input(0)->producer() : nullptr;
+  if (!IsOp(add_eps, "Add") || !OnlyReadBy(add_eps->output(0), 1)) return std::nullopt;
+  const int eps_index = ScalarConstant(add_eps->input(1)) ? 1 : 0;
+  ir::Value* var = add_eps->input(1 - eps_index);
+  std::optional<double> epsilon = ScalarConstant(add_eps->input(eps_index));
+  if (!epsilon) return std::nullopt;
+  ir::Node* var_mean = var ? var->producer() : nullptr;
+  if (!IsOp(var_mean, "ReduceMean") || !OnlyReadBy(var, 1)) return std::nullopt;
+  ir::Node* square = var_mean->input(0) ? var_mean->input(0)->producer() : nullptr;
+  if (square == nullptr || !OnlyReadBy(square->output(0), 1)) return std::nullopt;
+  const bool is_pow = IsOp(square, "Pow") && square->input(0) == d && ScalarConstant(square->input(1)) == 2.0;
+  const bool is_mul = IsOp(square, "Mul") && square->input(0) == d && square->input(1) == d;
+  if (!is_pow && !is_mul) return std::nullopt;
+  // d is read by the square (once or twice) and by div.
+  if (!OnlyReadBy(d, is_mul ? 3 : 2)) return std::nullopt;
+  ir::Node* sub = d ? d->producer() : nullptr;
+  if (!IsOp(sub, "Sub")) return std::nullopt;
+  m.x = sub->input(0);
+  ir::Node* mean = sub->input(1) ? sub->input(1)->producer() : nullptr;
+  if (!IsOp(mean, "ReduceMean") || mean->input(0) != m.x || !OnlyReadBy(mean->output(0), 1)) return std::nullopt;
+  const auto mean_axes = KeptReduceAxes(mean);
+  const auto var_axes = KeptReduceAxes(var_mean);
+  if (!mean_axes || !var_axes || *mean_axes != *var_axes) return std::nullopt;
+  m.axis = TrailingAxis(*mean_axes);
+  if (m.axis == 0) return std::nullopt;
+  m.epsilon = static_cast<float>(*epsilon);
+  m.nodes = {mean, sub, square, var_mean, add_eps, sqrt, div};
+
+  // The affine part: Mul by a constant gamma, then Add of a constant beta.
+  ir::Node* mul = SoleReader(div->output(0));
+  ir::Value* gamma = OtherInput(mul, div->output(0));
+  if (IsOp(mul, "Mul") && gamma != nullptr && gamma->constant() != nullptr) {
+    m.scale = gamma;
+    m.nodes.push_back(mul);
+    ir::Node* add = SoleReader(mul->output(0));
+    ir::Value* beta = OtherInput(add, mul->output(0));
+    if (IsOp(add, "Add") && beta != nullptr && beta->constant() != nullptr) {
+      m.bias = beta;
+      m.nodes.push_back(add);
+    }
+  }
+  return m;
+}
+
+class LayerNormFusion final : public Pass {
+ public:
+  std::string_view name() const override { return "layer-norm-fusion"; }
+
+  absl::Status Run(ir::Graph& graph, std::vector<std::string>& changes) const override {
+    RewriteUntilStable(graph, [&](ir::Node* node) {
+      std::optional<Match> m = MatchAt(node);
+      if (!m) return false;
+      ir::Value* scale = m->scale ? m->scale : graph.AddConstant("onnxserve_layer_norm_one", Tensor::Scalar(1.0f));
+      changes.push_back(absl::StrCat("fused ", m->nodes.size(), " nodes from ", m->nodes.front()->Label(), " to ",
+                                     m->nodes.back()->Label(), " into LayerNormalization"));
+      ReplaceChain(graph, m->nodes,
+                   {m->nodes.back()->name(), "ai.onnx", "LayerNormalization", 17, {m->x, scale, m->bias},
+                    {ir::IntAttribute("axis", m->axis), ir::FloatAttribute("epsilon", m->epsilon)}});
+      return true;
+    });
+    return absl::OkStatus();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> MakeLayerNormFusion() { return std::make_unique<LayerNormFusion>(); }
+
+}  // namespace onnxserve::passes

@@ -1,0 +1,49 @@
+// Pattern matching helpers that passes share: which op a node is, what constant a value holds, who reads
+// a value.
+#pragma once
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "runtime/ir/graph.h"
+
+namespace onnxserve::passes {
+
+// Whether `node` is the ai.onnx op `op_type`.
+bool IsOp(const ir::Node* node, std::string_view op_type);
+
+// The value's single element as a double, when it is a constant float/double tensor of one element.
+std::optional<double> ScalarConstant(const ir::Value* value);
+
+// Whether `value` is read by exactly `readers` node inputs and by nothing else (no graph output, no
+// subgraph): a value the pattern may fold away.
+bool OnlyReadBy(const ir::Value* value, int readers);
+
+// The one node reading `value`, when OnlyReadBy(value, 1), else nullptr.
+ir::Node* SoleReader(const ir::Value* value);
+
+// The input of the two-input `node` that is not `known`, or nullptr when neither or both are.
+ir::Value* OtherInput(const ir::Node* node, const ir::Value* known);
+
+// The reduction axes of a ReduceMean node (attribute before opset 18, constant input from 18), or nullopt
+// when they are not known at load; keepdims must be 1.
+std::optional<std::vector<int64_t>> KeptReduceAxes(const ir::Node* node);
+
+// Replaces `chain` (nodes in order, the last computing the result) by one node made from `spec`, which
+// takes the last node's place and its output 0. Returns the new node.
+ir::Node* ReplaceChain(ir::Graph& graph, const std::vector<ir::Node*>& chain, ir::NodeSpec spec);
+
+// Calls `rewrite_one` on each node in order until it rewrites one, then starts over, until a scan rewrites
+// nothing: a rewrite removes nodes that a snapshot of the order would still hold.
+template <typename Fn>
+void RewriteUntilStable(ir::Graph& graph, Fn rewrite_one) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (ir::Node* node : graph.nodes()) {
+      if ((changed = rewrite_one(node))) break;
+    }
+  }
+}
+
+}  // namespace onnxserve::passes

@@ -1,0 +1,60 @@
+// The Gelu fusion pass (runtime/passes/gelu_fusion.cc): the exact GELU as exporters spell it before opset
+// 20 becomes one Gelu with the same result, in both orders of the multiplications.
+#include <cmath>
+
+#include "gtest/gtest.h"
+#include "runtime/exec/session.h"
+#include "runtime/passes/pass.h"
+#include "tests/support/graph_builder.h"
+#include "tests/support/op_test.h"
+
+namespace onnxserve {
+namespace {
+
+using testing::GraphBuilder;
+using testing::RunPass;
+using testing::TensorsClose;
+
+GraphBuilder GeluSpelledOut(bool half_first, float divisor = 1.4142135f) {
+  GraphBuilder b(13);
+  b.Input("x", {5})
+      .Initializer("sqrt2", Tensor::Scalar(divisor))
+      .Initializer("one", Tensor::Scalar(1.0f))
+      .Initializer("half", Tensor::Scalar(0.5f))
+      .Node("Div", {"x", "sqrt2"}, "scaled")
+      .Node("Erf", {"scaled"}, "erf")
+      .Node("Add", {"erf", "one"}, "shifted");
+  if (half_first) {
+    b.Node("Mul", {"x", "half"}, "halved").Node("Mul", {"halved", "shifted"}, "y");
+  } else {
+    b.Node("Mul", {"x", "shifted"}, "product").Node("Mul", {"product", "half"}, "y");
+  }
+  return b.Output("y");
+}
+
+const std::vector<float> kX = {-3.f, -0.5f, 0.f, 0.7f, 2.5f};
+
+TEST(GeluFusionTest, BothSpellingsBecomeOneGeluWithTheSpecsValues) {
+  std::vector<float> expected;
+  for (float x : kX) expected.push_back(static_cast<float>(0.5 * x * (1 + std::erf(x / std::sqrt(2.0)))));
+  for (bool half_first : {false, true}) {
+    SCOPED_TRACE(half_first);
+    auto model = GeluSpelledOut(half_first).Load();
+    auto result = RunPass(*model, *passes::MakeGeluFusion());
+    EXPECT_EQ(result.ops, std::vector<std::string>{"Gelu"});
+    auto session = Session::Create(model);
+    ASSERT_TRUE(session.ok()) << session.status();
+    auto out = (*session)->Run({{"x", Tensor::FromVector<float>({5}, kX)}});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({5}, expected), (*out)[0], 1e-5, 1e-6));
+  }
+}
+
+TEST(GeluFusionTest, OtherConstantsAreNotGelu) {
+  auto result = RunPass(*GeluSpelledOut(false, 2.0f).Load(), *passes::MakeGeluFusion());
+  EXPECT_TRUE(result.changes.empty());
+  EXPECT_EQ(result.ops.size(), 5u);
+}
+
+}  // namespace
+}  // namespace onnxserve
