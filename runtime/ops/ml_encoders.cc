@@ -69,7 +69,11 @@ class OneHotEncoder final : public OpKernel {
       const std::string* in = x.data<std::string>();
       for (int64_t i = 0; i < x.NumElements(); ++i) {
         const auto it = by_string_.find(in[i]);
-        RETURN_IF_ERROR(Set(it == by_string_.end() ? -1 : it->second, out + i * categories_, in[i]));
+        if (it != by_string_.end()) {
+          out[i * categories_ + it->second] = 1;
+        } else if (!zeros_) {
+          return NoCategory(in[i]);
+        }
       }
       return absl::OkStatus();
     }
@@ -77,26 +81,24 @@ class OneHotEncoder final : public OpKernel {
     RETURN_IF_ERROR(DispatchMlNumeric(x, [&](auto tag) {
       using T = decltype(tag);
       const T* in = x.data<T>();
-      for (int64_t i = 0; i < x.NumElements() && status.ok(); ++i) {
+      for (int64_t i = 0; i < x.NumElements(); ++i) {
         int64_t key = 0;
-        const bool keyed = CategoryKey(in[i], key);
-        const auto it = keyed ? by_int_.find(key) : by_int_.end();
-        status = Set(it == by_int_.end() ? -1 : it->second, out + i * categories_, absl::StrCat(in[i]));
+        const auto it = CategoryKey(in[i], key) ? by_int_.find(key) : by_int_.end();
+        if (it != by_int_.end()) {
+          out[i * categories_ + it->second] = 1;
+        } else if (!zeros_) {
+          status = NoCategory(absl::StrCat(in[i]));
+          return;
+        }
       }
     }));
     return status;
   }
 
  private:
-  // Sets the one of `category` (-1: none) in a row of Y; `value` names the element for the error.
-  absl::Status Set(int64_t category, float* row, const std::string& value) const {
-    if (category >= 0) {
-      row[category] = 1;
-    } else if (!zeros_) {
-      return absl::InvalidArgumentError(absl::StrCat("X holds ", value, ", which is none of the ", categories_,
-                                                     " categories (zeros is 0)"));
-    }
-    return absl::OkStatus();
+  absl::Status NoCategory(const std::string& value) const {
+    return absl::InvalidArgumentError(
+        absl::StrCat("X holds ", value, ", which is none of the ", categories_, " categories (zeros is 0)"));
   }
 
   bool strings_used_ = false;

@@ -162,6 +162,7 @@ class FeatureVectorizer final : public OpKernel {
  public:
   absl::Status Init(const KernelInfo& info) {
     ASSIGN_OR_RETURN(widths_, info.Attr<std::vector<int64_t>>("inputdimensions"));
+    if (widths_.empty()) return absl::InvalidArgumentError("inputdimensions is empty: expected one per input");
     for (int64_t w : widths_) {
       if (w < 0) return absl::InvalidArgumentError(absl::StrCat("inputdimensions holds ", w));
       offsets_.push_back(total_);

@@ -100,6 +100,10 @@ TEST(FeatureVectorizerTest, InputsSideBySidePaddedToTheirDimensions) {
   count.Attr("inputdimensions", std::vector<int64_t>{1}).Input("a", Floats({1}, {1})).Input("b", Floats({1}, {1}));
   count.Output("Y");
   EXPECT_TRUE(FailsWith(count.Run(), "inputdimensions has 1 values for 2 inputs"));
+
+  OpTest none("FeatureVectorizer", 1, "ai.onnx.ml");
+  none.Attr("inputdimensions", std::vector<int64_t>{}).Input("a", Floats({1}, {1})).Output("Y");
+  EXPECT_TRUE(FailsWith(none.Run(), "inputdimensions is empty"));
 }
 
 TEST(OneHotEncoderTest, OneColumnPerCategory) {
@@ -118,6 +122,9 @@ TEST(OneHotEncoderTest, OneColumnPerCategory) {
   OpTest strict("OneHotEncoder", 1, "ai.onnx.ml");
   strict.Attr("cats_int64s", std::vector<int64_t>{4}).Attr("zeros", int64_t{0});
   EXPECT_TRUE(FailsWith(RunOne(strict, Tensor::FromVector<int64_t>({1}, {5})), "X holds 5, which is none"));
+  OpTest strict_strings("OneHotEncoder", 1, "ai.onnx.ml");
+  strict_strings.Attr("cats_strings", std::vector<std::string>{"r"}).Attr("zeros", int64_t{0});
+  EXPECT_TRUE(FailsWith(RunOne(strict_strings, Tensor::FromVector<std::string>({2}, {"r", "q"})), "X holds q"));
 
   OpTest wrong_kind("OneHotEncoder", 1, "ai.onnx.ml");
   wrong_kind.Attr("cats_int64s", std::vector<int64_t>{4});
