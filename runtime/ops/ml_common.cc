@@ -68,6 +68,11 @@ absl::StatusOr<PostTransform> ParsePostTransform(const std::string& name) {
       "post_transform \"", name, "\" is not one of NONE, SOFTMAX, LOGISTIC, SOFTMAX_ZERO, PROBIT"));
 }
 
+absl::StatusOr<PostTransform> PostTransformAttr(const KernelInfo& info) {
+  ASSIGN_OR_RETURN(const std::string name, info.Attr<std::string>("post_transform", "NONE"));
+  return ParsePostTransform(name);
+}
+
 absl::StatusOr<PostTransform> PostTransformFromIndex(int64_t index) {
   if (index < 0 || index > static_cast<int64_t>(PostTransform::kProbit)) {
     return absl::InvalidArgumentError(absl::StrCat("post_transform ", index, " is not in [0, 4]"));
@@ -106,8 +111,92 @@ absl::StatusOr<std::vector<double>> DoublesAttr(const KernelInfo& info, const st
     ASSIGN_OR_RETURN(const Tensor t, info.Attr<Tensor>(as_tensor));
     return FloatingValues(t, as_tensor);
   }
+  return FloatListAttr(info, name);
+}
+
+absl::StatusOr<std::vector<double>> FloatListAttr(const KernelInfo& info, const std::string& name) {
   ASSIGN_OR_RETURN(const std::vector<float> floats, info.Attr<std::vector<float>>(name, {}));
   return std::vector<double>(floats.begin(), floats.end());
+}
+
+absl::Status CheckAttrSize(const std::string& name, size_t size, size_t expected, const std::string& why) {
+  if (size == expected) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(name, " has ", size, " values, expected ", expected, " (", why, ")"));
+}
+
+absl::StatusOr<RowShape> RowsOf(const Tensor& x) {
+  if (x.rank() == 1) return RowShape{1, x.dim(0)};
+  if (x.rank() == 2) return RowShape{x.dim(0), x.dim(1)};
+  return absl::InvalidArgumentError(absl::StrCat("X must be [N, F] or [F], got ", x.DebugString()));
+}
+
+absl::StatusOr<VectorSet> VectorSet::Make(std::vector<double> values, int64_t count, const std::string& name,
+                                          const std::string& count_from) {
+  const int64_t n = static_cast<int64_t>(values.size());
+  if (count < 1 || n == 0 || n % count != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(name, " has ", n, " values for ", count,
+                                                   " vectors: expected a non-zero multiple (", count_from, ")"));
+  }
+  return VectorSet{std::move(values), count, n / count};
+}
+
+absl::StatusOr<RowShape> VectorSet::RowsOf(const Tensor& x) const {
+  ASSIGN_OR_RETURN(const RowShape shape, onnxserve::RowsOf(x));
+  if (shape.features == features) return shape;
+  return absl::InvalidArgumentError(
+      absl::StrCat("X ", x.DebugString(), " has ", shape.features, " features, the model ", features));
+}
+
+absl::StatusOr<ClassLabels> ClassLabels::FromAttrs(const KernelInfo& info, const std::string& ints_name) {
+  ClassLabels labels;
+  const bool has_strings = info.HasAttr("classlabels_strings"), has_ints = info.HasAttr(ints_name);
+  if (has_strings == has_ints) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("exactly one of classlabels_strings and ", ints_name, " must be set, found ",
+                     has_strings ? "both" : "neither"));
+  }
+  labels.strings_used_ = has_strings;
+  if (has_strings) {
+    ASSIGN_OR_RETURN(labels.strings_, info.Attr<std::vector<std::string>>("classlabels_strings"));
+  } else {
+    ASSIGN_OR_RETURN(labels.ints_, info.Attr<std::vector<int64_t>>(ints_name));
+  }
+  if (labels.size() == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(has_strings ? "classlabels_strings" : ints_name, " is empty: a classifier needs classes"));
+  }
+  return labels;
+}
+
+absl::StatusOr<Tensor*> ClassLabels::Output(KernelContext& ctx, int64_t rows) const {
+  return ctx.CheckedOutput(0, type(), {rows});
+}
+
+void ClassLabels::Write(Tensor& y, int64_t row, int64_t index) const {
+  if (strings_used_) {
+    y.data<std::string>()[row] = strings_[index];
+  } else {
+    y.data<int64_t>()[row] = ints_[index];
+  }
+}
+
+absl::StatusOr<float*> OptionalScores(KernelContext& ctx, int index, int64_t rows, int64_t columns) {
+  if (!ctx.OutputWanted(index)) return nullptr;
+  ASSIGN_OR_RETURN(Tensor * z, ctx.CheckedOutput(index, DataType::kFloat, {rows, columns}));
+  return z->data<float>();
+}
+
+void WriteScores(absl::Span<double> scores, PostTransform transform, float* z) {
+  if (z == nullptr) return;
+  ApplyPostTransform(transform, scores);
+  for (size_t i = 0; i < scores.size(); ++i) z[i] = static_cast<float>(scores[i]);
+}
+
+void WriteBinaryScores(double s, PostTransform transform, float* z) {
+  if (z == nullptr) return;
+  double both[2] = {-s, s};
+  WriteScores(absl::MakeSpan(both), transform, z);
 }
 
 }  // namespace onnxserve

@@ -6,26 +6,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/ops/common.h"
+#include "runtime/ops/ml_common.h"
 #include "runtime/registry/registry.h"
 
 namespace onnxserve {
 namespace {
-
-constexpr DataType kMlNumericTypes[] = {DataType::kFloat, DataType::kDouble, DataType::kInt64, DataType::kInt32};
-
-// Runs fn(T{}) for the element types the ai.onnx.ml feature ops take.
-template <typename Fn>
-absl::Status DispatchMlNumeric(const Tensor& x, Fn&& fn) {
-  switch (x.dtype()) {
-    case DataType::kFloat: fn(float{}); return absl::OkStatus();
-    case DataType::kDouble: fn(double{}); return absl::OkStatus();
-    case DataType::kInt64: fn(int64_t{}); return absl::OkStatus();
-    case DataType::kInt32: fn(int32_t{}); return absl::OkStatus();
-    default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("X must be float, double, int64 or int32, got ", x.DebugString()));
-  }
-}
 
 // Y = 1 where X > threshold, else 0 (NaN included), in X's type.
 class Binarizer final : public OpKernel {

@@ -1,7 +1,6 @@
 // Tree ensembles of ai.onnx.ml, the models scikit-learn, XGBoost and LightGBM converters emit:
 // TreeEnsembleRegressor (1, 3; deprecated by 5) and TreeEnsemble (5). Both encodings compile at load into one
-// Forest, a flat array of branches whose children point at branches or leaves, checked once (children and
-// targets in range, no cycles) so that evaluating a row is a bounded walk per tree.
+// Forest (ml_tree.h), which TreeEnsembleClassifier (ml_tree_classifier.cc) shares.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -14,141 +13,103 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/ops/common.h"
 #include "runtime/ops/ml_common.h"
+#include "runtime/ops/ml_tree.h"
 #include "runtime/registry/registry.h"
 
 namespace onnxserve {
+
+bool Forest::GoesTrue(const Branch& b, double x) const {
+  if (std::isnan(x) && b.missing_goes_true) return true;
+  switch (b.mode) {
+    case TreeMode::kLeq: return x <= b.split;
+    case TreeMode::kLt: return x < b.split;
+    case TreeMode::kGte: return x >= b.split;
+    case TreeMode::kGt: return x > b.split;
+    case TreeMode::kEq: return x == b.split;
+    case TreeMode::kNeq: return x != b.split;
+    case TreeMode::kMember: {
+      const auto& set = member_sets[b.member_set];
+      return std::binary_search(set.begin(), set.end(), x);
+    }
+  }
+  return false;
+}
+
+void Forest::Score(const double* row, double* scores) const {
+  std::fill(scores, scores + n_targets, 0.0);
+  std::vector<char> scored(aggregate == Aggregate::kMin || aggregate == Aggregate::kMax ? n_targets : 0);
+  for (Child node : roots) {
+    while (!IsLeaf(node)) {
+      const Branch& b = branches[node];
+      node = GoesTrue(b, row[b.feature]) ? b.on_true : b.on_false;
+    }
+    for (const Contribution& c : leaves[~node]) {
+      double& s = scores[c.target];
+      switch (aggregate) {
+        case Aggregate::kSum:
+        case Aggregate::kAverage: s += c.weight; break;
+        case Aggregate::kMin: s = scored[c.target] ? std::min(s, c.weight) : c.weight; break;
+        case Aggregate::kMax: s = scored[c.target] ? std::max(s, c.weight) : c.weight; break;
+      }
+      if (!scored.empty()) scored[c.target] = 1;
+    }
+  }
+  if (aggregate == Aggregate::kAverage && !roots.empty()) {
+    for (int64_t t = 0; t < n_targets; ++t) scores[t] /= static_cast<double>(roots.size());
+  }
+  for (size_t t = 0; t < base_values.size(); ++t) scores[t] += base_values[t];
+}
+
+absl::Status Forest::Validate() const {
+  const auto child_ok = [&](Child c) {
+    return IsLeaf(c) ? ~c < static_cast<int64_t>(leaves.size()) : c < static_cast<int64_t>(branches.size());
+  };
+  for (size_t i = 0; i < branches.size(); ++i) {
+    const Branch& b = branches[i];
+    if (!child_ok(b.on_true) || !child_ok(b.on_false)) {
+      return absl::InvalidArgumentError(absl::StrCat("tree node ", i, " has a child out of range"));
+    }
+    if (b.feature < 0) return absl::InvalidArgumentError(absl::StrCat("tree node ", i, " reads feature ", b.feature));
+  }
+  for (size_t l = 0; l < leaves.size(); ++l) {
+    for (const Contribution& c : leaves[l]) {
+      if (c.target < 0 || c.target >= n_targets) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("leaf ", l, " adds to target ", c.target, ", outside [0, ", n_targets, ")"));
+      }
+    }
+  }
+  enum : char { kUnseen, kOnPath, kDone };
+  std::vector<char> state(branches.size(), kUnseen);
+  for (Child root : roots) {
+    if (!child_ok(root)) return absl::InvalidArgumentError(absl::StrCat("tree root ", root, " is out of range"));
+    std::vector<std::pair<Child, int>> stack;  // branch, children visited
+    if (!IsLeaf(root) && state[root] == kUnseen) stack.push_back({root, 0});
+    while (!stack.empty()) {
+      auto& [node, visited] = stack.back();
+      state[node] = kOnPath;
+      if (visited == 2) {
+        state[node] = kDone;
+        stack.pop_back();
+        continue;
+      }
+      const Child next = visited++ == 0 ? branches[node].on_true : branches[node].on_false;
+      if (IsLeaf(next) || state[next] == kDone) continue;
+      if (state[next] == kOnPath) {
+        return absl::InvalidArgumentError(absl::StrCat("the trees have a cycle through node ", next));
+      }
+      stack.push_back({next, 0});
+    }
+  }
+  return absl::OkStatus();
+}
+
 namespace {
 
-enum class Mode : uint8_t { kLeq, kLt, kGte, kGt, kEq, kNeq, kMember };
-enum class Aggregate { kAverage, kSum, kMin, kMax };
-
-// Where a branch leads: a branch index when >= 0, leaf ~index when < 0.
-using Child = int64_t;
-constexpr Child LeafChild(int64_t leaf) { return ~leaf; }
-constexpr bool IsLeaf(Child c) { return c < 0; }
-
-struct Branch {
-  double split = 0;
-  int64_t feature = 0;
-  Mode mode = Mode::kLeq;
-  bool missing_goes_true = false;
-  Child on_true = 0, on_false = 0;
-  int64_t member_set = -1;  // index into Forest::member_sets for kMember
-};
-
-struct Contribution {
-  int64_t target;
-  double weight;
-};
-
-struct Forest {
-  std::vector<Branch> branches;
-  std::vector<Child> roots;
-  std::vector<std::vector<Contribution>> leaves;
-  std::vector<std::vector<double>> member_sets;  // sorted, for binary search
-  int64_t n_targets = 0;
-  Aggregate aggregate = Aggregate::kSum;
-  std::vector<double> base_values;  // empty, or one per target
-  int64_t features_needed = 0;      // 1 + the largest feature index a branch reads
-
-  bool GoesTrue(const Branch& b, double x) const {
-    if (std::isnan(x) && b.missing_goes_true) return true;
-    switch (b.mode) {
-      case Mode::kLeq: return x <= b.split;
-      case Mode::kLt: return x < b.split;
-      case Mode::kGte: return x >= b.split;
-      case Mode::kGt: return x > b.split;
-      case Mode::kEq: return x == b.split;
-      case Mode::kNeq: return x != b.split;
-      case Mode::kMember: {
-        const auto& set = member_sets[b.member_set];
-        return std::binary_search(set.begin(), set.end(), x);
-      }
-    }
-    return false;
-  }
-
-  // Aggregates every tree's leaf for one row of features into `scores` (n_targets) and adds base values.
-  void Score(const double* row, double* scores) const {
-    std::fill(scores, scores + n_targets, 0.0);
-    std::vector<char> scored(aggregate == Aggregate::kMin || aggregate == Aggregate::kMax ? n_targets : 0);
-    for (Child node : roots) {
-      while (!IsLeaf(node)) {
-        const Branch& b = branches[node];
-        node = GoesTrue(b, row[b.feature]) ? b.on_true : b.on_false;
-      }
-      for (const Contribution& c : leaves[~node]) {
-        double& s = scores[c.target];
-        switch (aggregate) {
-          case Aggregate::kSum:
-          case Aggregate::kAverage: s += c.weight; break;
-          case Aggregate::kMin: s = scored[c.target] ? std::min(s, c.weight) : c.weight; break;
-          case Aggregate::kMax: s = scored[c.target] ? std::max(s, c.weight) : c.weight; break;
-        }
-        if (!scored.empty()) scored[c.target] = 1;
-      }
-    }
-    if (aggregate == Aggregate::kAverage && !roots.empty()) {
-      for (int64_t t = 0; t < n_targets; ++t) scores[t] /= static_cast<double>(roots.size());
-    }
-    for (size_t t = 0; t < base_values.size(); ++t) scores[t] += base_values[t];
-  }
-
-  // Children and targets in range, every tree reachable without a cycle (a cyclic model must fail to load,
-  // not hang a request).
-  absl::Status Validate() const {
-    const auto child_ok = [&](Child c) {
-      return IsLeaf(c) ? ~c < static_cast<int64_t>(leaves.size()) : c < static_cast<int64_t>(branches.size());
-    };
-    for (size_t i = 0; i < branches.size(); ++i) {
-      const Branch& b = branches[i];
-      if (!child_ok(b.on_true) || !child_ok(b.on_false)) {
-        return absl::InvalidArgumentError(absl::StrCat("tree node ", i, " has a child out of range"));
-      }
-      if (b.feature < 0) return absl::InvalidArgumentError(absl::StrCat("tree node ", i, " reads feature ", b.feature));
-    }
-    for (size_t l = 0; l < leaves.size(); ++l) {
-      for (const Contribution& c : leaves[l]) {
-        if (c.target < 0 || c.target >= n_targets) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("leaf ", l, " adds to target ", c.target, ", outside [0, ", n_targets, ")"));
-        }
-      }
-    }
-    if (!base_values.empty() && static_cast<int64_t>(base_values.size()) != n_targets) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("base_values has ", base_values.size(), " values for ", n_targets, " targets"));
-    }
-    enum : char { kUnseen, kOnPath, kDone };
-    std::vector<char> state(branches.size(), kUnseen);
-    for (Child root : roots) {
-      if (!child_ok(root)) return absl::InvalidArgumentError(absl::StrCat("tree root ", root, " is out of range"));
-      std::vector<std::pair<Child, int>> stack;  // branch, children visited
-      if (!IsLeaf(root) && state[root] == kUnseen) stack.push_back({root, 0});
-      while (!stack.empty()) {
-        auto& [node, visited] = stack.back();
-        state[node] = kOnPath;
-        if (visited == 2) {
-          state[node] = kDone;
-          stack.pop_back();
-          continue;
-        }
-        const Child next = visited++ == 0 ? branches[node].on_true : branches[node].on_false;
-        if (IsLeaf(next) || state[next] == kDone) continue;
-        if (state[next] == kOnPath) {
-          return absl::InvalidArgumentError(absl::StrCat("the trees have a cycle through node ", next));
-        }
-        stack.push_back({next, 0});
-      }
-    }
-    return absl::OkStatus();
-  }
-};
-
-absl::StatusOr<Mode> ParseMode(const std::string& name) {
-  static const std::map<std::string, Mode> kModes = {
-      {"BRANCH_LEQ", Mode::kLeq}, {"BRANCH_LT", Mode::kLt}, {"BRANCH_GTE", Mode::kGte},
-      {"BRANCH_GT", Mode::kGt},   {"BRANCH_EQ", Mode::kEq}, {"BRANCH_NEQ", Mode::kNeq}};
+absl::StatusOr<TreeMode> ParseMode(const std::string& name) {
+  static const std::map<std::string, TreeMode> kModes = {
+      {"BRANCH_LEQ", TreeMode::kLeq}, {"BRANCH_LT", TreeMode::kLt}, {"BRANCH_GTE", TreeMode::kGte},
+      {"BRANCH_GT", TreeMode::kGt},   {"BRANCH_EQ", TreeMode::kEq}, {"BRANCH_NEQ", TreeMode::kNeq}};
   auto it = kModes.find(name);
   if (it == kModes.end()) return absl::InvalidArgumentError(absl::StrCat("nodes_modes: unknown mode \"", name, "\""));
   return it->second;
@@ -173,8 +134,8 @@ void NoteFeatures(Forest& forest) {
   for (const Branch& b : forest.branches) forest.features_needed = std::max(forest.features_needed, b.feature + 1);
 }
 
-// The opset 1/3 encoding: nodes named by (tree id, node id), leaves marked "LEAF", and the votes at leaves in
-// parallel `<prefix>_treeids/_nodeids/_ids/_weights` lists.
+}  // namespace
+
 absl::StatusOr<Forest> LegacyForest(const KernelInfo& info, const std::string& prefix, int64_t n_targets) {
   ASSIGN_OR_RETURN(const auto tree_ids, info.Attr<std::vector<int64_t>>("nodes_treeids"));
   ASSIGN_OR_RETURN(const auto node_ids, info.Attr<std::vector<int64_t>>("nodes_nodeids"));
@@ -264,11 +225,12 @@ absl::StatusOr<Forest> LegacyForest(const KernelInfo& info, const std::string& p
     }
     forest.leaves[~leaf].push_back({vote_targets[v], vote_weights[v]});
   }
-  ASSIGN_OR_RETURN(forest.base_values, DoublesAttr(info, "base_values"));
   NoteFeatures(forest);
   RETURN_IF_ERROR(forest.Validate());
   return forest;
 }
+
+namespace {
 
 // The opset 5 encoding: nodes by position, each child flagged as a node or a leaf, one weight per leaf, modes
 // as a uint8 tensor, and the sets of BRANCH_MEMBER nodes in one NaN-delimited tensor.
@@ -310,16 +272,16 @@ absl::StatusOr<Forest> Forest5(const KernelInfo& info) {
   for (size_t i = 0; i < n; ++i) {
     Branch b;
     const uint8_t mode = modes.data<uint8_t>()[i];
-    if (mode > static_cast<uint8_t>(Mode::kMember)) {
+    if (mode > static_cast<uint8_t>(TreeMode::kMember)) {
       return absl::InvalidArgumentError(absl::StrCat("nodes_modes[", i, "] is ", mode, ", not in [0, 6]"));
     }
-    b.mode = static_cast<Mode>(mode);
+    b.mode = static_cast<TreeMode>(mode);
     b.split = splits[i];
     b.feature = features[i];
     b.missing_goes_true = !missing.empty() && missing[i] != 0;
     b.on_true = true_leafs[i] ? LeafChild(true_ids[i]) : true_ids[i];
     b.on_false = false_leafs[i] ? LeafChild(false_ids[i]) : false_ids[i];
-    if (b.mode == Mode::kMember) {
+    if (b.mode == TreeMode::kMember) {
       if (next_member == members.end()) {
         return absl::InvalidArgumentError(absl::StrCat("membership_values has no set for node ", i));
       }
@@ -345,63 +307,31 @@ absl::StatusOr<Forest> Forest5(const KernelInfo& info) {
   return forest;
 }
 
-// Scores every row of X ([N, F], or [F] for one row) in parallel and hands each row's transformed scores to
-// `write(row, scores)`.
-template <typename Write>
-absl::Status ScoreRows(const Forest& forest, PostTransform transform, const Tensor& x, ThreadPool& pool,
-                       const Write& write) {
-  if (x.rank() != 1 && x.rank() != 2) {
-    return absl::InvalidArgumentError(absl::StrCat("X must be [N, F] or [F], got ", x.DebugString()));
-  }
-  const int64_t rows = x.rank() == 2 ? x.dim(0) : 1;
-  const int64_t features = x.rank() == 2 ? x.dim(1) : x.dim(0);
-  if (features < forest.features_needed) {
-    return absl::InvalidArgumentError(absl::StrCat("X has ", features, " features, the trees read feature ",
-                                                   forest.features_needed - 1, ": ", x.DebugString()));
-  }
-  bool numeric = false;
-  DispatchNumeric(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_same_v<T, bool>) return;
-    numeric = true;
-    const T* data = x.data<T>();
-    pool.ParallelFor(rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, forest.branches.size())),
-                     [&](int64_t begin, int64_t end) {
-                       std::vector<double> row(static_cast<size_t>(features)), scores(forest.n_targets);
-                       for (int64_t r = begin; r < end; ++r) {
-                         for (int64_t f = 0; f < features; ++f) {
-                           row[f] = static_cast<double>(ToCompute(data[r * features + f]));
-                         }
-                         forest.Score(row.data(), scores.data());
-                         ApplyPostTransform(transform, absl::MakeSpan(scores));
-                         write(r, scores);
-                       }
-                     });
-  });
-  if (!numeric) return absl::InvalidArgumentError(absl::StrCat("X must be numeric, got ", x.DebugString()));
-  return absl::OkStatus();
-}
-
 // TreeEnsembleRegressor-1/3: Y is float [N, n_targets].
 class TreeEnsembleRegressor final : public OpKernel {
  public:
   absl::Status Init(const KernelInfo& info) {
     ASSIGN_OR_RETURN(const int64_t n_targets, info.Attr<int64_t>("n_targets", 1));
     ASSIGN_OR_RETURN(forest_, LegacyForest(info, "target", n_targets));
+    ASSIGN_OR_RETURN(forest_.base_values, DoublesAttr(info, "base_values"));
+    if (!forest_.base_values.empty()) {
+      RETURN_IF_ERROR(CheckAttrSize("base_values", forest_.base_values.size(), static_cast<size_t>(n_targets),
+                                    "one per target, n_targets"));
+    }
     ASSIGN_OR_RETURN(const std::string aggregate, info.Attr<std::string>("aggregate_function", "SUM"));
     ASSIGN_OR_RETURN(forest_.aggregate, ParseAggregate(aggregate));
-    ASSIGN_OR_RETURN(const std::string transform, info.Attr<std::string>("post_transform", "NONE"));
-    ASSIGN_OR_RETURN(transform_, ParsePostTransform(transform));
+    ASSIGN_OR_RETURN(transform_, PostTransformAttr(info));
     return absl::OkStatus();
   }
 
   absl::Status Compute(KernelContext& ctx) const override {
     RETURN_IF_ERROR(RequireInputs(ctx, 1));
     const Tensor& x = *ctx.Input(0);
-    Tensor& y = ctx.Output(0, DataType::kFloat, {x.rank() == 2 ? x.dim(0) : 1, forest_.n_targets});
-    float* out = y.data<float>();
-    return ScoreRows(forest_, transform_, x, ctx.pool(), [&](int64_t r, const std::vector<double>& scores) {
-      for (int64_t t = 0; t < forest_.n_targets; ++t) out[r * forest_.n_targets + t] = static_cast<float>(scores[t]);
+    ASSIGN_OR_RETURN(const RowShape shape, RowsOf(x));
+    ASSIGN_OR_RETURN(Tensor * y, ctx.CheckedOutput(0, DataType::kFloat, {shape.rows, forest_.n_targets}));
+    float* out = y->data<float>();
+    return ScoreRows(forest_, x, ctx.pool(), [&](int64_t r, absl::Span<double> scores) {
+      WriteScores(scores, transform_, out + r * forest_.n_targets);
     });
   }
 
@@ -423,12 +353,14 @@ class TreeEnsemble final : public OpKernel {
   absl::Status Compute(KernelContext& ctx) const override {
     RETURN_IF_ERROR(RequireInputs(ctx, 1));
     const Tensor& x = *ctx.Input(0);
-    Tensor& y = ctx.Output(0, x.dtype(), {x.rank() == 2 ? x.dim(0) : 1, forest_.n_targets});
+    ASSIGN_OR_RETURN(const RowShape shape, RowsOf(x));
+    ASSIGN_OR_RETURN(Tensor * y, ctx.CheckedOutput(0, x.dtype(), {shape.rows, forest_.n_targets}));
     absl::Status status = absl::OkStatus();
     const absl::Status typed = DispatchFloating(x, "X", [&](auto tag) {
       using T = decltype(tag);
-      T* out = y.data<T>();
-      status = ScoreRows(forest_, transform_, x, ctx.pool(), [&](int64_t r, const std::vector<double>& scores) {
+      T* out = y->data<T>();
+      status = ScoreRows(forest_, x, ctx.pool(), [&](int64_t r, absl::Span<double> scores) {
+        ApplyPostTransform(transform_, scores);
         for (int64_t t = 0; t < forest_.n_targets; ++t) {
           out[r * forest_.n_targets + t] = FromCompute<T>(static_cast<ComputeType<T>>(scores[t]));
         }
@@ -443,25 +375,15 @@ class TreeEnsemble final : public OpKernel {
   PostTransform transform_ = PostTransform::kNone;
 };
 
-// Deprecated by ai.onnx.ml opset 5 in favour of TreeEnsemble.
-class DeprecatedTreeEnsembleRegressor final : public OpKernel {
- public:
-  absl::Status Init(const KernelInfo& info) {
-    return absl::InvalidArgumentError(absl::StrCat("TreeEnsembleRegressor is deprecated since ai.onnx.ml opset 5 "
-                                                   "(model opset ", info.opset(), "): use TreeEnsemble"));
-  }
-  absl::Status Compute(KernelContext&) const override { return absl::InternalError("unreachable"); }
-};
-
-constexpr DataType kLegacyTreeTypes[] = {DataType::kFloat, DataType::kDouble, DataType::kInt64, DataType::kInt32};
+constexpr char kRegressorName[] = "TreeEnsembleRegressor";
 constexpr DataType kTreeTypes[] = {DataType::kFloat, DataType::kDouble, DataType::kFloat16};
 
 }  // namespace
 
 // Opset 3 adds the *_as_tensor (double) forms of the weight attributes.
-REGISTER_KERNEL(kMl, "TreeEnsembleRegressor", 1, 2, kLegacyTreeTypes, TreeEnsembleRegressor);
-REGISTER_KERNEL(kMl, "TreeEnsembleRegressor", 3, 4, kLegacyTreeTypes, TreeEnsembleRegressor);
-REGISTER_KERNEL(kMl, "TreeEnsembleRegressor", 5, kLatest, kLegacyTreeTypes, DeprecatedTreeEnsembleRegressor);
+REGISTER_KERNEL(kMl, "TreeEnsembleRegressor", 1, 2, kMlNumericTypes, TreeEnsembleRegressor);
+REGISTER_KERNEL(kMl, "TreeEnsembleRegressor", 3, 4, kMlNumericTypes, TreeEnsembleRegressor);
+REGISTER_KERNEL(kMl, "TreeEnsembleRegressor", 5, kLatest, kMlNumericTypes, DeprecatedTreeOp<kRegressorName>);
 REGISTER_KERNEL(kMl, "TreeEnsemble", 5, kLatest, kTreeTypes, TreeEnsemble);
 
 }  // namespace onnxserve

@@ -158,4 +158,12 @@ absl::StatusOr<std::vector<Tensor>> OpTest::Run(const RunLimits& limits) const {
   return ::testing::AssertionSuccess();
 }
 
+::testing::AssertionResult FailsWith(const absl::StatusOr<std::vector<Tensor>>& out, const std::string& text) {
+  if (out.ok()) return ::testing::AssertionFailure() << "ran, expected an error saying \"" << text << "\"";
+  if (out.status().message().find(text) == std::string::npos) {
+    return ::testing::AssertionFailure() << out.status() << " does not say \"" << text << "\"";
+  }
+  return ::testing::AssertionSuccess();
+}
+
 }  // namespace onnxserve::testing

@@ -60,4 +60,7 @@ class OpTest {
 ::testing::AssertionResult TensorsClose(const Tensor& expected, const Tensor& actual, double rtol = 1e-3,
                                         double atol = 1e-7);
 
+// Whether `out` is an error whose message contains `text` (the attribute or input it must name).
+::testing::AssertionResult FailsWith(const absl::StatusOr<std::vector<Tensor>>& out, const std::string& text);
+
 }  // namespace onnxserve::testing
