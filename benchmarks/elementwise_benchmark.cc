@@ -1,6 +1,8 @@
 // Elementwise kernels through the registry, as the executor runs them: the broadcast-run fast paths (same
-// shape, scalar, row) against the generic per-element walk of ForEachBroadcast they replace, plus a few
-// unary ops and a cast. Args: elements (or rows x cols) and intra-op threads.
+// shape, scalar, row) against the generic per-element walk of ForEachBroadcast they replace, unary ops,
+// pools, softmax, LayerNormalization and a cast (args: elements or shape, and intra-op threads, which run
+// on the active ISA: set ONNXSERVE_ISA to compare). The BM_Primitive rows time each vector primitive of
+// runtime/math/vector_kernels.h through every ISA's own table.
 #include <array>
 #include <memory>
 #include <random>
@@ -11,6 +13,8 @@
 #include "onnx/onnx_pb.h"
 #include "runtime/ir/builder.h"
 #include "runtime/core/thread_pool.h"
+#include "runtime/math/isa.h"
+#include "runtime/math/vector_kernels.h"
 #include "runtime/ops/common.h"
 #include "runtime/registry/registry.h"
 
@@ -39,6 +43,12 @@ class KernelRunner {
     attr->set_name("to");
     attr->set_type(onnx::AttributeProto::INT);
     attr->set_i(static_cast<int64_t>(to));
+  }
+  void SetInts(const char* name, const std::vector<int64_t>& values) {
+    auto* attr = node_.add_attribute();
+    attr->set_name(name);
+    attr->set_type(onnx::AttributeProto::INTS);
+    for (int64_t v : values) attr->add_ints(v);
   }
   bool Create(int opset) {
     const KernelDef* def = KernelRegistry::Global().Find(kOnnx, node_.op_type(), opset);
@@ -132,6 +142,90 @@ void BM_Unary(benchmark::State& state, const char* op, int opset) {
 BENCHMARK_CAPTURE(BM_Unary, Relu, "Relu", 14)->Args({1 << 20, 1})->Args({1 << 20, 2});
 BENCHMARK_CAPTURE(BM_Unary, Sigmoid, "Sigmoid", 13)->Args({1 << 20, 1})->Args({1 << 20, 2});
 BENCHMARK_CAPTURE(BM_Unary, Gelu, "Gelu", 20)->Args({1 << 20, 1});
+
+BENCHMARK_CAPTURE(BM_Unary, Tanh, "Tanh", 13)->Args({1 << 20, 1});
+BENCHMARK_CAPTURE(BM_Unary, Exp, "Exp", 13)->Args({1 << 20, 1});
+BENCHMARK_CAPTURE(BM_Unary, Erf, "Erf", 13)->Args({1 << 20, 1});
+BENCHMARK_CAPTURE(BM_Unary, HardSwish, "HardSwish", 22)->Args({1 << 20, 1});
+
+// The vector primitives themselves, one ISA's table each (range(1): 0 baseline, 1 avx2, 2 avx512), on
+// 4096 floats (L1-resident, so the arithmetic is measured rather than memory).
+const vec::VectorKernels* TableFor(benchmark::State& state) {
+  const auto isa = static_cast<Isa>(state.range(1));
+  if (DetectedIsa() < isa) {
+    state.SkipWithError(absl::StrCat("this CPU lacks ", std::string(IsaName(isa))).c_str());
+    return nullptr;
+  }
+  state.SetLabel(std::string(IsaName(isa)));
+  return isa == Isa::kAvx512 ? &vec::kAvx512Kernels : isa == Isa::kAvx2 ? &vec::kAvx2Kernels : &vec::kBaselineKernels;
+}
+
+template <typename Run>
+void BM_Primitive(benchmark::State& state, Run run) {
+  const vec::VectorKernels* k = TableFor(state);
+  if (k == nullptr) return;
+  const int64_t n = state.range(0);
+  const Tensor x = RandomFloats({n});
+  std::vector<float> y(static_cast<size_t>(n));
+  for (auto _ : state) {
+    run(*k, x.data<float>(), y.data(), n);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+}
+
+#define ONNXSERVE_PRIMITIVE_BENCHMARK(name, ...)                                                            \
+  BENCHMARK_CAPTURE(BM_Primitive, name, [](const vec::VectorKernels& k, const float* x, float* y, int64_t n) { \
+    __VA_ARGS__;                                                                                           \
+  })->ArgsProduct({{4096}, {0, 1, 2}})
+
+ONNXSERVE_PRIMITIVE_BENCHMARK(exp, k.exp(x, y, n));
+ONNXSERVE_PRIMITIVE_BENCHMARK(tanh, k.tanh(x, y, n));
+ONNXSERVE_PRIMITIVE_BENCHMARK(sigmoid, k.sigmoid(x, y, n));
+ONNXSERVE_PRIMITIVE_BENCHMARK(erf, k.erf(x, y, n));
+ONNXSERVE_PRIMITIVE_BENCHMARK(gelu_erf, k.gelu_erf(x, y, n));
+ONNXSERVE_PRIMITIVE_BENCHMARK(gelu_tanh, k.gelu_tanh(x, y, n));
+ONNXSERVE_PRIMITIVE_BENCHMARK(relu, k.relu(x, y, n));
+ONNXSERVE_PRIMITIVE_BENCHMARK(hard_swish, k.hard_swish(x, y, n));
+ONNXSERVE_PRIMITIVE_BENCHMARK(affine, k.affine(x, y, n, 0.5f, 1.0f));
+ONNXSERVE_PRIMITIVE_BENCHMARK(add_arrays, k.binary(vec::BinaryOp::kAdd, x, true, y, true, y, n));
+ONNXSERVE_PRIMITIVE_BENCHMARK(mul_scalar, k.binary(vec::BinaryOp::kMul, x, true, x, false, y, n));
+ONNXSERVE_PRIMITIVE_BENCHMARK(max, benchmark::DoNotOptimize(k.max(x, n)));
+ONNXSERVE_PRIMITIVE_BENCHMARK(sum, benchmark::DoNotOptimize(k.sum(x, n)));
+ONNXSERVE_PRIMITIVE_BENCHMARK(exp_shifted_sum, benchmark::DoNotOptimize(k.exp_shifted_sum(x, y, n, 3.0f)));
+// out_width outputs of a 3-wide window at stride 2 (MaxPool 3x3/2's rows).
+ONNXSERVE_PRIMITIVE_BENCHMARK(window_max_3s2, k.window_max(x, (n - 3) / 2 + 1, 3, 2, y));
+ONNXSERVE_PRIMITIVE_BENCHMARK(window_max_3s1, k.window_max(x, n - 2, 3, 1, y));
+#undef ONNXSERVE_PRIMITIVE_BENCHMARK
+
+// Whole pooling, softmax and normalization kernels on model-sized shapes.
+void BM_Pool(benchmark::State& state, const char* op, int64_t kernel, int64_t stride, int64_t pad) {
+  const int64_t channels = state.range(0), size = state.range(1);
+  KernelRunner runner(op, 1, {RandomFloats({1, channels, size, size})});
+  runner.SetInts("kernel_shape", {kernel, kernel});
+  runner.SetInts("strides", {stride, stride});
+  runner.SetInts("pads", {pad, pad, pad, pad});
+  RunKernel(state, runner, 19, channels * size * size);
+}
+BENCHMARK_CAPTURE(BM_Pool, MaxPool3x3s2, "MaxPool", 3, 2, 0)->Args({96, 111})->Args({256, 27});
+BENCHMARK_CAPTURE(BM_Pool, MaxPool3x3s1p1, "MaxPool", 3, 1, 1)->Args({192, 28})->Args({480, 14});
+BENCHMARK_CAPTURE(BM_Pool, AveragePool3x3s2p1, "AveragePool", 3, 2, 1)->Args({240, 28});
+BENCHMARK_CAPTURE(BM_Pool, AveragePool2x2s2, "AveragePool", 2, 2, 0)->Args({128, 56});
+
+void BM_SoftmaxRows(benchmark::State& state) {
+  const int64_t rows = state.range(0), cols = state.range(1);
+  KernelRunner runner("Softmax", 1, {RandomFloats({rows, cols})});
+  RunKernel(state, runner, 13, rows * cols);
+}
+BENCHMARK(BM_SoftmaxRows)->Args({128, 128})->Args({1, 1000});
+
+void BM_LayerNormalization(benchmark::State& state) {
+  const int64_t rows = state.range(0), cols = state.range(1);
+  KernelRunner runner("LayerNormalization", 1, {RandomFloats({rows, cols}), RandomFloats({cols}), RandomFloats({cols})});
+  RunKernel(state, runner, 17, rows * cols);
+}
+BENCHMARK(BM_LayerNormalization)->Args({128, 768});
 
 void BM_CastFloatToFloat16(benchmark::State& state) {
   const int64_t n = state.range(0);

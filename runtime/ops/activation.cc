@@ -21,16 +21,19 @@ C StableSoftplus(C x) {
 
 struct TanhOp : FloatOp {
   template <typename C> C operator()(C x) const { return std::tanh(x); }
+  void MapFloats(const vec::VectorKernels& k, const float* x, float* y, int64_t n) const { k.tanh(x, y, n); }
 };
 
 // Branch-free and still exact at the extremes: for x << 0, exp(-x) overflows to inf and 1 / inf is 0.
 struct SigmoidOp : FloatOp {
   template <typename C> C operator()(C x) const { return C{1} / (C{1} + std::exp(-x)); }
+  void MapFloats(const vec::VectorKernels& k, const float* x, float* y, int64_t n) const { k.sigmoid(x, y, n); }
 };
 
 // Relu-14 accepts signed integers. NaN passes through as in numpy's maximum.
 struct ReluOp : SignedOp {
   template <typename C> C operator()(C x) const { return x < C{0} ? C{0} : x; }
+  void MapFloats(const vec::VectorKernels& k, const float* x, float* y, int64_t n) const { k.relu(x, y, n); }
 };
 
 struct SoftplusOp : FloatOp {
@@ -50,6 +53,7 @@ struct HardSwishOp : FloatOp {
   template <typename C> C operator()(C x) const {
     return x * std::clamp(x / C{6} + C{0.5}, C{0}, C{1});
   }
+  void MapFloats(const vec::VectorKernels& k, const float* x, float* y, int64_t n) const { k.hard_swish(x, y, n); }
 };
 
 // An activation with a float attribute `alpha` (and an optional second one), read once at load.
@@ -68,6 +72,9 @@ class AlphaOp : public FloatOp {
 struct LeakyReluOp : AlphaOp {
   LeakyReluOp() : AlphaOp(0.01f) {}
   template <typename C> C operator()(C x) const { return x < C{0} ? static_cast<C>(alpha_) * x : x; }
+  void MapFloats(const vec::VectorKernels& k, const float* x, float* y, int64_t n) const {
+    k.leaky_relu(x, y, n, alpha_);
+  }
 };
 
 struct EluOp : AlphaOp {
@@ -115,6 +122,9 @@ class HardSigmoidOp : public FloatOp {
   template <typename C> C operator()(C x) const {
     return std::clamp(static_cast<C>(alpha_) * x + static_cast<C>(beta_), C{0}, C{1});
   }
+  void MapFloats(const vec::VectorKernels& k, const float* x, float* y, int64_t n) const {
+    k.hard_sigmoid(x, y, n, alpha_, beta_);
+  }
 
  private:
   float alpha_ = 0;
@@ -140,6 +150,9 @@ class GeluOp : public FloatOp {
       return C{0.5} * x * (C{1} + std::tanh(k * (x + C{0.044715} * x * x * x)));
     }
     return C{0.5} * x * (C{1} + std::erf(x * static_cast<C>(std::numbers::sqrt2 / 2)));
+  }
+  void MapFloats(const vec::VectorKernels& k, const float* x, float* y, int64_t n) const {
+    (tanh_ ? k.gelu_tanh : k.gelu_erf)(x, y, n);
   }
 
  private:

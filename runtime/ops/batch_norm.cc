@@ -13,6 +13,7 @@
 #include <optional>
 #include <vector>
 
+#include "runtime/math/vector_kernels.h"
 #include "runtime/ops/common.h"
 #include "runtime/registry/registry.h"
 
@@ -74,7 +75,11 @@ void ApplyAffine(ThreadPool& pool, const BatchNormLayout& l, const T* x, const A
                        const C b = static_cast<C>(f.b[c]);
                        const T* in = x + r * l.inner;
                        T* out = y + r * l.inner;
-                       for (int64_t i = 0; i < l.inner; ++i) out[i] = FromCompute<T>(ToCompute(in[i]) * a + b);
+                       if constexpr (std::is_same_v<T, float>) {
+                         vec::Kernels().affine(in, out, l.inner, a, b);
+                       } else {
+                         for (int64_t i = 0; i < l.inner; ++i) out[i] = FromCompute<T>(ToCompute(in[i]) * a + b);
+                       }
                      }
                    });
 }

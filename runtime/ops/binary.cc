@@ -27,24 +27,28 @@ C WrappingNegate(C x) {
 }
 
 struct AddOp : NumberOp {
+  static constexpr vec::BinaryOp kVectorOp = vec::BinaryOp::kAdd;
   template <typename C> C operator()(C a, C b) const {
     return static_cast<C>(static_cast<WrapType<C>>(a) + static_cast<WrapType<C>>(b));
   }
 };
 
 struct SubOp : NumberOp {
+  static constexpr vec::BinaryOp kVectorOp = vec::BinaryOp::kSub;
   template <typename C> C operator()(C a, C b) const {
     return static_cast<C>(static_cast<WrapType<C>>(a) - static_cast<WrapType<C>>(b));
   }
 };
 
 struct MulOp : NumberOp {
+  static constexpr vec::BinaryOp kVectorOp = vec::BinaryOp::kMul;
   template <typename C> C operator()(C a, C b) const {
     return static_cast<C>(static_cast<WrapType<C>>(a) * static_cast<WrapType<C>>(b));
   }
 };
 
 struct DivOp : NumberOp {
+  static constexpr vec::BinaryOp kVectorOp = vec::BinaryOp::kDiv;
   template <typename T> absl::Status CheckInputs(const Tensor&, const Tensor& b) const {
     if constexpr (kIsInteger<T>) return CheckNoZeroDivisor<T>(b);
     return absl::OkStatus();

@@ -1,7 +1,8 @@
 // Building blocks of the elementwise op families (unary.cc, activation.cc, binary.cc, logical.cc,
 // variadic.cc): type predicates, a parallel map, and a broadcast plan that turns numpy broadcasting into
 // runs where every input either advances by one element or repeats one element, so inner loops are tight
-// and vectorizable (same shape, scalar and row broadcasting are all single runs per row).
+// and vectorizable (same shape, scalar and row broadcasting are all single runs per row). Float ops that
+// name a vector form run on the active ISA's kernels (runtime/math/vector_kernels.h).
 #pragma once
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/math/vector_kernels.h"
 #include "runtime/ops/common.h"
 #include "runtime/registry/kernel.h"
 
@@ -102,6 +104,27 @@ void MapUnary(ThreadPool& pool, const In* in, Out* out, int64_t n, const F& f) {
   ParallelRange(pool, n, kElementwiseGrain, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) out[i] = static_cast<Out>(f(ToCompute(in[i])));
   });
+}
+
+// A unary op functor's vector form for float tensors: MapFloats(kernels, x, y, n) writes y[i] = op(x[i])
+// with the given table's kernels.
+template <typename Op>
+concept HasVectorMap = requires(const Op& op, const float* x, float* y) {
+  op.MapFloats(vec::Kernels(), x, y, int64_t{0});
+};
+
+// A binary op functor's vector form: `static constexpr vec::BinaryOp kVectorOp`, which must give exactly
+// the functor's float results.
+template <typename Op>
+concept HasVectorBinary = requires { Op::kVectorOp; };
+
+// Runs map(kernels, in + begin, out + begin, end - begin) over [0, n) in parallel chunks, with the active
+// ISA's vector kernels.
+template <typename Map>
+void ParallelMapFloats(ThreadPool& pool, const float* in, float* out, int64_t n, const Map& map) {
+  const vec::VectorKernels& kernels = vec::Kernels();
+  ParallelRange(pool, n, kElementwiseGrain,
+                [&](int64_t begin, int64_t end) { map(kernels, in + begin, out + begin, end - begin); });
 }
 
 // Numpy broadcasting of N inputs onto an output shape, with adjacent dimensions merged where every input
@@ -208,6 +231,14 @@ void BroadcastBinary(ThreadPool& pool, const Tensor& a, const Tensor& b, Tensor&
   const A* pa = a.data<A>();
   const B* pb = b.data<B>();
   Out* po = out.data<Out>();
+  if constexpr (std::is_same_v<A, float> && std::is_same_v<B, float> && std::is_same_v<Out, float> &&
+                HasVectorBinary<Op>) {
+    const vec::VectorKernels& kernels = vec::Kernels();
+    ParallelRuns(pool, plan, [&](int64_t o, const std::array<int64_t, 2>& in, int64_t length) {
+      kernels.binary(Op::kVectorOp, pa + in[0], plan.steps[0], pb + in[1], plan.steps[1], po + o, length);
+    });
+    return;
+  }
   const auto f = [&op](const A& x, const B& y) -> Out {
     if constexpr (std::is_same_v<A, std::string>) {
       return op(x, y);
@@ -338,7 +369,14 @@ class UnaryKernel final : public OpKernel {
       if constexpr (Op::template kAccepts<T>) {
         using Out = OpResult<Op, T>;
         Tensor& y = ctx.Output(0, kTypeOf<Out>, x.shape());
-        MapUnary(ctx.pool(), x.data<T>(), y.data<Out>(), x.NumElements(), op_);
+        if constexpr (std::is_same_v<T, float> && HasVectorMap<Op>) {
+          ParallelMapFloats(ctx.pool(), x.data<float>(), y.data<float>(), x.NumElements(),
+                            [this](const vec::VectorKernels& k, const float* in, float* out, int64_t n) {
+                              op_.MapFloats(k, in, out, n);
+                            });
+        } else {
+          MapUnary(ctx.pool(), x.data<T>(), y.data<Out>(), x.NumElements(), op_);
+        }
         status = absl::OkStatus();
       }
     });

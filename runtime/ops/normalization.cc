@@ -12,6 +12,7 @@
 #include <cmath>
 #include <vector>
 
+#include "runtime/math/vector_kernels.h"
 #include "runtime/ops/common.h"
 #include "runtime/registry/registry.h"
 
@@ -23,9 +24,17 @@ struct RowStats {
   double inv_std = 0;
 };
 
-// Mean and 1/sqrt(population variance + epsilon) of len values, two passes for accuracy.
+// Mean and 1/sqrt(population variance + epsilon) of len values, two passes for accuracy. Float rows take
+// the vector kernels' blocked sums (float within a block, double across blocks).
 template <typename T>
 RowStats StatsOf(const T* x, int64_t len, double epsilon) {
+  if constexpr (std::is_same_v<T, float>) {
+    const vec::VectorKernels& k = vec::Kernels();
+    const double mean = len > 0 ? k.sum(x, len) / static_cast<double>(len) : 0;
+    const double var =
+        len > 0 ? k.sum_squared_deviations(x, len, static_cast<float>(mean)) / static_cast<double>(len) : 0;
+    return {mean, 1.0 / std::sqrt(var + epsilon)};
+  }
   double sum = 0;
   for (int64_t i = 0; i < len; ++i) sum += static_cast<double>(ToCompute(x[i]));
   const double mean = len > 0 ? sum / static_cast<double>(len) : 0;
@@ -104,6 +113,12 @@ class LayerNormalization final : public OpKernel {
       ForEachRow(ctx.pool(), rows, len, [&](int64_t r) {
         const RowStats st = stats[r] = StatsOf(in + r * len, len, epsilon_);
         const C mean = static_cast<C>(st.mean), inv_std = static_cast<C>(st.inv_std);
+        if constexpr (std::is_same_v<T, float>) {
+          if (scale_at.empty() && bias_at.empty()) {
+            vec::Kernels().normalize(in + r * len, out + r * len, len, mean, inv_std, s, b);
+            return;
+          }
+        }
         for (int64_t i = 0; i < len; ++i) {
           const C normalized = (ToCompute(in[r * len + i]) - mean) * inv_std;
           const C shift = b == nullptr ? C{0} : ToCompute(b[bias_at.empty() ? i : bias_at[i]]);
@@ -190,7 +205,11 @@ class GroupedNormalization final : public OpKernel {
           const C shift = ToCompute(b[p]) - mean * a;
           const T* row_in = in + r * len + c * spatial;
           T* row_out = out + r * len + c * spatial;
-          for (int64_t i = 0; i < spatial; ++i) row_out[i] = FromCompute<T>(ToCompute(row_in[i]) * a + shift);
+          if constexpr (std::is_same_v<T, float>) {
+            vec::Kernels().affine(row_in, row_out, spatial, a, shift);
+          } else {
+            for (int64_t i = 0; i < spatial; ++i) row_out[i] = FromCompute<T>(ToCompute(row_in[i]) * a + shift);
+          }
         }
       });
     });
@@ -273,6 +292,11 @@ class LRN final : public OpKernel {
     const int64_t channels = x.dim(1);
     const int64_t spatial = channels == 0 || x.dim(0) == 0 ? 0 : x.NumElements() / (x.dim(0) * channels);
     const int64_t before = (size_ - 1) / 2, after = size_ - 1 - before;
+    if (x.dtype() == DataType::kFloat) {
+      ComputeFloat(ctx.pool(), x.data<float>(), ctx.Output(0, x.dtype(), x.shape()).data<float>(), x.dim(0), channels,
+                   spatial);
+      return absl::OkStatus();
+    }
     return DispatchFloating(x, "input \"X\"", [&](auto tag) {
       using T = decltype(tag);
       using C = ComputeType<T>;
@@ -297,6 +321,39 @@ class LRN final : public OpKernel {
   }
 
  private:
+  // Float planes on the vector kernels, a plane at a time: the sum of squares over the channel window,
+  // bias + alpha / size * that, its beta-th power, and the quotient. beta = 0.75 (AlexNet's and
+  // GoogLeNet's) is sqrt(t) * sqrt(sqrt(t)), two correctly rounded square roots; other betas use std::pow.
+  void ComputeFloat(ThreadPool& pool, const float* in, float* out, int64_t batch, int64_t channels,
+                    int64_t spatial) const {
+    const int64_t before = (size_ - 1) / 2, after = size_ - 1 - before;
+    const float scale = static_cast<float>(alpha_ / static_cast<double>(size_));
+    const int64_t planes = batch * channels;
+    pool.ParallelFor(planes, std::max<int64_t>(1, 16384 / std::max<int64_t>(spatial, 1)),
+                     [&](int64_t begin, int64_t end) {
+                       const vec::VectorKernels& k = vec::Kernels();
+                       std::vector<float> sum(static_cast<size_t>(spatial)), root(sum.size());
+                       for (int64_t r = begin; r < end; ++r) {
+                         const int64_t n = r / channels, c = r % channels;
+                         const int64_t lo = std::max<int64_t>(0, c - before), hi = std::min(channels - 1, c + after);
+                         std::fill(sum.begin(), sum.end(), 0.0f);
+                         for (int64_t w = lo; w <= hi; ++w) {
+                           k.accumulate_squares(in + (n * channels + w) * spatial, sum.data(), spatial);
+                         }
+                         k.affine(sum.data(), sum.data(), spatial, scale, static_cast<float>(bias_));
+                         if (beta_ == 0.75) {
+                           k.sqrt(sum.data(), root.data(), spatial);
+                           k.sqrt(root.data(), sum.data(), spatial);
+                           k.binary(vec::BinaryOp::kMul, root.data(), true, sum.data(), true, sum.data(), spatial);
+                         } else {
+                           for (float& v : sum) v = std::pow(v, static_cast<float>(beta_));
+                         }
+                         k.binary(vec::BinaryOp::kDiv, in + r * spatial, true, sum.data(), true, out + r * spatial,
+                                  spatial);
+                       }
+                     });
+  }
+
   double alpha_ = 1e-4, beta_ = 0.75, bias_ = 1;
   int64_t size_ = 1;
 };

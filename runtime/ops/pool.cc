@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/math/vector_kernels.h"
 #include "runtime/ops/common.h"
 #include "runtime/registry/registry.h"
 
@@ -77,7 +78,7 @@ struct DimWindows {
 // The pooling problem on exactly kMaxSpatial dims (leading unit dims pad lower ranks).
 struct PoolGeometry {
   int64_t planes = 0;  // N * C
-  Dims in{1, 1, 1}, out{1, 1, 1}, dilation{1, 1, 1};
+  Dims in{1, 1, 1}, out{1, 1, 1}, kernel{1, 1, 1}, stride{1, 1, 1}, dilation{1, 1, 1};
   std::array<DimWindows, kMaxSpatial> windows;
   Shape out_shape;
 };
@@ -118,6 +119,8 @@ absl::StatusOr<PoolGeometry> PlanPool(const PoolAttrs& a, const Shape& x) {
     const size_t dd = d + skip;
     g.in[dd] = in;
     g.out[dd] = out;
+    g.kernel[dd] = k;
+    g.stride[dd] = s;
     g.dilation[dd] = dil;
     DimWindows& w = g.windows[dd];
     for (int64_t o = 0; o < out; ++o) {
@@ -185,15 +188,111 @@ void MaxPoolPlane2D(const PoolGeometry& g, const T* in, T* out) {
   }
 }
 
+// Runs fn(begin, end) over the (n, c) planes in parallel chunks.
+template <typename Fn>
+void ForEachPlaneRange(ThreadPool& pool, const PoolGeometry& g, Fn&& fn) {
+  const int64_t work = NumElements(g.out_shape) / std::max<int64_t>(g.planes, 1);
+  pool.ParallelFor(g.planes, std::max<int64_t>(1, 4096 / std::max<int64_t>(work, 1)), fn);
+}
+
 // Runs fn(plane) for every (n, c) plane in parallel.
 template <typename Fn>
 void ForEachPlane(ThreadPool& pool, const PoolGeometry& g, Fn&& fn) {
-  const int64_t work = NumElements(g.out_shape) / std::max<int64_t>(g.planes, 1);
-  pool.ParallelFor(g.planes, std::max<int64_t>(1, 4096 / std::max<int64_t>(work, 1)),
-                   [&](int64_t begin, int64_t end) {
-                     for (int64_t p = begin; p < end; ++p) fn(p);
-                   });
+  ForEachPlaneRange(pool, g, [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) fn(p);
+  });
 }
+
+// The vector kernels' path: 1-D/2-D float pools without dilation, for MaxPool (without Indices) and
+// AveragePool. Each output row first reduces its valid input rows column by column into the middle of a
+// row padded on both sides with the reduction's identity (-inf for max, 0 for sum); the window kernel
+// then reduces each output's taps along that row, vectors of outputs at a time for strides 1 and 2.
+bool HasFloatPlanePath(const PoolGeometry& g) {
+  return g.in[0] == 1 && g.out[0] == 1 && g.dilation[1] == 1 && g.dilation[2] == 1 &&
+         (g.out[2] == 0 || g.windows[2].start[0] <= 0);
+}
+
+class FloatPoolPlanes {
+ public:
+  // col_divisors: AveragePool's ColumnDivisors, or null for MaxPool.
+  FloatPoolPlanes(const PoolGeometry& g, const std::vector<float>* col_divisors, bool count_include_pad)
+      : g_(g), col_divisors_(col_divisors), count_include_pad_(count_include_pad) {}
+
+  // AveragePool's divisor of each output column before the row's factor: its count of taps inside the
+  // input (or inside input plus pads).
+  static std::vector<float> ColumnDivisors(const PoolGeometry& g, bool count_include_pad) {
+    const DimWindows& cols = g.windows[2];
+    std::vector<float> d(static_cast<size_t>(g.out[2]));
+    for (size_t o = 0; o < d.size(); ++o) {
+      d[o] = static_cast<float>(count_include_pad ? cols.padded[o] : cols.hi[o] - cols.lo[o]);
+    }
+    return d;
+  }
+
+  // Pools planes [begin, end) of in (g.in[1] x g.in[2] each) into out.
+  void Run(int64_t begin, int64_t end, const float* in, float* out) const {
+    const vec::VectorKernels& k = vec::Kernels();
+    const int64_t width = g_.in[2], out_width = g_.out[2];
+    const int64_t pad_begin = out_width > 0 ? -g_.windows[2].start[0] : 0;
+    const int64_t span = std::max(pad_begin + width, (out_width - 1) * g_.stride[2] + g_.kernel[2]);
+    const float identity = col_divisors_ == nullptr ? -std::numeric_limits<float>::infinity() : 0.0f;
+    std::vector<float> padded(static_cast<size_t>(std::max<int64_t>(span, 0)), identity);
+    std::vector<float> divisors(static_cast<size_t>(out_width));
+    for (int64_t p = begin; p < end; ++p) {
+      const float* plane = in + p * g_.in[1] * width;
+      float* y = out + p * g_.out[1] * out_width;
+      for (int64_t oh = 0; oh < g_.out[1]; ++oh, y += out_width) {
+        ReduceRows(k, plane, oh, padded.data() + pad_begin);
+        if (col_divisors_ == nullptr) {
+          k.window_max(padded.data(), out_width, g_.kernel[2], g_.stride[2], y);
+        } else {
+          k.window_sum(padded.data(), out_width, g_.kernel[2], g_.stride[2], y);
+          Average(k, oh, divisors.data(), y);
+        }
+      }
+    }
+  }
+
+ private:
+  // mid[0, width) = max (or sum) of output row oh's valid input rows. The max starts from -inf, so, as in
+  // the window, a NaN tap is dropped against a number.
+  void ReduceRows(const vec::VectorKernels& k, const float* plane, int64_t oh, float* mid) const {
+    const DimWindows& rows = g_.windows[1];
+    const int64_t width = g_.in[2];
+    const bool max = col_divisors_ == nullptr;
+    if (rows.lo[oh] >= rows.hi[oh]) {
+      std::fill(mid, mid + width, max ? -std::numeric_limits<float>::infinity() : 0.0f);
+      return;
+    }
+    const float* first = plane + (rows.start[oh] + rows.lo[oh]) * width;
+    if (max) {
+      const float kNegInf = -std::numeric_limits<float>::infinity();
+      k.binary(vec::BinaryOp::kMax, first, true, &kNegInf, false, mid, width);
+    } else {
+      std::copy(first, first + width, mid);
+    }
+    for (int64_t kh = rows.lo[oh] + 1; kh < rows.hi[oh]; ++kh) {
+      const float* row = plane + (rows.start[oh] + kh) * width;
+      k.binary(max ? vec::BinaryOp::kMax : vec::BinaryOp::kAdd, row, true, mid, true, mid, width);
+    }
+  }
+
+  // y = sums / counts; an output with no taps to count is 0, as in the generic path.
+  void Average(const vec::VectorKernels& k, int64_t oh, float* divisors, float* y) const {
+    const DimWindows& rows = g_.windows[1];
+    const float row_count = static_cast<float>(count_include_pad_ ? rows.padded[oh] : rows.hi[oh] - rows.lo[oh]);
+    const int64_t out_width = g_.out[2];
+    k.binary(vec::BinaryOp::kMul, col_divisors_->data(), true, &row_count, false, divisors, out_width);
+    k.binary(vec::BinaryOp::kDiv, y, true, divisors, true, y, out_width);
+    for (int64_t o = 0; o < out_width; ++o) {
+      if (divisors[o] == 0) y[o] = 0;
+    }
+  }
+
+  const PoolGeometry& g_;
+  const std::vector<float>* col_divisors_;
+  bool count_include_pad_;
+};
 
 inline constexpr DataType kMaxPoolTypes[] = {DataType::kFloat, DataType::kDouble, DataType::kFloat16,
                                              DataType::kBFloat16, DataType::kInt8, DataType::kUint8};
@@ -240,6 +339,13 @@ class MaxPool final : public OpKernel {
     const int64_t out_plane = g.out[0] * g.out[1] * g.out[2];
     T* y = ctx.Output(0, x.dtype(), g.out_shape).template data<T>();
     int64_t* indices = ctx.OutputWanted(1) ? ctx.Output(1, DataType::kInt64, g.out_shape).data<int64_t>() : nullptr;
+    if constexpr (std::is_same_v<T, float>) {
+      if (indices == nullptr && HasFloatPlanePath(g)) {
+        const FloatPoolPlanes planes(g, nullptr, false);
+        ForEachPlaneRange(ctx.pool(), g, [&](int64_t begin, int64_t end) { planes.Run(begin, end, x.data<float>(), y); });
+        return;
+      }
+    }
     if constexpr (std::is_floating_point_v<T>) {
       if (indices == nullptr && g.out[0] == 1 && g.in[0] == 1) {
         ForEachPlane(ctx.pool(), g,
@@ -302,6 +408,15 @@ class AveragePool final : public OpKernel {
         const int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
         const int64_t out_plane = g.out[0] * g.out[1] * g.out[2];
         T* y = ctx.Output(0, x.dtype(), g.out_shape).template data<T>();
+        if constexpr (std::is_same_v<T, float>) {
+          if (HasFloatPlanePath(g)) {
+            const std::vector<float> col_divisors = FloatPoolPlanes::ColumnDivisors(g, count_include_pad_);
+            const FloatPoolPlanes planes(g, &col_divisors, count_include_pad_);
+            ForEachPlaneRange(ctx.pool(), g,
+                              [&](int64_t begin, int64_t end) { planes.Run(begin, end, x.data<float>(), y); });
+            return;
+          }
+        }
         ForEachPlane(ctx.pool(), g, [&](int64_t p) {
           const T* plane = x.data<T>() + p * in_plane;
           ForEachWindow(
@@ -415,7 +530,11 @@ class GlobalPool final : public OpKernel {
   template <typename T>
   T Reduce(const T* in, int64_t size) const {
     using C = ComputeType<T>;
-    if constexpr (kKind == GlobalKind::kMax) {
+    if constexpr (std::is_same_v<T, float> && kKind == GlobalKind::kMax) {
+      return vec::Kernels().max(in, size);
+    } else if constexpr (std::is_same_v<T, float> && kKind == GlobalKind::kAverage) {
+      return static_cast<float>(vec::Kernels().sum(in, size) / static_cast<double>(size));
+    } else if constexpr (kKind == GlobalKind::kMax) {
       C best = std::numeric_limits<C>::lowest();
       for (int64_t i = 0; i < size; ++i) best = std::max(best, ToCompute(in[i]));
       return FromCompute<T>(best);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "runtime/math/vector_kernels.h"
 #include "runtime/ops/common.h"
 #include "runtime/registry/registry.h"
 
@@ -45,6 +46,22 @@ void NormalizeRow(const T* x, T* y, int64_t n, int64_t stride) {
       const C log_sum = std::log(sum);
       for (int64_t i = 0; i < n; ++i) y[i * stride] = FromCompute<T>(ToCompute(x[i * stride]) - max - log_sum);
     }
+  }
+}
+
+// A contiguous float row on the vector kernels: the max, exp(x - max) stored and summed in one pass, then
+// one scaling pass. Every element goes through the same vector code, so equal inputs stay equal outputs.
+template <SoftmaxKind kKind>
+void NormalizeFloatRow(const vec::VectorKernels& k, const float* x, float* y, int64_t n) {
+  const float max = k.max(x, n);
+  const float sum = k.exp_shifted_sum(x, y, n, max);
+  if constexpr (kKind == SoftmaxKind::kSoftmax) {
+    const float inv = 1.0f / sum;
+    k.binary(vec::BinaryOp::kMul, y, true, &inv, false, y, n);
+  } else {
+    const float log_sum = std::log(sum);
+    k.binary(vec::BinaryOp::kSub, x, true, &max, false, y, n);
+    k.binary(vec::BinaryOp::kSub, y, true, &log_sum, false, y, n);
   }
 }
 
@@ -98,6 +115,13 @@ class SoftmaxFamily final : public OpKernel {
   static void Run(ThreadPool& pool, const SoftmaxLayout& l, const T* x, T* y) {
     const int64_t rows = l.outer * l.inner;
     pool.ParallelFor(rows, std::max<int64_t>(1, 4096 / l.n), [&](int64_t begin, int64_t end) {
+      if constexpr (std::is_same_v<T, float> && kKind != SoftmaxKind::kHardmax) {
+        if (l.inner == 1) {
+          const vec::VectorKernels& k = vec::Kernels();
+          for (int64_t r = begin; r < end; ++r) NormalizeFloatRow<kKind>(k, x + r * l.n, y + r * l.n, l.n);
+          return;
+        }
+      }
       for (int64_t r = begin; r < end; ++r) {
         const int64_t offset = (r / l.inner) * l.n * l.inner + r % l.inner;
         NormalizeRow<kKind, T>(x + offset, y + offset, l.n, l.inner);

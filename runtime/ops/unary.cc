@@ -48,6 +48,17 @@ struct ReciprocalOp : FloatOp {
 // Erf-9 accepts integers too: computed in double, truncated back.
 struct ErfOp : NumberOp {
   template <typename C> C operator()(C x) const { return static_cast<C>(std::erf(x)); }
+  void MapFloats(const vec::VectorKernels& k, const float* x, float* y, int64_t n) const { k.erf(x, y, n); }
+};
+
+struct ExpOp : FloatOp {
+  template <typename C> C operator()(C x) const { return std::exp(x); }
+  void MapFloats(const vec::VectorKernels& k, const float* x, float* y, int64_t n) const { k.exp(x, y, n); }
+};
+
+struct SqrtOp : FloatOp {
+  template <typename C> C operator()(C x) const { return std::sqrt(x); }
+  void MapFloats(const vec::VectorKernels& k, const float* x, float* y, int64_t n) const { k.sqrt(x, y, n); }
 };
 
 // Round half to even, as numpy does: nearbyint in the default rounding mode.
@@ -62,8 +73,6 @@ struct RoundOp : FloatOp {
 
 ONNXSERVE_FLOAT_FUNCTION(Floor, std::floor(x));
 ONNXSERVE_FLOAT_FUNCTION(Ceil, std::ceil(x));
-ONNXSERVE_FLOAT_FUNCTION(Sqrt, std::sqrt(x));
-ONNXSERVE_FLOAT_FUNCTION(Exp, std::exp(x));
 ONNXSERVE_FLOAT_FUNCTION(Log, std::log(x));
 ONNXSERVE_FLOAT_FUNCTION(Sin, std::sin(x));
 ONNXSERVE_FLOAT_FUNCTION(Cos, std::cos(x));

@@ -11,6 +11,7 @@ namespace onnxserve {
 namespace {
 
 struct SumOp : FloatOp {
+  static constexpr vec::BinaryOp kVectorOp = vec::BinaryOp::kAdd;
   template <typename C> C operator()(C a, C b) const { return a + b; }
 };
 
@@ -142,8 +143,15 @@ class Clip final : public OpKernel {
         if (status.ok()) status = ReadBound<T>(ctx, 2, max_attr_, &hi);
         if (!status.ok()) return;
         Tensor& y = ctx.Output(0, x.dtype(), x.shape());
-        MapUnary(ctx.pool(), x.data<T>(), y.data<T>(), x.NumElements(),
-                 [lo, hi](C v) { return std::min(std::max(v, lo), hi); });
+        if constexpr (std::is_same_v<T, float>) {
+          ParallelMapFloats(ctx.pool(), x.data<float>(), y.data<float>(), x.NumElements(),
+                            [lo, hi](const vec::VectorKernels& k, const float* in, float* out, int64_t n) {
+                              k.clip(in, out, n, lo, hi);
+                            });
+        } else {
+          MapUnary(ctx.pool(), x.data<T>(), y.data<T>(), x.NumElements(),
+                   [lo, hi](C v) { return std::min(std::max(v, lo), hi); });
+        }
       }
     });
     return status;

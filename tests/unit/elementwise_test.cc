@@ -1,7 +1,9 @@
 // Elementwise op families (unary.cc, activation.cc, binary.cc, logical.cc, variadic.cc): broadcasting
 // against a plain reference, version differences and integer semantics.
 #include <cmath>
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <random>
 #include <string>
@@ -65,14 +67,60 @@ TEST(BroadcastTest, MatchesReferenceOnShapePairs) {
       {{}, {}},              {{}, {3, 4}},         {{3, 4}, {}},          {{4}, {3, 4}},
       {{3, 4}, {4}},         {{3, 1}, {1, 4}},     {{2, 3, 4}, {3, 1}},   {{2, 1, 4}, {1, 3, 1}},
       {{1}, {5}},            {{5, 1, 1}, {1, 1}},  {{2, 3, 1, 5}, {3, 4, 1}}, {{0, 3}, {3}},
-      {{300, 257}, {257}},   {{257, 300}, {257, 1}}, {{64, 1024}, {64, 1024}}};
+      {{300, 257}, {257}},   {{257, 300}, {257, 1}}, {{64, 1024}, {64, 1024}},
+      {{2, 3, 7, 7}, {3, 1, 1}}, {{3, 1, 1}, {1, 3, 5, 13}}};  // NCHW per-channel bias and scale
+  const std::vector<std::pair<const char*, float (*)(float, float)>> ops = {
+      {"Add", [](float x, float y) { return x + y; }},
+      {"Sub", [](float x, float y) { return x - y; }},
+      {"Mul", [](float x, float y) { return x * y; }},
+      {"Div", [](float x, float y) { return x / y; }}};
   std::mt19937 rng(7);
-  for (const auto& [sa, sb] : cases) {
-    const Tensor a = RandomFloats(sa, rng);
-    const Tensor b = RandomFloats(sb, rng);
-    const Tensor expected = ReferenceBinary(a, b, [](float x, float y) { return x - y; });
-    const Tensor actual = RunOne(OpTest("Sub", 14).Input("a", a).Input("b", b));
-    EXPECT_TRUE(TensorsClose(expected, actual, 0, 0)) << ShapeToString(sa) << " - " << ShapeToString(sb);
+  for (const auto& [op, f] : ops) {
+    for (const auto& [sa, sb] : cases) {
+      const Tensor a = RandomFloats(sa, rng);
+      const Tensor b = RandomFloats(sb, rng);
+      const Tensor expected = ReferenceBinary(a, b, f);
+      const Tensor actual = RunOne(OpTest(op, 14).Input("a", a).Input("b", b));
+      EXPECT_TRUE(TensorsClose(expected, actual, 0, 0)) << op << " " << ShapeToString(sa) << ", " << ShapeToString(sb);
+    }
+  }
+}
+
+// The float activations (vectorized per ISA) against their formulas evaluated in double, over values
+// from -12 to 12 and an odd length (a partial last vector), with a float-accuracy tolerance.
+TEST(ActivationTest, FloatActivationsMatchTheirFormulasInDouble) {
+  std::vector<float> values;
+  for (int i = 0; i < 4801; ++i) values.push_back(-12.0f + 0.005f * static_cast<float>(i));
+  const Tensor x = Tensor::FromVector<float>({static_cast<int64_t>(values.size())}, values);
+  const double k = std::sqrt(2 / 3.14159265358979323846);
+  struct Case {
+    OpTest test;  // X is added as the node's first input
+    std::function<double(double)> reference;
+    // For formulas that cancel in float: Gelu for x << 0 (1 + erf(x) ~ 0), alpha x + beta near 0.
+    double atol;
+  };
+  const std::vector<Case> cases = {
+      {OpTest("Relu", 14), [](double v) { return v < 0 ? 0 : v; }, 0},
+      {OpTest("LeakyRelu", 16).Attr("alpha", 0.1f), [](double v) { return v < 0 ? 0.1f * v : v; }, 0},
+      {OpTest("Sigmoid", 13), [](double v) { return 1 / (1 + std::exp(-v)); }, 0},
+      {OpTest("Tanh", 13), [](double v) { return std::tanh(v); }, 0},
+      {OpTest("Exp", 13), [](double v) { return std::exp(v); }, 0},
+      {OpTest("Erf", 13), [](double v) { return std::erf(v); }, 0},
+      {OpTest("Sqrt", 13), [](double v) { return std::sqrt(v); }, 0},
+      {OpTest("HardSigmoid", 22).Attr("alpha", 0.3f).Attr("beta", 0.4f),
+       [](double v) { return std::clamp(0.3f * v + 0.4f, 0.0, 1.0); }, 3e-7},
+      // x / 6 + 1/2 cancels near x = -3 in any float evaluation: an absolute error of a few 1e-8 * |x|.
+      {OpTest("HardSwish", 22), [](double v) { return v * std::clamp(v / 6 + 0.5, 0.0, 1.0); }, 3e-7},
+      {OpTest("Gelu", 20), [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }, 2e-6},
+      {OpTest("Gelu", 20).Attr("approximate", std::string("tanh")),
+       [k](double v) { return 0.5 * v * (1 + std::tanh(k * (v + 0.044715 * v * v * v))); }, 2e-6},
+      {OpTest("Clip", 6).Attr("min", -1.5f).Attr("max", 2.5f), [](double v) { return std::clamp(v, -1.5, 2.5); }, 0},
+  };
+  for (const Case& c : cases) {
+    Tensor expected(DataType::kFloat, x.shape());
+    for (size_t i = 0; i < values.size(); ++i) expected.data<float>()[i] = static_cast<float>(c.reference(values[i]));
+    const Tensor actual = RunOne(OpTest(c.test).Input("x", x));
+    EXPECT_TRUE(TensorsClose(expected, actual, 2e-6, c.atol)) << c.test.BuildModel().graph().node(0).op_type();
   }
 }
 

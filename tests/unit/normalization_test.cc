@@ -1,5 +1,9 @@
 // Layer/Instance/Group normalization, MeanVarianceNormalization and LRN on small hand-worked inputs.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "tests/support/op_test.h"
@@ -130,6 +134,79 @@ TEST(LRNTest, SumsSquaresOverTheChannelWindow) {
                  .Run();
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_TRUE(TensorsClose(F({1, 2, 1}, {1.0f / 6, 0.4f}), (*out)[0]));
+}
+
+std::vector<float> RandomValues(size_t n, float lo, float hi, std::mt19937& rng) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// Rows of several lengths (partial vectors, and one long enough for several summation blocks), with a
+// mean far from 0, against the formula in double.
+TEST(LayerNormalizationTest, FloatRowsMatchTheDoubleFormula) {
+  std::mt19937 rng(23);
+  for (int64_t len : {1, 5, 8, 13, 64, 70, 768, 3000}) {
+    const std::vector<float> x = RandomValues(static_cast<size_t>(4 * len), 90, 110, rng);
+    const std::vector<float> scale = RandomValues(static_cast<size_t>(len), -2, 2, rng);
+    const std::vector<float> bias = RandomValues(static_cast<size_t>(len), -1, 1, rng);
+    Tensor expected(DataType::kFloat, {4, len});
+    for (int64_t r = 0; r < 4; ++r) {
+      double mean = 0, var = 0;
+      for (int64_t i = 0; i < len; ++i) mean += x[r * len + i];
+      mean /= static_cast<double>(len);
+      for (int64_t i = 0; i < len; ++i) var += (x[r * len + i] - mean) * (x[r * len + i] - mean);
+      const double inv_std = 1 / std::sqrt(var / static_cast<double>(len) + 1e-5);
+      for (int64_t i = 0; i < len; ++i) {
+        expected.data<float>()[r * len + i] = static_cast<float>((x[r * len + i] - mean) * inv_std * scale[i] + bias[i]);
+      }
+    }
+    auto out = OpTest("LayerNormalization", 17)
+                   .Input("x", F({4, len}, x))
+                   .Input("scale", F({len}, scale))
+                   .Input("bias", F({len}, bias))
+                   .Output("y")
+                   .Run();
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_TRUE(TensorsClose(expected, (*out)[0], 1e-4, 1e-5)) << "len=" << len;
+  }
+}
+
+// LRN over random planes for AlexNet's beta 0.75 (two square roots) and another beta (std::pow), against
+// the formula in double.
+TEST(LRNTest, FloatPlanesMatchTheDoubleFormula) {
+  std::mt19937 rng(29);
+  const int64_t n = 2, channels = 7, spatial = 37;
+  const std::vector<float> x = RandomValues(static_cast<size_t>(n * channels * spatial), -30, 30, rng);
+  for (float beta : {0.75f, 0.6f}) {
+    const int64_t size = 5;
+    const double alpha = 1e-3, bias = 2;
+    Tensor expected(DataType::kFloat, {n, channels, spatial});
+    for (int64_t b = 0; b < n; ++b) {
+      for (int64_t c = 0; c < channels; ++c) {
+        for (int64_t i = 0; i < spatial; ++i) {
+          double sum = 0;
+          for (int64_t w = std::max<int64_t>(0, c - 2); w <= std::min<int64_t>(channels - 1, c + 2); ++w) {
+            const double v = x[(b * channels + w) * spatial + i];
+            sum += v * v;
+          }
+          const int64_t at = (b * channels + c) * spatial + i;
+          expected.data<float>()[at] = static_cast<float>(x[at] / std::pow(bias + alpha / size * sum, double{beta}));
+        }
+      }
+    }
+    auto out = OpTest("LRN", 13)
+                   .Input("x", F({n, channels, spatial}, x))
+                   .Attr("size", size)
+                   .Attr("alpha", static_cast<float>(alpha))
+                   .Attr("beta", beta)
+                   .Attr("bias", static_cast<float>(bias))
+                   .Output("y")
+                   .Run();
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_TRUE(TensorsClose(expected, (*out)[0], 1e-5, 1e-7)) << "beta " << beta;
+  }
 }
 
 }  // namespace

@@ -1,5 +1,15 @@
 // Pooling: window geometry (pads, auto_pad, ceil_mode, dilations), Indices and the per-version attributes.
+#include <algorithm>
+#include <array>
+#include <bit>
 #include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
 
 #include "gtest/gtest.h"
 #include "tests/support/op_test.h"
@@ -134,6 +144,117 @@ TEST(GlobalPoolTest, OneValuePerPlane) {
   auto lp = OpTest("GlobalLpPool", 2).Input("x", x).Output("y").Run();
   ASSERT_TRUE(lp.ok()) << lp.status();
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1, 2, 1}, {std::sqrt(10.0f), 5}), (*lp)[0]));
+}
+
+// One 2-D pooling problem for the reference below.
+struct Pool2D {
+  int64_t planes, height, width;
+  std::array<int64_t, 2> kernel, stride, pad_begin, pad_end;
+  bool ceil_mode, count_include_pad;
+};
+
+// The spec's output size along one dim, with the ceil_mode rule that drops a last window starting in the
+// end padding.
+int64_t OutputSize(int64_t in, int64_t k, int64_t s, int64_t pb, int64_t pe, bool ceil_mode) {
+  const int64_t span = in + pb + pe - k;
+  int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+  if (ceil_mode && (out - 1) * s >= in + pb) --out;
+  return out;
+}
+
+// Max or average of every window by direct enumeration of its taps.
+Tensor ReferencePool(const Pool2D& p, const Tensor& x, bool max) {
+  const int64_t oh = OutputSize(p.height, p.kernel[0], p.stride[0], p.pad_begin[0], p.pad_end[0], p.ceil_mode);
+  const int64_t ow = OutputSize(p.width, p.kernel[1], p.stride[1], p.pad_begin[1], p.pad_end[1], p.ceil_mode);
+  Tensor y(DataType::kFloat, {1, p.planes, oh, ow});
+  float* out = y.data<float>();
+  for (int64_t c = 0; c < p.planes; ++c) {
+    for (int64_t i = 0; i < oh; ++i) {
+      for (int64_t j = 0; j < ow; ++j) {
+        double best = -std::numeric_limits<double>::infinity(), sum = 0;
+        int64_t inside = 0, padded = 0;
+        for (int64_t a = 0; a < p.kernel[0]; ++a) {
+          for (int64_t b = 0; b < p.kernel[1]; ++b) {
+            const int64_t r = i * p.stride[0] - p.pad_begin[0] + a, q = j * p.stride[1] - p.pad_begin[1] + b;
+            if (r < p.height + p.pad_end[0] && q < p.width + p.pad_end[1]) ++padded;
+            if (r < 0 || r >= p.height || q < 0 || q >= p.width) continue;
+            const float v = x.data<float>()[(c * p.height + r) * p.width + q];
+            best = std::max<double>(best, v);
+            sum += v;
+            ++inside;
+          }
+        }
+        const int64_t count = p.count_include_pad ? padded : inside;
+        *out++ = static_cast<float>(max ? best : count > 0 ? sum / static_cast<double>(count) : 0);
+      }
+    }
+  }
+  return y;
+}
+
+// Random shapes, kernels, strides, pads and ceil_mode: the float fast path (strides 1 and 2 vectorized,
+// others scalar) against the reference, including rows shorter and longer than a vector.
+TEST(PoolTest, FloatMaxAndAveragePoolMatchTheReferenceOnRandomGeometries) {
+  std::mt19937 rng(13);
+  std::uniform_real_distribution<float> value(-10, 10);
+  const auto draw = [&rng](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (int trial = 0; trial < 400; ++trial) {
+    Pool2D p{draw(1, 3), draw(1, 12), draw(1, 40), {draw(1, 4), draw(1, 4)}, {draw(1, 3), draw(1, 3)}, {0, 0}, {0, 0},
+             draw(0, 1) == 1, draw(0, 1) == 1};
+    for (int d = 0; d < 2; ++d) {
+      p.pad_begin[d] = draw(0, p.kernel[d] - 1);
+      p.pad_end[d] = draw(0, p.kernel[d] - 1);
+    }
+    if (p.height + p.pad_begin[0] + p.pad_end[0] < p.kernel[0] || p.width + p.pad_begin[1] + p.pad_end[1] < p.kernel[1]) {
+      continue;
+    }
+    std::vector<float> values(static_cast<size_t>(p.planes * p.height * p.width));
+    for (float& v : values) v = value(rng);
+    const Tensor x = Tensor::FromVector<float>({1, p.planes, p.height, p.width}, values);
+    const auto attrs = [&](OpTest t) {
+      return t.Input("x", x)
+          .Attr("kernel_shape", std::vector<int64_t>{p.kernel[0], p.kernel[1]})
+          .Attr("strides", std::vector<int64_t>{p.stride[0], p.stride[1]})
+          .Attr("pads", std::vector<int64_t>{p.pad_begin[0], p.pad_begin[1], p.pad_end[0], p.pad_end[1]})
+          .Attr("ceil_mode", int64_t{p.ceil_mode})
+          .Output("y");
+    };
+    const std::string what = absl::StrCat("trial ", trial, ": ", p.height, "x", p.width, " kernel ", p.kernel[0], "x",
+                                          p.kernel[1], " stride ", p.stride[0], "x", p.stride[1]);
+    auto max = attrs(OpTest("MaxPool", 12)).Run();
+    ASSERT_TRUE(max.ok()) << what << ": " << max.status();
+    EXPECT_TRUE(TensorsClose(ReferencePool(p, x, true), (*max)[0], 0, 0)) << what;
+    auto avg = attrs(OpTest("AveragePool", 19)).Attr("count_include_pad", int64_t{p.count_include_pad}).Run();
+    ASSERT_TRUE(avg.ok()) << what << ": " << avg.status();
+    EXPECT_TRUE(TensorsClose(ReferencePool(p, x, false), (*avg)[0], 1e-5, 1e-6)) << what;
+  }
+}
+
+// Planes holding the same values pool to the same bits whatever their place in the tensor (vector lanes
+// and the scalar tail reduce taps in one order).
+TEST(PoolTest, EqualPlanesGiveBitEqualOutputs) {
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<float> value(-1e10f, 1e10f);
+  std::vector<float> plane(13 * 29);
+  for (float& v : plane) v = value(rng);
+  std::vector<float> values;
+  for (int c = 0; c < 5; ++c) values.insert(values.end(), plane.begin(), plane.end());
+  const Tensor x = Tensor::FromVector<float>({1, 5, 13, 29}, values);
+  for (const char* op : {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"}) {
+    OpTest test = OpTest(op, 19).Input("x", x).Output("y");
+    if (std::string(op).find("Global") == std::string::npos) {
+      test.Attr("kernel_shape", std::vector<int64_t>{3, 3}).Attr("strides", std::vector<int64_t>{2, 2})
+          .Attr("pads", std::vector<int64_t>{1, 1, 1, 1});
+    }
+    auto out = test.Run();
+    ASSERT_TRUE(out.ok()) << op << ": " << out.status();
+    const Tensor& y = (*out)[0];
+    const int64_t per_plane = y.NumElements() / 5;
+    for (int64_t i = 0; i < y.NumElements(); ++i) {
+      ASSERT_EQ(std::bit_cast<uint32_t>(y.data<float>()[i]), std::bit_cast<uint32_t>(y.data<float>()[i % per_plane]))
+          << op << " element " << i;
+    }
+  }
 }
 
 TEST(PoolTest, KernelShapeMustMatchTheSpatialRank) {
