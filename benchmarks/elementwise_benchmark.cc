@@ -176,8 +176,9 @@ void BM_Primitive(benchmark::State& state, Run run) {
 }
 
 #define ONNXSERVE_PRIMITIVE_BENCHMARK(name, ...)                                                            \
-  BENCHMARK_CAPTURE(BM_Primitive, name, [](const vec::VectorKernels& k, const float* x, float* y, int64_t n) { \
-    __VA_ARGS__;                                                                                           \
+  BENCHMARK_CAPTURE(BM_Primitive, name,                                                                     \
+                    [](const vec::VectorKernels& k, const float* x, [[maybe_unused]] float* y, int64_t n) { \
+                      __VA_ARGS__;                                                                         \
   })->ArgsProduct({{4096}, {0, 1, 2}})
 
 ONNXSERVE_PRIMITIVE_BENCHMARK(exp, k.exp(x, y, n));
