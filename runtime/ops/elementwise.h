@@ -127,6 +127,16 @@ void ParallelMapFloats(ThreadPool& pool, const float* in, float* out, int64_t n,
                 [&](int64_t begin, int64_t end) { map(kernels, in + begin, out + begin, end - begin); });
 }
 
+// Op's vector kernel over `n` floats, split over the pool. `T` (always float) keeps the call dependent on
+// the dispatch's type: clang checks a non-dependent call even in a discarded branch, for ops without one.
+template <typename Op, typename T>
+void MapFloatsWith(const Op& op, ThreadPool& pool, const T* in, T* out, int64_t n) {
+  static_assert(std::is_same_v<T, float>);
+  ParallelMapFloats(pool, in, out, n, [&op](const vec::VectorKernels& k, const float* from, float* to, int64_t count) {
+    op.MapFloats(k, from, to, count);
+  });
+}
+
 // Numpy broadcasting of N inputs onto an output shape, with adjacent dimensions merged where every input
 // stays contiguous (or stays broadcast) across them. The output is `rows` runs of `inner` elements; within
 // a run input n advances by one element when steps[n], else repeats one element.
@@ -370,10 +380,7 @@ class UnaryKernel final : public OpKernel {
         using Out = OpResult<Op, T>;
         Tensor& y = ctx.Output(0, kTypeOf<Out>, x.shape());
         if constexpr (std::is_same_v<T, float> && HasVectorMap<Op>) {
-          ParallelMapFloats(ctx.pool(), x.data<float>(), y.data<float>(), x.NumElements(),
-                            [this](const vec::VectorKernels& k, const float* in, float* out, int64_t n) {
-                              op_.MapFloats(k, in, out, n);
-                            });
+          MapFloatsWith(op_, ctx.pool(), x.data<T>(), y.data<T>(), x.NumElements());
         } else {
           MapUnary(ctx.pool(), x.data<T>(), y.data<Out>(), x.NumElements(), op_);
         }
