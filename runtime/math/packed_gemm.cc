@@ -1,11 +1,10 @@
 #include "runtime/math/packed_gemm.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <memory>
 
 #include "runtime/math/isa.h"
 #include "runtime/math/packed_gemm_kernels.h"
+#include "runtime/math/scratch.h"
 
 namespace onnxserve {
 namespace {
@@ -64,25 +63,6 @@ bool SplitColumns(int64_t m, int64_t n, int threads) {
   return Imbalance(n, kPanelColumns, threads) <= kColumnPreference * Imbalance(m, kPanelRows, threads);
 }
 
-// Per-thread scratch, kept across calls (a run multiplies many blocks of one size): kSlot 0 holds the
-// packed block, 1 the row a ColumnRowFn makes.
-template <int kSlot>
-float* PackScratch(int64_t floats) {
-  struct Buffer {
-    float* data = nullptr;
-    int64_t size = 0;
-    ~Buffer() { std::free(data); }
-  };
-  thread_local Buffer buffer;
-  if (buffer.size < floats) {
-    std::free(buffer.data);
-    const size_t bytes = static_cast<size_t>(floats) * sizeof(float);
-    buffer.data = static_cast<float*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
-    buffer.size = floats;
-  }
-  return buffer.data;
-}
-
 // Where the tile of C at (row, column) goes in a depth block: the first block writes the product with bias
 // and Z, later ones add to it, and the last applies Relu.
 packed::PanelOutput OutputAt(float* c, int64_t ldc, int64_t row, int64_t column, const GemmEpilogue& epilogue,
@@ -111,8 +91,8 @@ void MultiplyRange(const PackedRows& a, int64_t panel_begin, int64_t panel_end, 
                    const GemmEpilogue& epilogue) {
   const int64_t depth = a.depth(), depth_block = DepthBlock(depth);
   const int64_t column_block = ColumnBlock(depth_block);
-  float* packed = PackScratch<0>(PackedColumnsSize(depth_block, column_block));
-  float* made = source.make != nullptr ? PackScratch<1>(column_block) : nullptr;
+  float* packed = ThreadScratch(ScratchSlot::kPackedBlock, PackedColumnsSize(depth_block, column_block));
+  float* made = source.make != nullptr ? ThreadScratch(ScratchSlot::kMadeRow, column_block) : nullptr;
   for (int64_t column = column_begin; column < column_end; column += column_block) {
     const int64_t columns = std::min(column_block, column_end - column);
     // At least one block, even of depth 0, so that C = bias + z still gets written.
@@ -191,7 +171,7 @@ void MultiplyColumnRange(const float* a, int64_t lda, bool transposed_a, int64_t
                          const GemmEpilogue& epilogue) {
   const int64_t depth = b.depth(), depth_block = DepthBlock(depth);
   const int64_t row_panels = CeilDiv(row_end - row_begin, kPanelRows);
-  float* packed = PackScratch<0>(row_panels * kPanelRows * depth_block);
+  float* packed = ThreadScratch(ScratchSlot::kPackedBlock, row_panels * kPanelRows * depth_block);
   int64_t k = 0;
   do {
     const int64_t block_depth = std::min(depth_block, depth - k);

@@ -1,12 +1,16 @@
 // Conv (1-D/2-D/3-D and beyond, grouped, dilated, strided, padded): im2col + one GEMM per (image, group);
-// a 1x1 stride-1 unpadded kernel multiplies the input directly, without im2col.
+// a 1x1 stride-1 unpadded kernel multiplies the input directly, without im2col. A 1-D or 2-D float
+// depthwise convolution (group == C) runs DepthwiseConv2D instead: one map per GEMM would waste it.
 // FusedConv (domain ai.onnxserve, written by the graph optimizer) is Conv [+ Z] [-> Relu] in one node.
 //
 // Constant float weights are packed at load for PackedGemm (on CPUs it has micro-kernels for), which adds
 // bias and Z and applies Relu as each tile leaves the registers. Otherwise the OpenBLAS GEMM accumulates
 // onto bias + Z, and Relu runs on each block right after the GEMM that wrote it, while it is in cache.
+#include <optional>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "runtime/math/depthwise_conv.h"
 #include "runtime/math/packed_gemm.h"
 #include "runtime/ops/blas.h"
 #include "runtime/ops/common.h"
@@ -105,6 +109,10 @@ int64_t ColumnBlockRows(const ConvGeometry& geo, int64_t depth, int64_t group_ma
 
 constexpr int64_t kMinPackedGroupMaps = 8;
 
+// Scratch floats (16 KiB) a depthwise plane may take whatever its size: small maps' padded rows are mostly
+// the room left for a whole last vector.
+constexpr int64_t kSmallPlaneScratch = 4096;
+
 // kFused: FusedConv, whose 4th input Z and `activation` attribute extend Conv.
 template <bool kFused>
 class ConvKernel final : public OpKernel {
@@ -145,15 +153,13 @@ class ConvKernel final : public OpKernel {
     if (IsHalfType(x.dtype())) {
       Tensor y_float(DataType::kFloat, y_shape);
       const Tensor b_float = WidenToFloat(b), z_float = WidenToFloat(z);
-      Run<float>(geo, WidenToFloat(&x), WidenToFloat(&w), b ? &b_float : nullptr, z ? &z_float : nullptr,
-                 y_float, ctx.pool());
+      RunFloat(geo, WidenToFloat(&x), WidenToFloat(&w), b ? &b_float : nullptr, z ? &z_float : nullptr, y_float,
+               ctx.pool());
       NarrowFromFloat(y_float, y);
     } else if (x.dtype() == DataType::kDouble) {
       Run<double>(geo, x, w, b, z, y, ctx.pool());
-    } else if (!packed_weights_.empty() && w.raw_data() == packed_source_) {
-      RunPacked(geo, x, b, z, y, ctx.pool());
     } else {
-      Run<float>(geo, x, w, b, z, y, ctx.pool());
+      RunFloat(geo, x, w, b, z, y, ctx.pool());
     }
     return absl::OkStatus();
   }
@@ -181,6 +187,49 @@ class ConvKernel final : public OpKernel {
           absl::StrCat("B ", ShapeToString(b->shape()), ": expected [", w.dim(0), "] (one bias per output map)"));
     }
     return absl::OkStatus();
+  }
+
+  // Depthwise convolutions run directly; other constant weights on the packed path; the rest over OpenBLAS.
+  void RunFloat(const ConvGeometry& geo, const Tensor& x, const Tensor& w, const Tensor* b, const Tensor* z,
+                Tensor& y, ThreadPool& pool) const {
+    if (const std::optional<DepthwiseConvShape> depthwise = DepthwiseShape(geo, x, w)) {
+      const DepthwiseConvEpilogue epilogue{
+          .bias = b ? b->data<float>() : nullptr, .z = z ? z->data<float>() : nullptr, .relu = relu_};
+      return DepthwiseConv2D(*depthwise, x.data<float>(), w.data<float>(), epilogue, y.data<float>(), pool);
+    }
+    if (!packed_weights_.empty() && w.raw_data() == packed_source_) return RunPacked(geo, x, b, z, y, pool);
+    Run<float>(geo, x, w, b, z, y, pool);
+  }
+
+  // The shape DepthwiseConv2D takes when this is a 1-D or 2-D convolution of each channel on its own
+  // (group == C > 1, any number of maps per channel), unless huge pads or dilations would make its padded
+  // copy of a plane much larger than im2col's columns.
+  std::optional<DepthwiseConvShape> DepthwiseShape(const ConvGeometry& geo, const Tensor& x, const Tensor& w) const {
+    const size_t rank = geo.image.size();
+    if (attrs_.group == 1 || x.dim(1) != attrs_.group || rank > 2) return std::nullopt;
+    // A 1-D convolution is a 2-D one of height 1.
+    const size_t w_axis = rank - 1;
+    auto along_h = [&](const std::vector<int64_t>& dims, int64_t one) { return rank == 2 ? dims[0] : one; };
+    const DepthwiseConvShape shape{
+        .batch = x.dim(0),
+        .channels = x.dim(1),
+        .multiplier = w.dim(0) / attrs_.group,
+        .in_h = along_h(geo.image, 1),
+        .in_w = geo.image[w_axis],
+        .out_h = along_h(geo.grid, 1),
+        .out_w = geo.grid[w_axis],
+        .kernel_h = along_h(geo.kernel, 1),
+        .kernel_w = geo.kernel[w_axis],
+        .stride_h = along_h(geo.strides, 1),
+        .stride_w = geo.strides[w_axis],
+        .dilation_h = along_h(geo.dilations, 1),
+        .dilation_w = geo.dilations[w_axis],
+        .pad_top = along_h(geo.pad_begin, 0),
+        .pad_left = geo.pad_begin[w_axis],
+    };
+    const int64_t in_size = geo.ImageSize(), columns = geo.KernelSize() * geo.GridSize();
+    if (DepthwiseScratchFloats(shape) > 2 * (in_size + columns) + kSmallPlaneScratch) return std::nullopt;
+    return shape;
   }
 
   template <typename T>

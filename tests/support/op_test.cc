@@ -1,6 +1,7 @@
 #include "tests/support/op_test.h"
 
 #include <cmath>
+#include <random>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/exec/session.h"
@@ -156,6 +157,14 @@ absl::StatusOr<std::vector<Tensor>> OpTest::Run(const RunLimits& limits) const {
     }
   }
   return ::testing::AssertionSuccess();
+}
+
+std::vector<float> RandomFloats(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = dist(rng);
+  return v;
 }
 
 }  // namespace onnxserve::testing

@@ -60,4 +60,7 @@ class OpTest {
 ::testing::AssertionResult TensorsClose(const Tensor& expected, const Tensor& actual, double rtol = 1e-3,
                                         double atol = 1e-7);
 
+// n floats uniform in [-1, 1), the same for the same seed: inputs for kernels checked against a reference.
+std::vector<float> RandomFloats(int64_t n, uint32_t seed);
+
 }  // namespace onnxserve::testing

@@ -124,6 +124,16 @@ TEST(ConvTest, GroupsAndDepthwise) {
   ExpectConvMatchesReference({1, 4, 6, 6}, {8, 1, 3, 3}, {.group = 4});  // channel multiplier 2
 }
 
+TEST(ConvTest, DepthwiseRunsDirectlyInOneAndTwoDimensions) {
+  // group == C: the direct depthwise kernel, 3x3 and 5x5 at strides 1 and 2, a 1-D one (a 2-D one of
+  // height 1), dilated, and a dilation so wide that its padded plane would dwarf im2col's columns (im2col).
+  ExpectConvMatchesReference({2, 5, 13, 19}, {5, 1, 3, 3}, {.pads = {1, 1, 1, 1}, .group = 5});
+  ExpectConvMatchesReference({1, 6, 15, 15}, {6, 1, 5, 5}, {.strides = {2, 2}, .pads = {2, 2, 2, 2}, .group = 6});
+  ExpectConvMatchesReference({2, 4, 23}, {8, 1, 3}, {.strides = {2}, .pads = {1, 0}, .group = 4});
+  ExpectConvMatchesReference({1, 3, 12, 12}, {3, 1, 3, 3}, {.dilations = {2, 2}, .pads = {2, 2, 2, 2}, .group = 3});
+  ExpectConvMatchesReference({1, 2, 5, 5}, {2, 1, 3, 3}, {.dilations = {60, 60}, .pads = {60, 60, 60, 60}, .group = 2});
+}
+
 TEST(ConvTest, PointwiseSkipsIm2colAndStillMatches) {
   ExpectConvMatchesReference({2, 16, 7, 5}, {9, 16, 1, 1}, {});
   ExpectConvMatchesReference({1, 16, 7, 5}, {8, 4, 1, 1}, {.group = 4}, false);
@@ -167,20 +177,23 @@ TEST(ConvTest, AutoPadModesMatchTheirExplicitPads) {
 }
 
 TEST(ConvTest, Float16ComputesThroughFloat) {
-  const Tensor x = Random({1, 2, 5, 5}, 1), w = Random({2, 2, 3, 3}, 2);
-  Tensor x16(DataType::kFloat16, x.shape()), w16(DataType::kFloat16, w.shape());
-  for (int64_t i = 0; i < x.NumElements(); ++i) x16.data<Float16>()[i] = Float16(x.data<float>()[i]);
-  for (int64_t i = 0; i < w.NumElements(); ++i) w16.data<Float16>()[i] = Float16(w.data<float>()[i]);
-  auto result = OpTest("Conv", 11).Input("x", x16).Input("w", w16).Output("y").Run();
-  ASSERT_TRUE(result.ok()) << result.status();
-  ASSERT_EQ((*result)[0].dtype(), DataType::kFloat16);
-  // Inputs rounded to half first, so compare against the reference on the rounded values.
-  Tensor xr(DataType::kFloat, x.shape()), wr(DataType::kFloat, w.shape()), yr(DataType::kFloat16, {1, 2, 3, 3});
-  for (int64_t i = 0; i < x.NumElements(); ++i) xr.data<float>()[i] = static_cast<float>(x16.data<Float16>()[i]);
-  for (int64_t i = 0; i < w.NumElements(); ++i) wr.data<float>()[i] = static_cast<float>(w16.data<Float16>()[i]);
-  const Tensor expected = ReferenceConv(xr, wr, nullptr, Defaults(2, {}));
-  for (int64_t i = 0; i < yr.NumElements(); ++i) yr.data<Float16>()[i] = Float16(expected.data<float>()[i]);
-  EXPECT_TRUE(TensorsClose(yr, (*result)[0], 2e-3, 1e-3));
+  // A full convolution and a depthwise one (group == C, the direct kernel).
+  for (int64_t group : {1, 2}) {
+    const Tensor x = Random({1, 2, 5, 5}, 1), w = Random({2, 2 / group, 3, 3}, 2);
+    Tensor x16(DataType::kFloat16, x.shape()), w16(DataType::kFloat16, w.shape());
+    for (int64_t i = 0; i < x.NumElements(); ++i) x16.data<Float16>()[i] = Float16(x.data<float>()[i]);
+    for (int64_t i = 0; i < w.NumElements(); ++i) w16.data<Float16>()[i] = Float16(w.data<float>()[i]);
+    auto result = OpTest("Conv", 11).Input("x", x16).Input("w", w16).Attr("group", group).Output("y").Run();
+    ASSERT_TRUE(result.ok()) << result.status();
+    ASSERT_EQ((*result)[0].dtype(), DataType::kFloat16);
+    // Inputs rounded to half first, so compare against the reference on the rounded values.
+    Tensor xr(DataType::kFloat, x.shape()), wr(DataType::kFloat, w.shape()), yr(DataType::kFloat16, {1, 2, 3, 3});
+    for (int64_t i = 0; i < x.NumElements(); ++i) xr.data<float>()[i] = static_cast<float>(x16.data<Float16>()[i]);
+    for (int64_t i = 0; i < w.NumElements(); ++i) wr.data<float>()[i] = static_cast<float>(w16.data<Float16>()[i]);
+    const Tensor expected = ReferenceConv(xr, wr, nullptr, Defaults(2, {.group = group}));
+    for (int64_t i = 0; i < yr.NumElements(); ++i) yr.data<Float16>()[i] = Float16(expected.data<float>()[i]);
+    EXPECT_TRUE(TensorsClose(yr, (*result)[0], 2e-3, 1e-3)) << "group " << group;
+  }
 }
 
 TEST(ConvTest, MismatchedChannelsAreRejected) {
@@ -255,6 +268,15 @@ TEST(FusedConvTest, PointwiseStridedAndGroupedTiles) {
   ExpectFusedConvMatchesConvAddRelu({{1, 16, 7, 7}, {24, 16, 1, 1}, {}, true, true, true});
   ExpectFusedConvMatchesConvAddRelu({{2, 8, 20, 20}, {16, 8, 3, 3}, {.pads = {1, 1, 1, 1}}, false, true, true});
   ExpectFusedConvMatchesConvAddRelu({{1, 600, 5, 5}, {9, 600, 1, 1}, {}, true, true, true});  // 3 depth blocks
+}
+
+TEST(FusedConvTest, DepthwiseAddsBiasAndResidualThenRelu) {
+  for (bool bias : {false, true}) {
+    ExpectFusedConvMatchesConvAddRelu({{2, 7, 10, 21}, {7, 1, 3, 3}, {.pads = {1, 1, 1, 1}, .group = 7}, bias, true,
+                                       true});
+  }
+  ExpectFusedConvMatchesConvAddRelu({{1, 4, 11, 11}, {8, 1, 3, 3}, {.strides = {2, 2}, .pads = {1, 1, 1, 1},
+                                     .group = 4}, true, false, true});
 }
 
 TEST(FusedConvTest, UnknownActivationIsRejected) {

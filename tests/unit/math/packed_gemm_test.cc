@@ -9,23 +9,17 @@
 
 #include <cmath>
 #include <limits>
-#include <random>
 #include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/support/op_test.h"
 #include "runtime/math/isa.h"
 
 namespace onnxserve {
 namespace {
 
-std::vector<float> RandomValues(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = dist(rng);
-  return v;
-}
+using testing::RandomFloats;
 
 struct Case {
   int64_t m, n, k;
@@ -39,18 +33,18 @@ enum class Packing { kLeft, kRight, kRightTransposed, kRightWithTransposedLeft }
 // relu?(A[m x k] * B[k x n] + bias + z), A and B stored with row strides 3 and 5 floats longer than their
 // rows (padding the kernels must not read), C with a stride 2 longer (padding they must not write).
 void CheckAgainstReference(const Case& c, Packing packing) {
-  SCOPED_TRACE(testing::Message() << "m=" << c.m << " n=" << c.n << " k=" << c.k << " bias=" << c.bias
+  SCOPED_TRACE(::testing::Message() << "m=" << c.m << " n=" << c.n << " k=" << c.k << " bias=" << c.bias
                                   << " z=" << c.z << " relu=" << c.relu << " threads=" << c.threads
                                   << " packing=" << static_cast<int>(packing));
   const bool a_transposed = packing == Packing::kRightWithTransposedLeft;
   const bool b_transposed = packing == Packing::kRightTransposed;
   // Element (i, p) of A and (p, j) of B, wherever the storage order puts them.
   const int64_t lda = (a_transposed ? c.m : c.k) + 3, ldb = (b_transposed ? c.k : c.n) + 5, ldc = c.n + 2;
-  const std::vector<float> a = RandomValues((a_transposed ? std::max<int64_t>(c.k, 1) : c.m) * lda, 1);
-  const std::vector<float> b = RandomValues((b_transposed ? c.n : std::max<int64_t>(c.k, 1)) * ldb, 2);
+  const std::vector<float> a = RandomFloats((a_transposed ? std::max<int64_t>(c.k, 1) : c.m) * lda, 1);
+  const std::vector<float> b = RandomFloats((b_transposed ? c.n : std::max<int64_t>(c.k, 1)) * ldb, 2);
   auto a_at = [&](int64_t i, int64_t p) { return a_transposed ? a[p * lda + i] : a[i * lda + p]; };
   auto b_at = [&](int64_t p, int64_t j) { return b_transposed ? b[j * ldb + p] : b[p * ldb + j]; };
-  const std::vector<float> bias = RandomValues(c.m, 3), z = RandomValues(c.m * ldc, 4);
+  const std::vector<float> bias = RandomFloats(c.m, 3), z = RandomFloats(c.m * ldc, 4);
   const float sentinel = 12345.0f;
   std::vector<float> out(static_cast<size_t>(c.m * ldc), sentinel);
   ThreadPool pool(c.threads);
@@ -86,7 +80,7 @@ void CheckAgainstReference(const Case& c) {
   }
 }
 
-class PackedGemmTest : public testing::Test {
+class PackedGemmTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!PackedGemmSupported()) GTEST_SKIP() << "ISA " << IsaName(ActiveIsa()) << ": PackedGemm has no kernel here";
@@ -143,7 +137,7 @@ TEST_F(PackedGemmTest, EqualRowsOfAGiveBitIdenticalRowsOfC) {
   // Channels computed from equal weights must agree to the bit, whatever tile or block they fall in:
   // squeezenet's logits reach 1e10, where a last-bit difference between channels shows through softmax.
   const int64_t m = 21, n = 151, k = 700;
-  const std::vector<float> row = RandomValues(k, 5), b = RandomValues(k * n, 6);
+  const std::vector<float> row = RandomFloats(k, 5), b = RandomFloats(k * n, 6);
   std::vector<float> a;
   for (int64_t i = 0; i < m; ++i) a.insert(a.end(), row.begin(), row.end());
   for (int threads : {1, 2}) {
