@@ -1,6 +1,7 @@
 // Conv and ConvTranspose kernels through the registry on ResNet-50's layer shapes (batch 1, one thread by
 // default), reporting GFLOP/s: the im2col + GEMM path, the 1x1 direct-GEMM path and the 7x7/2 stem; the
-// fused Conv + residual Add + Relu of a bottleneck's last 1x1; and the stem's 3x3/2 MaxPool.
+// fused Conv + residual Add + Relu of a bottleneck's last 1x1; MobileNet's depthwise layers; and the
+// stem's 3x3/2 MaxPool.
 // Args: C, H(=W), M, kernel, stride, threads, W constant (1: given at load, as a model's initializer is,
 // so Conv packs it once; 0: a runtime input, the OpenBLAS path).
 #include <algorithm>
@@ -105,6 +106,40 @@ BENCHMARK(BM_Conv)
     ->Args({2048, 7, 512, 1, 1, 1, 1})
     ->Args({256, 56, 512, 1, 2, 1, 1})
     ->Args({64, 56, 64, 3, 1, 2, 1})
+    ->Unit(benchmark::kMicrosecond);
+
+void BM_DepthwiseConv(benchmark::State& state) {
+  const int64_t c = state.range(0), h = state.range(1), k = state.range(2), s = state.range(3);
+  const int64_t out = (h + 2 * (k / 2) - k) / s + 1;
+  onnx::NodeProto node;
+  node.set_op_type("Conv");
+  for (const char* name : {"x", "w", "b"}) node.add_input(name);
+  AddInts(node, "strides", {s, s});
+  AddInts(node, "pads", {k / 2, k / 2, k / 2, k / 2});
+  auto* group = node.add_attribute();
+  group->set_name("group");
+  group->set_type(onnx::AttributeProto::INT);
+  group->set_i(c);
+  RunNode(state, kOnnx, 22, node, {RandomFloats({1, c, h, h}), RandomFloats({c, 1, k, k}), RandomFloats({c})},
+          static_cast<int>(state.range(4)), 2.0 * c * k * k * out * out, "GFLOP/s", true);
+}
+// MobileNetV2's depthwise layers at batch 1 (input C x HW x HW), and MobileNetV3's 5x5 ones.
+BENCHMARK(BM_DepthwiseConv)
+    ->ArgNames({"C", "HW", "k", "s", "threads"})
+    ->Args({32, 112, 3, 1, 1})
+    ->Args({96, 112, 3, 2, 1})
+    ->Args({144, 56, 3, 1, 1})
+    ->Args({144, 56, 3, 2, 1})
+    ->Args({192, 28, 3, 1, 1})
+    ->Args({384, 14, 3, 1, 1})
+    ->Args({576, 14, 3, 1, 1})
+    ->Args({576, 14, 3, 2, 1})
+    ->Args({960, 7, 3, 1, 1})
+    ->Args({72, 56, 5, 2, 1})
+    ->Args({480, 14, 5, 1, 1})
+    ->Args({32, 112, 3, 1, 2})
+    ->Args({144, 56, 3, 1, 2})
+    ->Args({960, 7, 3, 1, 2})
     ->Unit(benchmark::kMicrosecond);
 
 void BM_FusedConv(benchmark::State& state) {

@@ -56,8 +56,10 @@ depthwise::PlaneGeometry GeometryOf(const DepthwiseConvShape& s) {
 
 int64_t DepthwiseScratchFloats(const DepthwiseConvShape& shape) {
   const depthwise::PlaneGeometry g = GeometryOf(shape);
-  int64_t phase = 0, floats = 0;
-  if (__builtin_mul_overflow(g.rows, g.row_stride, &phase) || __builtin_mul_overflow(phase, shape.stride_w, &floats)) {
+  // The phases, and room for a row's last copy to write whole vectors (CopyImage).
+  int64_t phase = 0, phases = 0, floats = 0;
+  if (__builtin_mul_overflow(g.rows, g.row_stride, &phase) || __builtin_mul_overflow(phase, shape.stride_w, &phases) ||
+      __builtin_add_overflow(phases, depthwise::kMaxLanes, &floats)) {
     return INT64_MAX;
   }
   return floats;
@@ -78,9 +80,10 @@ void DepthwiseConv2D(const DepthwiseConvShape& shape, const float* x, const floa
   g.tap_offsets = tap_offsets.data();
   const depthwise::Kernels& kernels = KernelsFor(isa);
   const int64_t in_size = shape.in_h * shape.in_w, maps = shape.channels * shape.multiplier;
-  const int64_t scratch = shape.stride_w * g.rows * g.row_stride;
+  const int64_t scratch = DepthwiseScratchFloats(shape);
   auto convolve = [&](int64_t begin, int64_t end) {
     float* source = ThreadScratch(ScratchSlot::kDepthwisePlane, scratch);
+    std::fill(source, source + scratch, 0.0f);
     for (int64_t i = begin; i < end; ++i) {
       const int64_t n = i / shape.channels, map = i % shape.channels * shape.multiplier;
       const int64_t out = (n * maps + map) * map_size;

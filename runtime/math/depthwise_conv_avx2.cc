@@ -24,9 +24,9 @@ struct Avx2 {
   static T MulAdd(T a, T b, T c) { return _mm256_fmadd_ps(a, b, c); }
   static T Add(T a, T b) { return _mm256_add_ps(a, b); }
   static T Max(T a, T b) { return _mm256_max_ps(a, b); }
-  static T LoadEvens(const float* p) {
-    // [lo0 lo2 hi0 hi2 | lo4 lo6 hi4 hi6], then the middle 64-bit pairs swap places.
-    const T evens = _mm256_shuffle_ps(_mm256_loadu_ps(p), _mm256_loadu_ps(p + kLanes), _MM_SHUFFLE(2, 0, 2, 0));
+  static T Evens(T a, T b) {
+    // [a0 a2 b0 b2 | a4 a6 b4 b6], then the middle 64-bit pairs swap places.
+    const T evens = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
     return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(evens), _MM_SHUFFLE(3, 1, 2, 0)));
   }
 };

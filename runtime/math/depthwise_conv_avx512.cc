@@ -22,9 +22,9 @@ struct Avx512 {
   static T Add(T a, T b) { return _mm512_add_ps(a, b); }
   // The masked form: the unmasked intrinsic trips g++ 12's -Wmaybe-uninitialized (packed_gemm_avx512.cc).
   static T Max(T a, T b) { return _mm512_maskz_max_ps(__mmask16(0xFFFF), a, b); }
-  static T LoadEvens(const float* p) {
+  static T Evens(T a, T b) {
     const __m512i evens = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-    return _mm512_permutex2var_ps(_mm512_loadu_ps(p), evens, _mm512_loadu_ps(p + kLanes));
+    return _mm512_permutex2var_ps(a, evens, b);
   }
 };
 

@@ -36,11 +36,11 @@ struct PlaneData {
   const float* z;     // multiplier maps of out_h x out_w, or null
   bool relu;
   float* y;           // multiplier maps of out_h x out_w
-  float* source;      // scratch for the phases: stride_w * rows * row_stride floats
+  float* source;      // the phases: stride_w * rows * row_stride floats, zero but where the image goes
 };
 
 struct Kernels {
-  // Fills the source from the plane, then convolves it into each output map.
+  // Copies the plane into the source, whose padding is zero, then convolves it into each output map.
   void (*convolve_plane)(const PlaneGeometry& geometry, const PlaneData& data);
 };
 

@@ -28,9 +28,7 @@ struct Sse2 {
   static T MulAdd(T a, T b, T c) { return _mm_add_ps(_mm_mul_ps(a, b), c); }
   static T Add(T a, T b) { return _mm_add_ps(a, b); }
   static T Max(T a, T b) { return _mm_max_ps(a, b); }
-  static T LoadEvens(const float* p) {
-    return _mm_shuffle_ps(_mm_loadu_ps(p), _mm_loadu_ps(p + kLanes), _MM_SHUFFLE(2, 0, 2, 0));
-  }
+  static T Evens(T a, T b) { return _mm_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)); }
 };
 
 }  // namespace
