@@ -63,12 +63,16 @@ void RunNode(benchmark::State& state, std::string_view domain, int opset, onnx::
 // One Conv/ConvTranspose (or FusedConv with a residual Z of Y's shape and Relu) node with a bias.
 void RunConvNode(benchmark::State& state, const char* op, const Shape& x_shape, const Shape& w_shape,
                  int64_t stride, int64_t pad, int threads, bool constant_weights, double flops,
-                 const Shape& residual_shape = {}) {
+                 const Shape& residual_shape = {}, int64_t group = 1) {
   onnx::NodeProto node;
   node.set_op_type(op);
   for (const char* name : {"x", "w", "b"}) node.add_input(name);
   AddInts(node, "strides", {stride, stride});
   AddInts(node, "pads", {pad, pad, pad, pad});
+  auto* group_attr = node.add_attribute();
+  group_attr->set_name("group");
+  group_attr->set_type(onnx::AttributeProto::INT);
+  group_attr->set_i(group);
   const int64_t maps = std::string(op) == "ConvTranspose" ? w_shape[1] : w_shape[0];
   std::vector<Tensor> inputs = {RandomFloats(x_shape), RandomFloats(w_shape), RandomFloats({maps})};
   if (residual_shape.empty()) {
@@ -111,17 +115,8 @@ BENCHMARK(BM_Conv)
 void BM_DepthwiseConv(benchmark::State& state) {
   const int64_t c = state.range(0), h = state.range(1), k = state.range(2), s = state.range(3);
   const int64_t out = (h + 2 * (k / 2) - k) / s + 1;
-  onnx::NodeProto node;
-  node.set_op_type("Conv");
-  for (const char* name : {"x", "w", "b"}) node.add_input(name);
-  AddInts(node, "strides", {s, s});
-  AddInts(node, "pads", {k / 2, k / 2, k / 2, k / 2});
-  auto* group = node.add_attribute();
-  group->set_name("group");
-  group->set_type(onnx::AttributeProto::INT);
-  group->set_i(c);
-  RunNode(state, kOnnx, 22, node, {RandomFloats({1, c, h, h}), RandomFloats({c, 1, k, k}), RandomFloats({c})},
-          static_cast<int>(state.range(4)), 2.0 * c * k * k * out * out, "GFLOP/s", true);
+  RunConvNode(state, "Conv", {1, c, h, h}, {c, 1, k, k}, s, k / 2, static_cast<int>(state.range(4)), true,
+              2.0 * c * k * k * out * out, {}, c);
 }
 // MobileNetV2's depthwise layers at batch 1 (input C x HW x HW), and MobileNetV3's 5x5 ones.
 BENCHMARK(BM_DepthwiseConv)
@@ -140,6 +135,23 @@ BENCHMARK(BM_DepthwiseConv)
     ->Args({32, 112, 3, 1, 2})
     ->Args({144, 56, 3, 1, 2})
     ->Args({960, 7, 3, 1, 2})
+    ->Unit(benchmark::kMicrosecond);
+
+void BM_GroupedConv(benchmark::State& state) {
+  const int64_t c = state.range(0), h = state.range(1), m = state.range(2), k = state.range(3);
+  const int64_t group = state.range(4);
+  RunConvNode(state, "Conv", {1, c, h, h}, {m, c / group, k, k}, 1, k / 2, static_cast<int>(state.range(5)), true,
+              2.0 * m * (c / group) * k * k * h * h, {}, group);
+}
+// ResNeXt-50 32x4d's grouped 3x3s (4 and 8 maps per group) and ShuffleNet's grouped 1x1s (g = 3, 8).
+BENCHMARK(BM_GroupedConv)
+    ->ArgNames({"C", "HW", "M", "k", "group", "threads"})
+    ->Args({128, 56, 128, 3, 32, 1})
+    ->Args({256, 28, 256, 3, 32, 1})
+    ->Args({240, 28, 240, 1, 3, 1})
+    ->Args({384, 14, 384, 1, 8, 1})
+    ->Args({128, 56, 128, 3, 32, 2})
+    ->Args({384, 14, 384, 1, 8, 2})
     ->Unit(benchmark::kMicrosecond);
 
 void BM_FusedConv(benchmark::State& state) {

@@ -130,22 +130,22 @@ void MultiplyRange(const PackedRows& a, int64_t panel_begin, int64_t panel_end, 
 }
 
 void MultiplyOverPool(const PackedRows& a, int64_t n, const ColumnSource& b, float* c, int64_t ldc,
-                      const GemmEpilogue& epilogue, ThreadPool& pool) {
+                      const GemmEpilogue& epilogue, ThreadPool* pool) {
   const int64_t panels = CeilDiv(a.rows(), kPanelRows);
   if (panels == 0 || n == 0) return;
   const int64_t column_panels = CeilDiv(n, kPanelColumns);
-  const int threads = pool.num_threads();
+  const int threads = pool != nullptr ? pool->num_threads() : 1;
   if (threads == 1 || a.rows() * n * a.depth() < kMinParallelWork) {
     return MultiplyRange(a, 0, panels, 0, n, b, c, ldc, epilogue);
   }
   // Columns split best (each thread packs only its own B), unless rows share out more evenly (a 7x7
   // map's 2 column panels, 48 + 1 columns): each thread then packs all of B, which is then small.
   if (SplitColumns(a.rows(), n, threads)) {
-    pool.ParallelFor(column_panels, 1, [&](int64_t begin, int64_t end) {
+    pool->ParallelFor(column_panels, 1, [&](int64_t begin, int64_t end) {
       MultiplyRange(a, 0, panels, begin * kPanelColumns, std::min(n, end * kPanelColumns), b, c, ldc, epilogue);
     });
   } else {
-    pool.ParallelFor(panels, 1, [&](int64_t begin, int64_t end) {
+    pool->ParallelFor(panels, 1, [&](int64_t begin, int64_t end) {
       MultiplyRange(a, begin, end, 0, n, b, c, ldc, epilogue);
     });
   }
@@ -210,12 +210,12 @@ PackedRows::PackedRows(const float* a, int64_t rows, int64_t depth, int64_t lda)
 const float* PackedRows::panel(int64_t p) const { return data_.data<float>() + p * kPanelRows * depth_; }
 
 void PackedGemm(const PackedRows& a, int64_t n, const float* b, int64_t ldb, float* c, int64_t ldc,
-                const GemmEpilogue& epilogue, ThreadPool& pool) {
+                const GemmEpilogue& epilogue, ThreadPool* pool) {
   MultiplyOverPool(a, n, {.b = b, .ldb = ldb}, c, ldc, epilogue, pool);
 }
 
 void PackedGemm(const PackedRows& a, int64_t n, ColumnRowFn rows, float* c, int64_t ldc,
-                const GemmEpilogue& epilogue, ThreadPool& pool) {
+                const GemmEpilogue& epilogue, ThreadPool* pool) {
   MultiplyOverPool(a, n, {.make = &rows}, c, ldc, epilogue, pool);
 }
 
@@ -234,21 +234,21 @@ PackedColumns::PackedColumns(const float* b, int64_t depth, int64_t columns, int
 }
 
 void PackedGemm(const float* a, int64_t m, int64_t lda, bool transposed_a, const PackedColumns& b, float* c,
-                int64_t ldc, const GemmEpilogue& epilogue, ThreadPool& pool) {
+                int64_t ldc, const GemmEpilogue& epilogue, ThreadPool* pool) {
   const int64_t panels = CeilDiv(b.columns(), kPanelColumns), row_panels = CeilDiv(m, kPanelRows);
   if (m == 0 || panels == 0) return;
-  const int threads = pool.num_threads();
+  const int threads = pool != nullptr ? pool->num_threads() : 1;
   if (threads == 1 || m * b.columns() * b.depth() < kMinParallelWork) {
     return MultiplyColumnRange(a, lda, transposed_a, 0, m, b, 0, panels, c, ldc, epilogue);
   }
   // B's panels split best (each thread streams only its share of the weights), unless rows, in whole
   // panels, share out more evenly.
   if (SplitColumns(m, b.columns(), threads)) {
-    pool.ParallelFor(panels, 1, [&](int64_t begin, int64_t end) {
+    pool->ParallelFor(panels, 1, [&](int64_t begin, int64_t end) {
       MultiplyColumnRange(a, lda, transposed_a, 0, m, b, begin, end, c, ldc, epilogue);
     });
   } else {
-    pool.ParallelFor(row_panels, 1, [&](int64_t begin, int64_t end) {
+    pool->ParallelFor(row_panels, 1, [&](int64_t begin, int64_t end) {
       MultiplyColumnRange(a, lda, transposed_a, begin * kPanelRows, std::min(m, end * kPanelRows), b, 0, panels,
                           c, ldc, epilogue);
     });

@@ -107,8 +107,6 @@ int64_t ColumnBlockRows(const ConvGeometry& geo, int64_t depth, int64_t group_ma
   return blocks > 1 && weight_bytes * blocks < row_bytes * geo.grid[0] ? rows : 0;
 }
 
-constexpr int64_t kMinPackedGroupMaps = 8;
-
 // Scratch floats (16 KiB) a depthwise plane may take whatever its size: small maps' padded rows are mostly
 // the room left for a whole last vector.
 constexpr int64_t kSmallPlaneScratch = 4096;
@@ -269,12 +267,15 @@ class ConvKernel final : public OpKernel {
     }
   }
 
-  // Packs W per group when it is a float constant and PackedGemm runs on this CPU. Groups of fewer maps
-  // than a panel's rows (depthwise convolutions) would waste most of each tile and stay on OpenBLAS.
+  // Packs W per group when it is a float constant and PackedGemm runs on this CPU, however few maps a
+  // group has (ResNeXt's 4): the AVX2 kernel multiplies 4 rows at a time, and one OpenBLAS call per
+  // small group cost more in overhead than in arithmetic. 1-D and 2-D depthwise convolutions (one
+  // channel per group) run DepthwiseConv2D instead, which reads W as it is.
   void PackConstantWeights(const Tensor* w) {
     if (w == nullptr || w->dtype() != DataType::kFloat || w->rank() < 3 || !PackedGemmSupported()) return;
     const int64_t maps = w->dim(0), group = attrs_.group;
-    if (maps % group != 0 || maps / group < kMinPackedGroupMaps) return;  // Compute reports bad shapes
+    if (maps % group != 0) return;  // Compute reports the bad shape
+    if (group > 1 && w->dim(1) == 1 && w->rank() <= 4) return;
     const int64_t group_maps = maps / group, depth = w->NumElements() / maps;
     for (int64_t g = 0; g < group; ++g) {
       packed_weights_.emplace_back(w->data<float>() + g * group_maps * depth, group_maps, depth, depth);
@@ -284,7 +285,9 @@ class ConvKernel final : public OpKernel {
 
   // The packed path, per (image, group): X itself is the column matrix of a pointwise kernel; a 2-D
   // kernel's columns are built row by row of each cache block, by the thread that multiplies it, straight
-  // into the packed layout; other ranks build them whole. PackedGemm adds B and Z and applies Relu as it stores.
+  // into the packed layout; other ranks build them whole. PackedGemm adds B and Z and applies Relu as it
+  // stores. With at least two (image, group) products per thread and no shared column buffer, whole
+  // products share out over the pool: ResNeXt's 32 groups are each too small for PackedGemm to split.
   void RunPacked(const ConvGeometry& geo, const Tensor& x, const Tensor* b, const Tensor* z, Tensor& y,
                  ThreadPool& pool) const {
     const int64_t batch = x.dim(0), channels = x.dim(1), group = attrs_.group;
@@ -293,27 +296,33 @@ class ConvKernel final : public OpKernel {
     const bool pointwise = geo.IsPointwise(), blockwise = !pointwise && geo.image.size() == 2;
     const int64_t depth = packed_weights_[0].depth();
     Tensor col_buffer(DataType::kFloat, {pointwise || blockwise ? 0 : depth * grid_size});
-    for (int64_t n = 0; n < batch; ++n) {
-      for (int64_t g = 0; g < group; ++g) {
-        const float* x_g = x.data<float>() + (n * channels + g * group_channels) * image_size;
-        const int64_t tile = (n * maps + g * group_maps) * grid_size;
-        float* y_tile = y.data<float>() + tile;
-        const GemmEpilogue epilogue{.bias = b ? b->data<float>() + g * group_maps : nullptr,
-                                    .z = z ? z->data<float>() + tile : nullptr,
-                                    .ldz = grid_size,
-                                    .relu = relu_};
-        if (blockwise) {
-          auto im2col = [&](int64_t k, int64_t n_begin, int64_t columns, float* row) {
-            Im2ColRow(geo, x_g, k, n_begin, columns, row);
-          };
-          PackedGemm(packed_weights_[g], grid_size, im2col, y_tile, grid_size, epilogue, pool);
-          continue;
-        }
-        if (!pointwise) Im2Col(geo, group_channels, x_g, col_buffer.data<float>(), pool);
-        PackedGemm(packed_weights_[g], grid_size, pointwise ? x_g : col_buffer.data<float>(), grid_size, y_tile,
-                   grid_size, epilogue, pool);
+    auto multiply = [&](int64_t product, ThreadPool* gemm_pool) {
+      const int64_t n = product / group, g = product % group;
+      const float* x_g = x.data<float>() + (n * channels + g * group_channels) * image_size;
+      const int64_t tile = (n * maps + g * group_maps) * grid_size;
+      float* y_tile = y.data<float>() + tile;
+      const GemmEpilogue epilogue{.bias = b ? b->data<float>() + g * group_maps : nullptr,
+                                  .z = z ? z->data<float>() + tile : nullptr,
+                                  .ldz = grid_size,
+                                  .relu = relu_};
+      if (blockwise) {
+        auto im2col = [&](int64_t k, int64_t n_begin, int64_t columns, float* row) {
+          Im2ColRow(geo, x_g, k, n_begin, columns, row);
+        };
+        return PackedGemm(packed_weights_[g], grid_size, im2col, y_tile, grid_size, epilogue, gemm_pool);
       }
+      if (!pointwise) Im2Col(geo, group_channels, x_g, col_buffer.data<float>(), pool);
+      PackedGemm(packed_weights_[g], grid_size, pointwise ? x_g : col_buffer.data<float>(), grid_size, y_tile,
+                 grid_size, epilogue, gemm_pool);
+    };
+    const int64_t products = batch * group;
+    if (group > 1 && (pointwise || blockwise) && products >= 2 * pool.num_threads()) {
+      pool.ParallelFor(products, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t product = begin; product < end; ++product) multiply(product, nullptr);
+      });
+      return;
     }
+    for (int64_t product = 0; product < products; ++product) multiply(product, &pool);
   }
 
   // y_tile = W_g * columns (+ y_tile when beta is 1) [-> Relu], one block of `block_rows` grid rows at a

@@ -98,6 +98,11 @@ OpTest& OpTest::Opset(const std::string& domain, int version) {
   return *this;
 }
 
+OpTest& OpTest::Threads(int threads) {
+  threads_ = threads;
+  return *this;
+}
+
 onnx::ModelProto OpTest::BuildModel() const {
   onnx::ModelProto model;
   model.set_ir_version(10);
@@ -120,7 +125,7 @@ onnx::ModelProto OpTest::BuildModel() const {
 absl::StatusOr<std::vector<Tensor>> OpTest::Run(const RunLimits& limits) const {
   auto model = Model::FromProto(BuildModel(), "");
   if (!model.ok()) return model.status();
-  auto session = Session::Create(*std::move(model));
+  auto session = Session::Create(*std::move(model), {.intra_op_threads = threads_});
   if (!session.ok()) return session.status();
   return (*session)->Run(feeds_, {}, limits);
 }

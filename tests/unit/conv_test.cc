@@ -89,20 +89,22 @@ ConvParams Defaults(size_t rank, ConvParams p) {
   return p;
 }
 
-void ExpectConvMatchesReference(const Shape& x_shape, const Shape& w_shape, ConvParams p, bool bias = true) {
+void ExpectConvMatchesReference(const Shape& x_shape, const Shape& w_shape, ConvParams p, bool bias = true,
+                                int threads = 1) {
   p = Defaults(x_shape.size() - 2, p);
   const Tensor x = Random(x_shape, 1), w = Random(w_shape, 2), b = Random({w_shape[0]}, 3);
   const Tensor expected = ReferenceConv(x, w, bias ? &b : nullptr, p);
   for (bool constant_w : {false, true}) {
     OpTest test("Conv", 22);
-    test.Input("x", x);
+    test.Threads(threads).Input("x", x);
     constant_w ? test.Constant("w", w) : test.Input("w", w);
     if (bias) constant_w ? test.Constant("b", b) : test.Input("b", b);
     auto result = test.Attr("strides", p.strides).Attr("dilations", p.dilations).Attr("pads", p.pads)
                       .Attr("group", p.group).Output("y").Run();
     ASSERT_TRUE(result.ok()) << result.status();
     EXPECT_TRUE(TensorsClose(expected, (*result)[0], 1e-4, 1e-5))
-        << "X " << ShapeToString(x_shape) << " W " << ShapeToString(w_shape) << " constant W " << constant_w;
+        << "X " << ShapeToString(x_shape) << " W " << ShapeToString(w_shape) << " constant W " << constant_w
+        << " threads " << threads;
   }
 }
 
@@ -157,6 +159,19 @@ TEST(ConvTest, WeightsPackedAtLoadCoverEveryTileAndBlock) {
   ExpectConvMatchesReference({1, 3, 61, 59}, {8, 3, 7, 7}, {.strides = {2, 2}, .pads = {3, 3, 3, 3}});
   ExpectConvMatchesReference({1, 16, 9, 9}, {16, 8, 3, 3}, {.dilations = {2, 2}, .pads = {2, 2, 2, 2}, .group = 2});
   ExpectConvMatchesReference({2, 4, 50}, {9, 4, 5}, {.strides = {2}, .pads = {2, 2}});
+}
+
+TEST(ConvTest, FewMapsPerGroupRunPacked) {
+  // Groups of 1 to 4 maps (ResNeXt's 3x3s, grouped 1x1s, a 3-D depthwise one), on one thread and on two,
+  // where whole (image, group) products share out over the pool.
+  for (int threads : {1, 2}) {
+    ExpectConvMatchesReference({1, 64, 9, 11}, {64, 2, 3, 3}, {.pads = {1, 1, 1, 1}, .group = 32}, true, threads);
+    ExpectConvMatchesReference({2, 12, 7, 7}, {12, 4, 1, 1}, {.group = 3}, true, threads);
+    ExpectConvMatchesReference({1, 16, 20, 20}, {12, 4, 3, 3}, {.strides = {2, 2}, .pads = {1, 1, 1, 1},
+                                .group = 4}, false, threads);
+    ExpectConvMatchesReference({1, 3, 4, 5, 6}, {6, 1, 3, 3, 3}, {.pads = {1, 1, 1, 1, 1, 1}, .group = 3}, true,
+                               threads);
+  }
 }
 
 TEST(ConvTest, AutoPadModesMatchTheirExplicitPads) {

@@ -51,10 +51,10 @@ void CheckAgainstReference(const Case& c, Packing packing) {
   GemmEpilogue epilogue{.bias = c.bias ? bias.data() : nullptr, .z = c.z ? z.data() : nullptr, .ldz = ldc,
                         .relu = c.relu};
   if (packing == Packing::kLeft) {
-    PackedGemm(PackedRows(a.data(), c.m, c.k, lda), c.n, b.data(), ldb, out.data(), ldc, epilogue, pool);
+    PackedGemm(PackedRows(a.data(), c.m, c.k, lda), c.n, b.data(), ldb, out.data(), ldc, epilogue, &pool);
   } else {
     PackedGemm(a.data(), c.m, lda, a_transposed, PackedColumns(b.data(), c.k, c.n, ldb, b_transposed, 1.0f),
-               out.data(), ldc, epilogue, pool);
+               out.data(), ldc, epilogue, &pool);
   }
   for (int64_t i = 0; i < c.m; ++i) {
     for (int64_t j = 0; j < ldc; ++j) {
@@ -118,7 +118,7 @@ TEST_F(PackedGemmTest, RightOperandIsScaledWhenPacked) {
   const std::vector<float> a = {1, 2}, b = {3, 4};
   std::vector<float> out(1);
   ThreadPool pool(1);
-  PackedGemm(a.data(), 1, 2, false, PackedColumns(b.data(), 2, 1, 1, false, 2.0f), out.data(), 1, {}, pool);
+  PackedGemm(a.data(), 1, 2, false, PackedColumns(b.data(), 2, 1, 1, false, 2.0f), out.data(), 1, {}, &pool);
   EXPECT_EQ(out[0], 22.0f);
 }
 
@@ -128,7 +128,7 @@ TEST_F(PackedGemmTest, ReluKeepsNaN) {
   for (int64_t n : {1, 49}) {
     std::vector<float> a = {nan, 1.0f}, b(2 * n, 1.0f), out(n);
     ThreadPool pool(1);
-    PackedGemm(PackedRows(a.data(), 1, 2, 2), n, b.data(), n, out.data(), n, {.relu = true}, pool);
+    PackedGemm(PackedRows(a.data(), 1, 2, 2), n, b.data(), n, out.data(), n, {.relu = true}, &pool);
     for (float v : out) EXPECT_TRUE(std::isnan(v));
   }
 }
@@ -143,7 +143,7 @@ TEST_F(PackedGemmTest, EqualRowsOfAGiveBitIdenticalRowsOfC) {
   for (int threads : {1, 2}) {
     std::vector<float> out(m * n);
     ThreadPool pool(threads);
-    PackedGemm(PackedRows(a.data(), m, k, k), n, b.data(), n, out.data(), n, {}, pool);
+    PackedGemm(PackedRows(a.data(), m, k, k), n, b.data(), n, out.data(), n, {}, &pool);
     for (int64_t i = 1; i < m; ++i) {
       ASSERT_EQ(std::memcmp(&out[i * n], &out[0], n * sizeof(float)), 0) << "row " << i << ", threads " << threads;
     }
