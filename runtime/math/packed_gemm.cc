@@ -31,6 +31,10 @@ constexpr int64_t kMinDepthForPasses = 128;
 // Below this many multiply-adds (some 10 us of work) a GEMM is not worth splitting: handing a share to
 // another thread and waiting for it costs about as much.
 constexpr int64_t kMinParallelWork = int64_t{1} << 21;
+// A weight matrix this large (512 KiB, a Zen 3 core's L2) is streamed from L3 on every run: a
+// matrix-vector product of it (an MLP at batch 1, 0.4 M multiply-adds for 1.6 MB) takes as long as
+// that stream, and two cores stream it twice as fast, however little arithmetic there is.
+constexpr int64_t kMinParallelWeights = int64_t{1} << 17;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -238,7 +242,8 @@ void PackedGemm(const float* a, int64_t m, int64_t lda, bool transposed_a, const
   const int64_t panels = CeilDiv(b.columns(), kPanelColumns), row_panels = CeilDiv(m, kPanelRows);
   if (m == 0 || panels == 0) return;
   const int threads = pool != nullptr ? pool->num_threads() : 1;
-  if (threads == 1 || m * b.columns() * b.depth() < kMinParallelWork) {
+  const int64_t weights = b.columns() * b.depth();
+  if (threads == 1 || (m * weights < kMinParallelWork && weights < kMinParallelWeights)) {
     return MultiplyColumnRange(a, lda, transposed_a, 0, m, b, 0, panels, c, ldc, epilogue);
   }
   // B's panels split best (each thread streams only its share of the weights), unless rows, in whole
