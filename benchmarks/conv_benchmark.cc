@@ -110,6 +110,13 @@ BENCHMARK(BM_Conv)
     ->Args({2048, 7, 512, 1, 1, 1, 1})
     ->Args({256, 56, 512, 1, 2, 1, 1})
     ->Args({64, 56, 64, 3, 1, 2, 1})
+    // MobileNetV2's pointwise expansions and projections: few input channels, or small maps.
+    ->Args({16, 112, 96, 1, 1, 1, 1})
+    ->Args({144, 56, 24, 1, 1, 1, 1})
+    ->Args({96, 14, 576, 1, 1, 1, 1})
+    ->Args({576, 14, 96, 1, 1, 1, 1})
+    ->Args({960, 7, 160, 1, 1, 1, 1})
+    ->Args({160, 7, 960, 1, 1, 1, 1})
     ->Unit(benchmark::kMicrosecond);
 
 void BM_DepthwiseConv(benchmark::State& state) {

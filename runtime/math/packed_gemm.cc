@@ -32,8 +32,9 @@ constexpr int64_t kMinDepthForPasses = 128;
 // another thread and waiting for it costs about as much.
 constexpr int64_t kMinParallelWork = int64_t{1} << 21;
 // A weight matrix this large (512 KiB, a Zen 3 core's L2) is streamed from L3 on every run: a
-// matrix-vector product of it (an MLP at batch 1, 0.4 M multiply-adds for 1.6 MB) takes as long as
-// that stream, and two cores stream it twice as fast, however little arithmetic there is.
+// matrix-vector product of it (an MLP at batch 1, 0.4 M multiply-adds for 1.6 MB; a squeeze-and-excite
+// 1x1 Conv on a 1x1 map) takes as long as that stream, and two cores stream it twice as fast, however
+// little arithmetic there is.
 constexpr int64_t kMinParallelWeights = int64_t{1} << 17;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -139,7 +140,8 @@ void MultiplyOverPool(const PackedRows& a, int64_t n, const ColumnSource& b, flo
   if (panels == 0 || n == 0) return;
   const int64_t column_panels = CeilDiv(n, kPanelColumns);
   const int threads = pool != nullptr ? pool->num_threads() : 1;
-  if (threads == 1 || a.rows() * n * a.depth() < kMinParallelWork) {
+  const int64_t weights = a.rows() * a.depth();
+  if (threads == 1 || (weights * n < kMinParallelWork && weights < kMinParallelWeights)) {
     return MultiplyRange(a, 0, panels, 0, n, b, c, ldc, epilogue);
   }
   // Columns split best (each thread packs only its own B), unless rows share out more evenly (a 7x7

@@ -111,10 +111,11 @@ TEST_F(PackedGemmTest, SplitsColumnsOrRowsOverThreads) {
   CheckAgainstReference({64, 3000, 64, true, false, true, 2});  // many column panels: columns split
   CheckAgainstReference({64, 40, 300, true, true, false, 2});   // one column panel: rows split
   CheckAgainstReference({64, 49, 700, false, false, true, 3});
-  // Matrix-vector products of a large weight (an MLP at batch 1 and 3): columns split though the
-  // arithmetic is little, since streaming the weight is the cost.
+  // Matrix-vector products of a large weight (an MLP at batch 1 and 3; a 1x1 Conv on a 1x1 map, n = 1):
+  // split though the arithmetic is little, since streaming the weight is the cost.
   CheckAgainstReference({1, 520, 300, true, false, true, 2});
   CheckAgainstReference({3, 500, 290, true, true, false, 2});
+  CheckAgainstReference({600, 1, 300, true, true, true, 2});
 }
 
 TEST_F(PackedGemmTest, RightOperandIsScaledWhenPacked) {
