@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,10 @@
 #include "tests/support/op_test.h"
 
 namespace onnxserve {
+
+// gtest names a parameter with this (found by argument-dependent lookup), not as its bytes.
+void PrintTo(Isa isa, std::ostream* os) { *os << IsaName(isa); }
+
 namespace {
 
 using testing::RandomFloats;
