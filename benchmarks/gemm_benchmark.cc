@@ -74,8 +74,8 @@ void RunNode(benchmark::State& state, const char* op, int opset, std::vector<Ten
 }
 
 // The MLP's layers as Gemm(transB=1) with a [N] bias: GEMM plus the bias broadcast. constW 1: the
-// weight is an initializer (packed at load), 0: a runtime input (OpenBLAS). Batches 1 and 4 are
-// matrix-vector products whose time is streaming the weights; wall time, since threads share them.
+// weight is an initializer (packed at load), 0: a runtime input (OpenBLAS). Batches 1, 2 and 4: the
+// small-M products of serving one request at a time; wall time, since threads share them.
 void BM_GemmOp(benchmark::State& state) {
   const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
   RunNode(state, "Gemm", 13, {RandomFloats({m, k}), RandomFloats({n, k}), RandomFloats({n})}, 2.0 * m * n * k,
@@ -89,6 +89,7 @@ BENCHMARK(BM_GemmOp)
     ->Args({1, 512, 784, 1, 2})
     ->Args({1, 512, 512, 1, 1})
     ->Args({1, 512, 512, 1, 2})
+    ->Args({2, 512, 784, 1, 1})
     ->Args({4, 512, 784, 1, 1})
     ->Args({4, 512, 784, 1, 2})
     ->UseRealTime()
