@@ -1,6 +1,7 @@
 // Conv (1-D/2-D/3-D and beyond, grouped, dilated, strided, padded): im2col + one GEMM per (image, group);
 // a 1x1 stride-1 unpadded kernel multiplies the input directly, without im2col. A 1-D or 2-D float
-// depthwise convolution (group == C) runs DepthwiseConv2D instead: one map per GEMM would waste it.
+// convolution with groups of few channels and maps (depthwise, ResNeXt) runs GroupedConv2D instead, which
+// reads each plane once: a GEMM per group of a few rows would spend more on im2col than on arithmetic.
 // FusedConv (domain ai.onnxserve, written by the graph optimizer) is Conv [+ Z] [-> Relu] in one node.
 //
 // Constant float weights are packed at load for PackedGemm (on CPUs it has micro-kernels for), which adds
@@ -10,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "runtime/math/depthwise_conv.h"
+#include "runtime/math/grouped_conv.h"
 #include "runtime/math/packed_gemm.h"
 #include "runtime/ops/blas.h"
 #include "runtime/ops/common.h"
@@ -107,9 +108,20 @@ int64_t ColumnBlockRows(const ConvGeometry& geo, int64_t depth, int64_t group_ma
   return blocks > 1 && weight_bytes * blocks < row_bytes * geo.grid[0] ? rows : 0;
 }
 
-// Scratch floats (16 KiB) a depthwise plane may take whatever its size: small maps' padded rows are mostly
-// the room left for a whole last vector.
+// Scratch floats (16 KiB) GroupedConv2D's planes may take whatever their size: small maps' padded rows
+// are mostly the room left for a whole last vector.
 constexpr int64_t kSmallPlaneScratch = 4096;
+
+// Groups of at most this many input channels and output maps convolve directly (ResNeXt's 4 and 8):
+// im2col and packing their columns cost more than the multiply-adds a few maps do with them. Depthwise
+// convolutions (one channel per group) do, whatever their maps per channel.
+constexpr int64_t kMaxDirectGroupChannels = 8;
+constexpr int64_t kMaxDirectGroupMaps = 8;
+
+bool ConvolvesDirectly(int64_t group, int64_t group_channels, int64_t group_maps, size_t spatial_rank) {
+  return group > 1 && spatial_rank <= 2 &&
+         (group_channels == 1 || (group_channels <= kMaxDirectGroupChannels && group_maps <= kMaxDirectGroupMaps));
+}
 
 // kFused: FusedConv, whose 4th input Z and `activation` attribute extend Conv.
 template <bool kFused>
@@ -187,31 +199,33 @@ class ConvKernel final : public OpKernel {
     return absl::OkStatus();
   }
 
-  // Depthwise convolutions run directly; other constant weights on the packed path; the rest over OpenBLAS.
+  // Small groups run directly; other constant weights on the packed path; the rest over OpenBLAS.
   void RunFloat(const ConvGeometry& geo, const Tensor& x, const Tensor& w, const Tensor* b, const Tensor* z,
                 Tensor& y, ThreadPool& pool) const {
-    if (const std::optional<DepthwiseConvShape> depthwise = DepthwiseShape(geo, x, w)) {
-      const DepthwiseConvEpilogue epilogue{
+    if (const std::optional<GroupedConvShape> direct = DirectShape(geo, x, w)) {
+      const GroupedConvEpilogue epilogue{
           .bias = b ? b->data<float>() : nullptr, .z = z ? z->data<float>() : nullptr, .relu = relu_};
-      return DepthwiseConv2D(*depthwise, x.data<float>(), w.data<float>(), epilogue, y.data<float>(), pool);
+      return GroupedConv2D(*direct, x.data<float>(), w.data<float>(), epilogue, y.data<float>(), pool);
     }
     if (!packed_weights_.empty() && w.raw_data() == packed_source_) return RunPacked(geo, x, b, z, y, pool);
     Run<float>(geo, x, w, b, z, y, pool);
   }
 
-  // The shape DepthwiseConv2D takes when this is a 1-D or 2-D convolution of each channel on its own
-  // (group == C > 1, any number of maps per channel), unless huge pads or dilations would make its padded
-  // copy of a plane much larger than im2col's columns.
-  std::optional<DepthwiseConvShape> DepthwiseShape(const ConvGeometry& geo, const Tensor& x, const Tensor& w) const {
+  // The shape GroupedConv2D takes when this 1-D or 2-D convolution's groups are small enough
+  // (ConvolvesDirectly), unless huge pads or dilations would make its padded copy of a group's planes much
+  // larger than im2col's columns.
+  std::optional<GroupedConvShape> DirectShape(const ConvGeometry& geo, const Tensor& x, const Tensor& w) const {
     const size_t rank = geo.image.size();
-    if (attrs_.group == 1 || x.dim(1) != attrs_.group || rank > 2) return std::nullopt;
+    const int64_t group = attrs_.group;
+    if (!ConvolvesDirectly(group, x.dim(1) / group, w.dim(0) / group, rank)) return std::nullopt;
     // A 1-D convolution is a 2-D one of height 1.
     const size_t w_axis = rank - 1;
     auto along_h = [&](const std::vector<int64_t>& dims, int64_t one) { return rank == 2 ? dims[0] : one; };
-    const DepthwiseConvShape shape{
+    const GroupedConvShape shape{
         .batch = x.dim(0),
-        .channels = x.dim(1),
-        .multiplier = w.dim(0) / attrs_.group,
+        .groups = group,
+        .group_channels = x.dim(1) / group,
+        .group_maps = w.dim(0) / group,
         .in_h = along_h(geo.image, 1),
         .in_w = geo.image[w_axis],
         .out_h = along_h(geo.grid, 1),
@@ -225,8 +239,9 @@ class ConvKernel final : public OpKernel {
         .pad_top = along_h(geo.pad_begin, 0),
         .pad_left = geo.pad_begin[w_axis],
     };
-    const int64_t in_size = geo.ImageSize(), columns = geo.KernelSize() * geo.GridSize();
-    if (DepthwiseScratchFloats(shape) > 2 * (in_size + columns) + kSmallPlaneScratch) return std::nullopt;
+    const int64_t planes = shape.group_channels * geo.ImageSize();
+    const int64_t columns = shape.group_channels * geo.KernelSize() * geo.GridSize();
+    if (GroupedConvScratchFloats(shape) > 2 * (planes + columns) + kSmallPlaneScratch) return std::nullopt;
     return shape;
   }
 
@@ -268,14 +283,14 @@ class ConvKernel final : public OpKernel {
   }
 
   // Packs W per group when it is a float constant and PackedGemm runs on this CPU, however few maps a
-  // group has (ResNeXt's 4): the AVX2 kernel multiplies 4 rows at a time, and one OpenBLAS call per
-  // small group cost more in overhead than in arithmetic. 1-D and 2-D depthwise convolutions (one
-  // channel per group) run DepthwiseConv2D instead, which reads W as it is.
+  // group has (a 3-D grouped convolution's): the AVX2 kernel multiplies 4 or 2 rows at a time, and one
+  // OpenBLAS call per small group cost more in overhead than in arithmetic. Groups GroupedConv2D takes
+  // are left unpacked: it reads W as it is.
   void PackConstantWeights(const Tensor* w) {
     if (w == nullptr || w->dtype() != DataType::kFloat || w->rank() < 3 || !PackedGemmSupported()) return;
     const int64_t maps = w->dim(0), group = attrs_.group;
     if (maps % group != 0) return;  // Compute reports the bad shape
-    if (group > 1 && w->dim(1) == 1 && w->rank() <= 4) return;
+    if (ConvolvesDirectly(group, w->dim(1), maps / group, w->rank() - 2)) return;
     const int64_t group_maps = maps / group, depth = w->NumElements() / maps;
     for (int64_t g = 0; g < group; ++g) {
       packed_weights_.emplace_back(w->data<float>() + g * group_maps * depth, group_maps, depth, depth);

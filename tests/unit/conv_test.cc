@@ -127,8 +127,8 @@ TEST(ConvTest, GroupsAndDepthwise) {
 }
 
 TEST(ConvTest, DepthwiseRunsDirectlyInOneAndTwoDimensions) {
-  // group == C: the direct depthwise kernel, 3x3 and 5x5 at strides 1 and 2, a 1-D one (a 2-D one of
-  // height 1), dilated, and a dilation so wide that its padded plane would dwarf im2col's columns (im2col).
+  // group == C: GroupedConv2D, 3x3 and 5x5 at strides 1 and 2, a 1-D one (a 2-D one of height 1),
+  // dilated, and a dilation so wide that its padded plane would dwarf im2col's columns (im2col).
   ExpectConvMatchesReference({2, 5, 13, 19}, {5, 1, 3, 3}, {.pads = {1, 1, 1, 1}, .group = 5});
   ExpectConvMatchesReference({1, 6, 15, 15}, {6, 1, 5, 5}, {.strides = {2, 2}, .pads = {2, 2, 2, 2}, .group = 6});
   ExpectConvMatchesReference({2, 4, 23}, {8, 1, 3}, {.strides = {2}, .pads = {1, 0}, .group = 4});
@@ -161,10 +161,12 @@ TEST(ConvTest, WeightsPackedAtLoadCoverEveryTileAndBlock) {
   ExpectConvMatchesReference({2, 4, 50}, {9, 4, 5}, {.strides = {2}, .pads = {2, 2}});
 }
 
-TEST(ConvTest, FewMapsPerGroupRunPacked) {
-  // Groups of 1 to 4 maps (ResNeXt's 3x3s, grouped 1x1s, a 3-D depthwise one), on one thread and on two,
-  // where whole (image, group) products share out over the pool.
+TEST(ConvTest, SmallGroupsRunDirectlyOrPacked) {
+  // Groups of at most 8 channels and maps run GroupedConv2D (ResNeXt's 3x3s, grouped 1x1s); groups of
+  // more maps, and a 3-D depthwise one, PackedGemm per group. On one thread and on two, where (image,
+  // group) pairs share out over the pool.
   for (int threads : {1, 2}) {
+    ExpectConvMatchesReference({1, 8, 9, 9}, {24, 4, 3, 3}, {.pads = {1, 1, 1, 1}, .group = 2}, true, threads);
     ExpectConvMatchesReference({1, 64, 9, 11}, {64, 2, 3, 3}, {.pads = {1, 1, 1, 1}, .group = 32}, true, threads);
     ExpectConvMatchesReference({2, 12, 7, 7}, {12, 4, 1, 1}, {.group = 3}, true, threads);
     ExpectConvMatchesReference({1, 16, 20, 20}, {12, 4, 3, 3}, {.strides = {2, 2}, .pads = {1, 1, 1, 1},

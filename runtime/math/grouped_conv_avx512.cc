@@ -1,9 +1,9 @@
-// The depthwise convolution in AVX-512F: sixteen output columns per zmm vector.
+// The grouped convolution in AVX-512F: sixteen output columns per zmm vector.
 #include <immintrin.h>
 
-#include "runtime/math/depthwise_conv_impl.h"
+#include "runtime/math/grouped_conv_impl.h"
 
-namespace onnxserve::depthwise {
+namespace onnxserve::grouped {
 namespace {
 
 struct Avx512 {
@@ -30,6 +30,6 @@ struct Avx512 {
 
 }  // namespace
 
-const Kernels kAvx512Kernels = {.convolve_plane = ConvolvePlane<Avx512>};
+const Kernels kAvx512Kernels = {.convolve_group = ConvolveGroup<Avx512>};
 
-}  // namespace onnxserve::depthwise
+}  // namespace onnxserve::grouped

@@ -1,9 +1,9 @@
-// The depthwise convolution in AVX2 + FMA: eight output columns per ymm vector.
+// The grouped convolution in AVX2 + FMA: eight output columns per ymm vector.
 #include <immintrin.h>
 
-#include "runtime/math/depthwise_conv_impl.h"
+#include "runtime/math/grouped_conv_impl.h"
 
-namespace onnxserve::depthwise {
+namespace onnxserve::grouped {
 namespace {
 
 struct Avx2 {
@@ -33,6 +33,6 @@ struct Avx2 {
 
 }  // namespace
 
-const Kernels kAvx2Kernels = {.convolve_plane = ConvolvePlane<Avx2>};
+const Kernels kAvx2Kernels = {.convolve_group = ConvolveGroup<Avx2>};
 
-}  // namespace onnxserve::depthwise
+}  // namespace onnxserve::grouped

@@ -1,7 +1,7 @@
-// The depthwise convolution written once over a vector type V, which each ISA's file defines in its own
-// anonymous namespace and instantiates ConvolvePlane<V> with. Everything here is a template on V, so each
+// The grouped convolution written once over a vector type V, which each ISA's file defines in its own
+// anonymous namespace and instantiates ConvolveGroup<V> with. Everything here is a template on V, so each
 // instantiation is private to the file that made it and no copy compiled for one ISA can stand in for
-// another's (see depthwise_conv_kernels.h). V provides:
+// another's (see grouped_conv_kernels.h). V provides:
 //   using T (the register type); kLanes;
 //   Broadcast(float), Zero(), Load(p), Store(p, v), LoadPartial(p, n) (lanes [0, n) from memory, the rest
 //   zero, 0 <= n <= kLanes), StorePartial(p, v, n) (lanes [0, n), the rest of memory untouched), MulAdd(a,
@@ -11,9 +11,9 @@
 
 #include <cstdint>
 
-#include "runtime/math/depthwise_conv_kernels.h"
+#include "runtime/math/grouped_conv_kernels.h"
 
-namespace onnxserve::depthwise {
+namespace onnxserve::grouped {
 
 // dst[j] = src[j * stride] for j in [0, n), reading nothing past src[(n - 1) * stride] and writing zeros
 // to dst[n, n + kLanes) for strides 1 and 2.
@@ -40,12 +40,13 @@ void GatherColumns(const float* src, int64_t stride, int64_t n, float* dst) {
   V::Store(dst + j, V::Evens(low, high));
 }
 
-// Copies the image rows and columns the outputs reach into their places in the source (PlaneGeometry),
-// whose padding the caller has zeroed: the same places for every plane of a layer, so it stays zero. Each
-// row's copy may write zeros up to kLanes floats past its end, over padding or over a place a later row
-// (in phase order, then row order) copies to, so the source has kMaxLanes floats of room at its end.
+// Copies the image rows and columns the outputs reach into their places in a plane's source
+// (GroupGeometry), whose padding the caller has zeroed: the same places for every plane of a layer, so it
+// stays zero. Each row's copy may write zeros up to kLanes floats past its end, over padding or over a
+// place a later row (in plane, phase, then row order) copies to, so the sources have kMaxLanes floats of
+// room at their end.
 template <class V>
-void CopyImage(const PlaneGeometry& g, const float* x, float* source) {
+void CopyImage(const GroupGeometry& g, const float* x, float* source) {
   const int64_t s = g.stride_w, phase_size = g.rows * g.row_stride;
   const int64_t rows = g.in_h < g.rows - g.pad_top ? g.in_h : g.rows - g.pad_top;
   for (int64_t p = 0; p < s; ++p) {
@@ -78,7 +79,7 @@ struct MapOutput {
 // A partial last vector is stored whole (masked stores are slow on AMD's cores) while that stays inside
 // the map: its extra lanes land on the first columns of the next rows, which ConvolveMap writes later.
 template <class V, int kTaps, int kRows, int kVectors>
-void ConvolveBlock(const PlaneGeometry& g, const float* source, const MapOutput<V>& out, int64_t oh, int rows,
+void ConvolveBlock(const GroupGeometry& g, const float* source, const MapOutput<V>& out, int64_t oh, int rows,
                    int64_t ow, int64_t lanes) {
   using T = typename V::T;
   constexpr int kLanes = V::kLanes;
@@ -129,7 +130,7 @@ void ConvolveBlock(const PlaneGeometry& g, const float* source, const MapOutput<
 // of rows from its right end to its left: a partial last vector stored whole then spills only onto
 // columns written later.
 template <class V, int kTaps>
-void ConvolveMap(const PlaneGeometry& g, const float* source, const MapOutput<V>& out) {
+void ConvolveMap(const GroupGeometry& g, const float* source, const MapOutput<V>& out) {
   constexpr int kLanes = V::kLanes, kRows = 4;
   const int64_t vectors = (g.out_w + kLanes - 1) / kLanes, last_lanes = g.out_w - (vectors - 1) * kLanes;
   for (int64_t oh = 0; oh < g.out_h; oh += kRows) {
@@ -147,10 +148,10 @@ void ConvolveMap(const PlaneGeometry& g, const float* source, const MapOutput<V>
 }
 
 template <class V>
-void ConvolvePlane(const PlaneGeometry& g, const PlaneData& d) {
-  CopyImage<V>(g, d.x, d.source);
+void ConvolveGroup(const GroupGeometry& g, const GroupData& d) {
+  for (int64_t c = 0; c < g.channels; ++c) CopyImage<V>(g, d.x + c * g.in_h * g.in_w, d.source + c * g.plane_floats);
   const int64_t map_size = g.out_h * g.out_w;
-  for (int64_t m = 0; m < g.multiplier; ++m) {
+  for (int64_t m = 0; m < g.maps; ++m) {
     const MapOutput<V> out{
         .w = d.w + m * g.taps,
         .bias = V::Broadcast(d.bias != nullptr ? d.bias[m] : 0.0f),
@@ -158,9 +159,9 @@ void ConvolvePlane(const PlaneGeometry& g, const PlaneData& d) {
         .relu = d.relu,
         .y = d.y + m * map_size,
     };
-    if (g.square3) {
+    if (g.depthwise3) {
       ConvolveMap<V, 9>(g, d.source, out);
-    } else if (g.square5) {
+    } else if (g.depthwise5) {
       ConvolveMap<V, 25>(g, d.source, out);
     } else {
       ConvolveMap<V, 0>(g, d.source, out);
@@ -168,4 +169,4 @@ void ConvolvePlane(const PlaneGeometry& g, const PlaneData& d) {
   }
 }
 
-}  // namespace onnxserve::depthwise
+}  // namespace onnxserve::grouped

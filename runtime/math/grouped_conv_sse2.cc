@@ -1,10 +1,10 @@
-// The depthwise convolution in SSE2, which every x86-64 CPU has: four output columns per xmm vector, a
+// The grouped convolution in SSE2, which every x86-64 CPU has: four output columns per xmm vector, a
 // multiply and an add where the others fuse them.
 #include <emmintrin.h>
 
-#include "runtime/math/depthwise_conv_impl.h"
+#include "runtime/math/grouped_conv_impl.h"
 
-namespace onnxserve::depthwise {
+namespace onnxserve::grouped {
 namespace {
 
 struct Sse2 {
@@ -33,6 +33,6 @@ struct Sse2 {
 
 }  // namespace
 
-const Kernels kBaselineKernels = {.convolve_plane = ConvolvePlane<Sse2>};
+const Kernels kBaselineKernels = {.convolve_group = ConvolveGroup<Sse2>};
 
-}  // namespace onnxserve::depthwise
+}  // namespace onnxserve::grouped
