@@ -1,6 +1,7 @@
 // Conv and ConvTranspose kernels through the registry on ResNet-50's layer shapes (batch 1, one thread by
 // default), reporting GFLOP/s: the im2col + GEMM path, the 1x1 direct-GEMM path and the 7x7/2 stem; the
-// fused Conv + residual Add + Relu of a bottleneck's last 1x1; and the stem's 3x3/2 MaxPool.
+// fused Conv + residual Add + Relu of a bottleneck's last 1x1; MobileNet's depthwise layers; and the
+// stem's 3x3/2 MaxPool.
 // Args: C, H(=W), M, kernel, stride, threads, W constant (1: given at load, as a model's initializer is,
 // so Conv packs it once; 0: a runtime input, the OpenBLAS path).
 #include <algorithm>
@@ -64,12 +65,16 @@ void RunNode(benchmark::State& state, std::string_view domain, int opset, onnx::
 // One Conv/ConvTranspose (or FusedConv with a residual Z of Y's shape and Relu) node with a bias.
 void RunConvNode(benchmark::State& state, const char* op, const Shape& x_shape, const Shape& w_shape,
                  int64_t stride, int64_t pad, int threads, bool constant_weights, double flops,
-                 const Shape& residual_shape = {}) {
+                 const Shape& residual_shape = {}, int64_t group = 1) {
   onnx::NodeProto node;
   node.set_op_type(op);
   for (const char* name : {"x", "w", "b"}) node.add_input(name);
   AddInts(node, "strides", {stride, stride});
   AddInts(node, "pads", {pad, pad, pad, pad});
+  auto* group_attr = node.add_attribute();
+  group_attr->set_name("group");
+  group_attr->set_type(onnx::AttributeProto::INT);
+  group_attr->set_i(group);
   const int64_t maps = std::string(op) == "ConvTranspose" ? w_shape[1] : w_shape[0];
   std::vector<Tensor> inputs = {RandomFloats(x_shape), RandomFloats(w_shape), RandomFloats({maps})};
   if (residual_shape.empty()) {
@@ -107,6 +112,55 @@ BENCHMARK(BM_Conv)
     ->Args({2048, 7, 512, 1, 1, 1, 1})
     ->Args({256, 56, 512, 1, 2, 1, 1})
     ->Args({64, 56, 64, 3, 1, 2, 1})
+    // MobileNetV2's pointwise expansions and projections: few input channels, or small maps.
+    ->Args({16, 112, 96, 1, 1, 1, 1})
+    ->Args({144, 56, 24, 1, 1, 1, 1})
+    ->Args({96, 14, 576, 1, 1, 1, 1})
+    ->Args({576, 14, 96, 1, 1, 1, 1})
+    ->Args({960, 7, 160, 1, 1, 1, 1})
+    ->Args({160, 7, 960, 1, 1, 1, 1})
+    ->Unit(benchmark::kMicrosecond);
+
+void BM_DepthwiseConv(benchmark::State& state) {
+  const int64_t c = state.range(0), h = state.range(1), k = state.range(2), s = state.range(3);
+  const int64_t out = (h + 2 * (k / 2) - k) / s + 1;
+  RunConvNode(state, "Conv", {1, c, h, h}, {c, 1, k, k}, s, k / 2, static_cast<int>(state.range(4)), true,
+              2.0 * c * k * k * out * out, {}, c);
+}
+// MobileNetV2's depthwise layers at batch 1 (input C x HW x HW), and MobileNetV3's 5x5 ones.
+BENCHMARK(BM_DepthwiseConv)
+    ->ArgNames({"C", "HW", "k", "s", "threads"})
+    ->Args({32, 112, 3, 1, 1})
+    ->Args({96, 112, 3, 2, 1})
+    ->Args({144, 56, 3, 1, 1})
+    ->Args({144, 56, 3, 2, 1})
+    ->Args({192, 28, 3, 1, 1})
+    ->Args({384, 14, 3, 1, 1})
+    ->Args({576, 14, 3, 1, 1})
+    ->Args({576, 14, 3, 2, 1})
+    ->Args({960, 7, 3, 1, 1})
+    ->Args({72, 56, 5, 2, 1})
+    ->Args({480, 14, 5, 1, 1})
+    ->Args({32, 112, 3, 1, 2})
+    ->Args({144, 56, 3, 1, 2})
+    ->Args({960, 7, 3, 1, 2})
+    ->Unit(benchmark::kMicrosecond);
+
+void BM_GroupedConv(benchmark::State& state) {
+  const int64_t c = state.range(0), h = state.range(1), m = state.range(2), k = state.range(3);
+  const int64_t group = state.range(4);
+  RunConvNode(state, "Conv", {1, c, h, h}, {m, c / group, k, k}, 1, k / 2, static_cast<int>(state.range(5)), true,
+              2.0 * m * (c / group) * k * k * h * h, {}, group);
+}
+// ResNeXt-50 32x4d's grouped 3x3s (4 and 8 maps per group) and ShuffleNet's grouped 1x1s (g = 3, 8).
+BENCHMARK(BM_GroupedConv)
+    ->ArgNames({"C", "HW", "M", "k", "group", "threads"})
+    ->Args({128, 56, 128, 3, 32, 1})
+    ->Args({256, 28, 256, 3, 32, 1})
+    ->Args({240, 28, 240, 1, 3, 1})
+    ->Args({384, 14, 384, 1, 8, 1})
+    ->Args({128, 56, 128, 3, 32, 2})
+    ->Args({384, 14, 384, 1, 8, 2})
     ->Unit(benchmark::kMicrosecond);
 
 void BM_FusedConv(benchmark::State& state) {

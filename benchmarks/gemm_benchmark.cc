@@ -45,7 +45,7 @@ BENCHMARK(BM_SgemmTransB)
 // One node through the registry, created once, run per iteration; with `constant_weights` it sees inputs
 // 1.. (the weight and bias) as initializers, so a float weight is packed at load.
 void RunNode(benchmark::State& state, const char* op, int opset, std::vector<Tensor> inputs, double flops,
-             bool trans_b, bool constant_weights) {
+             bool trans_b, bool constant_weights, int threads = 1) {
   onnx::NodeProto node;
   node.set_op_type(op);
   for (size_t i = 0; i < inputs.size(); ++i) node.add_input(std::string(1, static_cast<char>('a' + i)));
@@ -62,7 +62,7 @@ void RunNode(benchmark::State& state, const char* op, int opset, std::vector<Ten
   KernelInfo info(*ir::AddNodeFromProto(graph, node, opset), constants, {});
   auto kernel = KernelRegistry::Global().Find(kOnnx, op, opset)->create(info);
   if (!kernel.ok()) return state.SkipWithError(std::string(kernel.status().message()).c_str());
-  ThreadPool pool(1);
+  ThreadPool pool(threads);
   std::vector<const Tensor*> in;
   for (const Tensor& t : inputs) in.push_back(&t);
   for (auto _ : state) {
@@ -75,17 +75,26 @@ void RunNode(benchmark::State& state, const char* op, int opset, std::vector<Ten
   state.counters["GFLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// The MLP's first layer as Gemm(transB=1) with a [N] bias: GEMM plus the bias broadcast. constW 1: the
-// weight is an initializer (packed at load), 0: a runtime input (OpenBLAS).
+// The MLP's layers as Gemm(transB=1) with a [N] bias: GEMM plus the bias broadcast. constW 1: the
+// weight is an initializer (packed at load), 0: a runtime input (OpenBLAS). Batches 1, 2 and 4: the
+// small-M products of serving one request at a time; wall time, since threads share them.
 void BM_GemmOp(benchmark::State& state) {
   const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
   RunNode(state, "Gemm", 13, {RandomFloats({m, k}), RandomFloats({n, k}), RandomFloats({n})}, 2.0 * m * n * k,
-          true, state.range(3) != 0);
+          true, state.range(3) != 0, static_cast<int>(state.range(4)));
 }
 BENCHMARK(BM_GemmOp)
-    ->ArgNames({"M", "N", "K", "constW"})
-    ->Args({64, 512, 784, 1})
-    ->Args({64, 512, 784, 0})
+    ->ArgNames({"M", "N", "K", "constW", "threads"})
+    ->Args({64, 512, 784, 1, 1})
+    ->Args({64, 512, 784, 0, 1})
+    ->Args({1, 512, 784, 1, 1})
+    ->Args({1, 512, 784, 1, 2})
+    ->Args({1, 512, 512, 1, 1})
+    ->Args({1, 512, 512, 1, 2})
+    ->Args({2, 512, 784, 1, 1})
+    ->Args({4, 512, 784, 1, 1})
+    ->Args({4, 512, 784, 1, 2})
+    ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 
 // MatMul: a 3-D activation times a 2-D weight initializer (folds into one packed GEMM) and a batched

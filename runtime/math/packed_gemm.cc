@@ -1,11 +1,10 @@
 #include "runtime/math/packed_gemm.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <memory>
 
 #include "runtime/math/isa.h"
 #include "runtime/math/packed_gemm_kernels.h"
+#include "runtime/math/scratch.h"
 
 namespace onnxserve {
 namespace {
@@ -32,6 +31,11 @@ constexpr int64_t kMinDepthForPasses = 128;
 // Below this many multiply-adds (some 10 us of work) a GEMM is not worth splitting: handing a share to
 // another thread and waiting for it costs about as much.
 constexpr int64_t kMinParallelWork = int64_t{1} << 21;
+// A weight matrix this large (512 KiB, a Zen 3 core's L2) is streamed from L3 on every run: a
+// matrix-vector product of it (an MLP at batch 1, 0.4 M multiply-adds for 1.6 MB; a squeeze-and-excite
+// 1x1 Conv on a 1x1 map) takes as long as that stream, and two cores stream it twice as fast, however
+// little arithmetic there is.
+constexpr int64_t kMinParallelWeights = int64_t{1} << 17;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -64,25 +68,6 @@ bool SplitColumns(int64_t m, int64_t n, int threads) {
   return Imbalance(n, kPanelColumns, threads) <= kColumnPreference * Imbalance(m, kPanelRows, threads);
 }
 
-// Per-thread scratch, kept across calls (a run multiplies many blocks of one size): kSlot 0 holds the
-// packed block, 1 the row a ColumnRowFn makes.
-template <int kSlot>
-float* PackScratch(int64_t floats) {
-  struct Buffer {
-    float* data = nullptr;
-    int64_t size = 0;
-    ~Buffer() { std::free(data); }
-  };
-  thread_local Buffer buffer;
-  if (buffer.size < floats) {
-    std::free(buffer.data);
-    const size_t bytes = static_cast<size_t>(floats) * sizeof(float);
-    buffer.data = static_cast<float*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
-    buffer.size = floats;
-  }
-  return buffer.data;
-}
-
 // Where the tile of C at (row, column) goes in a depth block: the first block writes the product with bias
 // and Z, later ones add to it, and the last applies Relu.
 packed::PanelOutput OutputAt(float* c, int64_t ldc, int64_t row, int64_t column, const GemmEpilogue& epilogue,
@@ -111,8 +96,8 @@ void MultiplyRange(const PackedRows& a, int64_t panel_begin, int64_t panel_end, 
                    const GemmEpilogue& epilogue) {
   const int64_t depth = a.depth(), depth_block = DepthBlock(depth);
   const int64_t column_block = ColumnBlock(depth_block);
-  float* packed = PackScratch<0>(PackedColumnsSize(depth_block, column_block));
-  float* made = source.make != nullptr ? PackScratch<1>(column_block) : nullptr;
+  float* packed = ThreadScratch(ScratchSlot::kPackedBlock, PackedColumnsSize(depth_block, column_block));
+  float* made = source.make != nullptr ? ThreadScratch(ScratchSlot::kMadeRow, column_block) : nullptr;
   for (int64_t column = column_begin; column < column_end; column += column_block) {
     const int64_t columns = std::min(column_block, column_end - column);
     // At least one block, even of depth 0, so that C = bias + z still gets written.
@@ -150,22 +135,23 @@ void MultiplyRange(const PackedRows& a, int64_t panel_begin, int64_t panel_end, 
 }
 
 void MultiplyOverPool(const PackedRows& a, int64_t n, const ColumnSource& b, float* c, int64_t ldc,
-                      const GemmEpilogue& epilogue, ThreadPool& pool) {
+                      const GemmEpilogue& epilogue, ThreadPool* pool) {
   const int64_t panels = CeilDiv(a.rows(), kPanelRows);
   if (panels == 0 || n == 0) return;
   const int64_t column_panels = CeilDiv(n, kPanelColumns);
-  const int threads = pool.num_threads();
-  if (threads == 1 || a.rows() * n * a.depth() < kMinParallelWork) {
+  const int threads = pool != nullptr ? pool->num_threads() : 1;
+  const int64_t weights = a.rows() * a.depth();
+  if (threads == 1 || (weights * n < kMinParallelWork && weights < kMinParallelWeights)) {
     return MultiplyRange(a, 0, panels, 0, n, b, c, ldc, epilogue);
   }
   // Columns split best (each thread packs only its own B), unless rows share out more evenly (a 7x7
   // map's 2 column panels, 48 + 1 columns): each thread then packs all of B, which is then small.
   if (SplitColumns(a.rows(), n, threads)) {
-    pool.ParallelFor(column_panels, 1, [&](int64_t begin, int64_t end) {
+    pool->ParallelFor(column_panels, 1, [&](int64_t begin, int64_t end) {
       MultiplyRange(a, 0, panels, begin * kPanelColumns, std::min(n, end * kPanelColumns), b, c, ldc, epilogue);
     });
   } else {
-    pool.ParallelFor(panels, 1, [&](int64_t begin, int64_t end) {
+    pool->ParallelFor(panels, 1, [&](int64_t begin, int64_t end) {
       MultiplyRange(a, begin, end, 0, n, b, c, ldc, epilogue);
     });
   }
@@ -191,7 +177,7 @@ void MultiplyColumnRange(const float* a, int64_t lda, bool transposed_a, int64_t
                          const GemmEpilogue& epilogue) {
   const int64_t depth = b.depth(), depth_block = DepthBlock(depth);
   const int64_t row_panels = CeilDiv(row_end - row_begin, kPanelRows);
-  float* packed = PackScratch<0>(row_panels * kPanelRows * depth_block);
+  float* packed = ThreadScratch(ScratchSlot::kPackedBlock, row_panels * kPanelRows * depth_block);
   int64_t k = 0;
   do {
     const int64_t block_depth = std::min(depth_block, depth - k);
@@ -230,12 +216,12 @@ PackedRows::PackedRows(const float* a, int64_t rows, int64_t depth, int64_t lda)
 const float* PackedRows::panel(int64_t p) const { return data_.data<float>() + p * kPanelRows * depth_; }
 
 void PackedGemm(const PackedRows& a, int64_t n, const float* b, int64_t ldb, float* c, int64_t ldc,
-                const GemmEpilogue& epilogue, ThreadPool& pool) {
+                const GemmEpilogue& epilogue, ThreadPool* pool) {
   MultiplyOverPool(a, n, {.b = b, .ldb = ldb}, c, ldc, epilogue, pool);
 }
 
 void PackedGemm(const PackedRows& a, int64_t n, ColumnRowFn rows, float* c, int64_t ldc,
-                const GemmEpilogue& epilogue, ThreadPool& pool) {
+                const GemmEpilogue& epilogue, ThreadPool* pool) {
   MultiplyOverPool(a, n, {.make = &rows}, c, ldc, epilogue, pool);
 }
 
@@ -254,21 +240,22 @@ PackedColumns::PackedColumns(const float* b, int64_t depth, int64_t columns, int
 }
 
 void PackedGemm(const float* a, int64_t m, int64_t lda, bool transposed_a, const PackedColumns& b, float* c,
-                int64_t ldc, const GemmEpilogue& epilogue, ThreadPool& pool) {
+                int64_t ldc, const GemmEpilogue& epilogue, ThreadPool* pool) {
   const int64_t panels = CeilDiv(b.columns(), kPanelColumns), row_panels = CeilDiv(m, kPanelRows);
   if (m == 0 || panels == 0) return;
-  const int threads = pool.num_threads();
-  if (threads == 1 || m * b.columns() * b.depth() < kMinParallelWork) {
+  const int threads = pool != nullptr ? pool->num_threads() : 1;
+  const int64_t weights = b.columns() * b.depth();
+  if (threads == 1 || (m * weights < kMinParallelWork && weights < kMinParallelWeights)) {
     return MultiplyColumnRange(a, lda, transposed_a, 0, m, b, 0, panels, c, ldc, epilogue);
   }
   // B's panels split best (each thread streams only its share of the weights), unless rows, in whole
   // panels, share out more evenly.
   if (SplitColumns(m, b.columns(), threads)) {
-    pool.ParallelFor(panels, 1, [&](int64_t begin, int64_t end) {
+    pool->ParallelFor(panels, 1, [&](int64_t begin, int64_t end) {
       MultiplyColumnRange(a, lda, transposed_a, 0, m, b, begin, end, c, ldc, epilogue);
     });
   } else {
-    pool.ParallelFor(row_panels, 1, [&](int64_t begin, int64_t end) {
+    pool->ParallelFor(row_panels, 1, [&](int64_t begin, int64_t end) {
       MultiplyColumnRange(a, lda, transposed_a, begin * kPanelRows, std::min(m, end * kPanelRows), b, 0, panels,
                           c, ldc, epilogue);
     });

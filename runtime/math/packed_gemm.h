@@ -62,9 +62,9 @@ struct GemmEpilogue {
 };
 
 // C[a.rows() x n] = relu?(A * B + bias + z), B row-major [a.depth() x n] with row stride ldb, C with row
-// stride ldc. Splits columns (or, when they are few, rows) over `pool`.
+// stride ldc. Splits columns (or, when they are few, rows) over `pool`; a null pool: the calling thread.
 void PackedGemm(const PackedRows& a, int64_t n, const float* b, int64_t ldb, float* c, int64_t ldc,
-                const GemmEpilogue& epilogue, ThreadPool& pool);
+                const GemmEpilogue& epilogue, ThreadPool* pool);
 
 // Writes columns [n_begin, n_begin + n) of row k of B into `row`. Called from pool threads, row by row of
 // each cache block just before it is packed, so B never exists whole (im2col columns).
@@ -72,11 +72,12 @@ using ColumnRowFn = absl::FunctionRef<void(int64_t k, int64_t n_begin, int64_t n
 
 // The same product with B's rows made on the fly.
 void PackedGemm(const PackedRows& a, int64_t n, ColumnRowFn rows, float* c, int64_t ldc,
-                const GemmEpilogue& epilogue, ThreadPool& pool);
+                const GemmEpilogue& epilogue, ThreadPool* pool);
 
 // C[m x b.columns()] = relu?(A * B + bias + z) with A [m x b.depth()] given as stored: row-major (lda its
-// row stride), or, when `transposed_a`, A^T row-major. Splits B's panels (or, when few, rows) over `pool`.
+// row stride), or, when `transposed_a`, A^T row-major. Splits B's panels (or, when few, rows) over `pool`
+// (null: the calling thread).
 void PackedGemm(const float* a, int64_t m, int64_t lda, bool transposed_a, const PackedColumns& b, float* c,
-                int64_t ldc, const GemmEpilogue& epilogue, ThreadPool& pool);
+                int64_t ldc, const GemmEpilogue& epilogue, ThreadPool* pool);
 
 }  // namespace onnxserve

@@ -1,8 +1,10 @@
 // AVX2 + FMA micro-kernels of PackedGemm. Sixteen ymm registers hold a 4 x 24 block of C (twelve
 // accumulators, three vectors of B and one broadcast of A), so an 8 x 48 tile is four such blocks, each a
 // pass over its half of the A panel and its half of the B panel; per k a block does 12 FMAs for 3 loads
-// and 4 broadcasts, which keeps both FMA ports busy. Every element of C sums its depth in the same order
-// whatever its row, so channels computed from equal weights come out bit-identical.
+// and 4 broadcasts, which keeps both FMA ports busy. A panel's last 2 rows, or its last one (batches of 1
+// to 3 and their like), take 2 x 24 blocks or one 1 x 48 row instead of a block of mostly zero rows.
+// Every element of C sums its depth in the same order whatever its row, so channels computed from equal
+// weights come out bit-identical.
 #include <immintrin.h>
 
 #include "runtime/math/packed_gemm_kernels.h"
@@ -47,14 +49,16 @@ inline void StoreVector(__m256 acc, int row, int64_t column, int64_t lanes, cons
   }
 }
 
-// C[rows x columns] (rows <= 4, columns <= kVectors * 8) at (row, column) of the tile, from rows
-// [row, row + 4) of the A panel and kVectors vectors of the B panel, whose rows are b_width floats apart.
-template <int kVectors>
+// C[rows x columns] (rows <= kRows, columns <= kVectors * 8) at (row, column) of the tile, from rows
+// [row, row + kRows) of the A panel and kVectors vectors of the B panel, whose rows are b_width floats
+// apart. kRows is 4, or 2 for the last two rows of a panel (a batch of 2, 6), which a 4-row block would
+// run at half speed.
+template <int kRows, int kVectors>
 void MultiplyBlock(const float* a, const float* b, int64_t depth, int64_t b_width, int row, int rows,
                    int64_t column, int64_t columns, const PanelOutput& out) {
-  __m256 acc[kBlockRows][kVectors];
+  __m256 acc[kRows][kVectors];
 #pragma GCC unroll 4
-  for (int r = 0; r < kBlockRows; ++r) {
+  for (int r = 0; r < kRows; ++r) {
 #pragma GCC unroll 3
     for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm256_setzero_ps();
   }
@@ -66,14 +70,14 @@ void MultiplyBlock(const float* a, const float* b, int64_t depth, int64_t b_widt
 #pragma GCC unroll 3
     for (int v = 0; v < kVectors; ++v) bv[v] = _mm256_loadu_ps(b + v * kLanes);
 #pragma GCC unroll 4
-    for (int r = 0; r < kBlockRows; ++r) {
+    for (int r = 0; r < kRows; ++r) {
       const __m256 ar = _mm256_broadcast_ss(a + r);
 #pragma GCC unroll 3
       for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm256_fmadd_ps(ar, bv[v], acc[r][v]);
     }
   }
 #pragma GCC unroll 4
-  for (int r = 0; r < kBlockRows; ++r) {
+  for (int r = 0; r < kRows; ++r) {
     if (r >= rows) break;
 #pragma GCC unroll 3
     for (int v = 0; v < kVectors; ++v) {
@@ -83,10 +87,44 @@ void MultiplyBlock(const float* a, const float* b, int64_t depth, int64_t b_widt
   }
 }
 
+// C[1 x columns] (columns <= kVectors * 8) at `row` of the tile from that row of the A panel: a
+// matrix-vector product (batch 1), where a 4-row block would spend three quarters of its FMAs on the
+// panel's zero rows. Each element sums its depth in MultiplyBlock's order, so a lone row agrees to the bit
+// with the same row in a block.
+template <int kVectors>
+void MultiplyRowVectors(const float* a, const float* b, int64_t depth, int64_t b_width, int row, int64_t columns,
+                        const PanelOutput& out) {
+  __m256 acc[kVectors];
+  a += row;
+#pragma GCC unroll 6
+  for (int v = 0; v < kVectors; ++v) acc[v] = _mm256_setzero_ps();
+#pragma GCC unroll 2
+  for (int64_t k = 0; k < depth; ++k, a += kPanelRows, b += b_width) {
+    const __m256 ar = _mm256_broadcast_ss(a);
+#pragma GCC unroll 6
+    for (int v = 0; v < kVectors; ++v) acc[v] = _mm256_fmadd_ps(ar, _mm256_loadu_ps(b + v * kLanes), acc[v]);
+  }
+#pragma GCC unroll 6
+  for (int v = 0; v < kVectors; ++v) StoreVector(acc[v], row, v * kLanes, columns - v * kLanes, out);
+}
+
+using RowKernel = void (*)(const float*, const float*, int64_t, int64_t, int, int64_t, const PanelOutput&);
+constexpr RowKernel kRowKernels[kPanelColumns / kLanes + 1] = {
+    nullptr,
+    MultiplyRowVectors<1>,
+    MultiplyRowVectors<2>,
+    MultiplyRowVectors<3>,
+    MultiplyRowVectors<4>,
+    MultiplyRowVectors<5>,
+    MultiplyRowVectors<6>,
+};
+
 using BlockKernel = void (*)(const float*, const float*, int64_t, int64_t, int, int, int64_t, int64_t,
                              const PanelOutput&);
-constexpr BlockKernel kBlockKernels[kBlockVectors + 1] = {nullptr, MultiplyBlock<1>, MultiplyBlock<2>,
-                                                          MultiplyBlock<3>};
+constexpr BlockKernel kBlockKernels[kBlockVectors + 1] = {nullptr, MultiplyBlock<kBlockRows, 1>,
+                                                          MultiplyBlock<kBlockRows, 2>, MultiplyBlock<kBlockRows, 3>};
+constexpr BlockKernel kPairKernels[kBlockVectors + 1] = {nullptr, MultiplyBlock<2, 1>, MultiplyBlock<2, 2>,
+                                                         MultiplyBlock<2, 3>};
 
 // C[rows x kColumns]: per k, the 8 rows of A's panel form one vector, multiplied by each column's
 // broadcast B value; the tile is transposed through memory on the way out. Few columns would leave the
@@ -210,11 +248,16 @@ void MultiplyTile(const float* a_panel, const float* b_panel, int64_t depth, int
   if (columns <= kMaxNarrowColumns) return MultiplyNarrow(a_panel, b_panel, depth, width, columns, rows, out);
   for (int row = 0; row < rows; row += kBlockRows) {
     const int block_rows = rows - row < kBlockRows ? rows - row : kBlockRows;
+    if (block_rows == 1) {
+      MultiplyRow(a_panel, b_panel, depth, width, row, columns, out);
+      continue;
+    }
+    const BlockKernel* kernels = block_rows == 2 ? kPairKernels : kBlockKernels;
     for (int64_t column = 0; column < columns; column += kBlockVectors * kLanes) {
       const int64_t left = columns - column;
       const int64_t vectors = left >= kBlockVectors * kLanes ? kBlockVectors : (left + kLanes - 1) / kLanes;
-      kBlockKernels[vectors](a_panel, b_panel, depth, width, row, block_rows, column,
-                             left < vectors * kLanes ? left : vectors * kLanes, out);
+      kernels[vectors](a_panel, b_panel, depth, width, row, block_rows, column,
+                       left < vectors * kLanes ? left : vectors * kLanes, out);
     }
   }
 }
@@ -224,6 +267,11 @@ void MultiplyTile(const float* a_panel, const float* b_panel, int64_t depth, int
 void MultiplyNarrow(const float* a_panel, const float* b_panel, int64_t depth, int64_t b_width, int64_t columns,
                     int rows, const PanelOutput& out) {
   kNarrowKernels[columns](a_panel, b_panel, depth, b_width, rows, out);
+}
+
+void MultiplyRow(const float* a_panel, const float* b_panel, int64_t depth, int64_t b_width, int row,
+                 int64_t columns, const PanelOutput& out) {
+  kRowKernels[(columns + kLanes - 1) / kLanes](a_panel, b_panel, depth, b_width, row, columns, out);
 }
 
 }  // namespace avx2

@@ -121,6 +121,8 @@ void MultiplyTile(const float* a_panel, const float* b_panel, int64_t depth, int
   const int64_t width = RoundUpToLanes(columns);
   if (columns <= kMaxNarrowColumns) {
     avx2::MultiplyNarrow(a_panel, b_panel, depth, width, columns, rows, out);
+  } else if (rows == 1) {
+    avx2::MultiplyRow(a_panel, b_panel, depth, width, 0, columns, out);
   } else if (width == 3 * kLanes) {
     MultiplyWide<3>(a_panel, b_panel, depth, rows, 0, columns, out);
   } else if (width == 2 * kLanes) {

@@ -54,6 +54,10 @@ namespace avx2 {
 // vectors are a panel's 8 rows.
 void MultiplyNarrow(const float* a_panel, const float* b_panel, int64_t depth, int64_t b_width, int64_t columns,
                     int rows, const PanelOutput& out);
+// Row `row` of C[. x columns] (columns <= kPanelColumns) from that row of the A panel, with 8-wide
+// vectors of B: a matrix-vector product, which the AVX-512 tile, 8 rows high, sends here too.
+void MultiplyRow(const float* a_panel, const float* b_panel, int64_t depth, int64_t b_width, int row,
+                 int64_t columns, const PanelOutput& out);
 }  // namespace avx2
 
 }  // namespace onnxserve::packed

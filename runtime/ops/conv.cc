@@ -1,12 +1,17 @@
 // Conv (1-D/2-D/3-D and beyond, grouped, dilated, strided, padded): im2col + one GEMM per (image, group);
-// a 1x1 stride-1 unpadded kernel multiplies the input directly, without im2col.
+// a 1x1 stride-1 unpadded kernel multiplies the input directly, without im2col. A 1-D or 2-D float
+// convolution with groups of few channels and maps (depthwise, ResNeXt) runs GroupedConv2D instead, which
+// reads each plane once: a GEMM per group of a few rows would spend more on im2col than on arithmetic.
 // FusedConv (domain ai.onnxserve, written by the graph optimizer) is Conv [+ Z] [-> Relu] in one node.
 //
 // Constant float weights are packed at load for PackedGemm (on CPUs it has micro-kernels for), which adds
 // bias and Z and applies Relu as each tile leaves the registers. Otherwise the OpenBLAS GEMM accumulates
 // onto bias + Z, and Relu runs on each block right after the GEMM that wrote it, while it is in cache.
+#include <optional>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "runtime/math/grouped_conv.h"
 #include "runtime/math/packed_gemm.h"
 #include "runtime/ops/blas.h"
 #include "runtime/ops/common.h"
@@ -103,7 +108,20 @@ int64_t ColumnBlockRows(const ConvGeometry& geo, int64_t depth, int64_t group_ma
   return blocks > 1 && weight_bytes * blocks < row_bytes * geo.grid[0] ? rows : 0;
 }
 
-constexpr int64_t kMinPackedGroupMaps = 8;
+// Scratch floats (16 KiB) GroupedConv2D's planes may take whatever their size: small maps' padded rows
+// are mostly the room left for a whole last vector.
+constexpr int64_t kSmallPlaneScratch = 4096;
+
+// Groups of at most this many input channels and output maps convolve directly (ResNeXt's 4 and 8):
+// im2col and packing their columns cost more than the multiply-adds a few maps do with them. Depthwise
+// convolutions (one channel per group) do, whatever their maps per channel.
+constexpr int64_t kMaxDirectGroupChannels = 8;
+constexpr int64_t kMaxDirectGroupMaps = 8;
+
+bool ConvolvesDirectly(int64_t group, int64_t group_channels, int64_t group_maps, size_t spatial_rank) {
+  return group > 1 && spatial_rank <= 2 &&
+         (group_channels == 1 || (group_channels <= kMaxDirectGroupChannels && group_maps <= kMaxDirectGroupMaps));
+}
 
 // kFused: FusedConv, whose 4th input Z and `activation` attribute extend Conv.
 template <bool kFused>
@@ -145,15 +163,13 @@ class ConvKernel final : public OpKernel {
     if (IsHalfType(x.dtype())) {
       Tensor y_float(DataType::kFloat, y_shape);
       const Tensor b_float = WidenToFloat(b), z_float = WidenToFloat(z);
-      Run<float>(geo, WidenToFloat(&x), WidenToFloat(&w), b ? &b_float : nullptr, z ? &z_float : nullptr,
-                 y_float, ctx.pool());
+      RunFloat(geo, WidenToFloat(&x), WidenToFloat(&w), b ? &b_float : nullptr, z ? &z_float : nullptr, y_float,
+               ctx.pool());
       NarrowFromFloat(y_float, y);
     } else if (x.dtype() == DataType::kDouble) {
       Run<double>(geo, x, w, b, z, y, ctx.pool());
-    } else if (!packed_weights_.empty() && w.raw_data() == packed_source_) {
-      RunPacked(geo, x, b, z, y, ctx.pool());
     } else {
-      Run<float>(geo, x, w, b, z, y, ctx.pool());
+      RunFloat(geo, x, w, b, z, y, ctx.pool());
     }
     return absl::OkStatus();
   }
@@ -181,6 +197,52 @@ class ConvKernel final : public OpKernel {
           absl::StrCat("B ", ShapeToString(b->shape()), ": expected [", w.dim(0), "] (one bias per output map)"));
     }
     return absl::OkStatus();
+  }
+
+  // Small groups run directly; other constant weights on the packed path; the rest over OpenBLAS.
+  void RunFloat(const ConvGeometry& geo, const Tensor& x, const Tensor& w, const Tensor* b, const Tensor* z,
+                Tensor& y, ThreadPool& pool) const {
+    if (const std::optional<GroupedConvShape> direct = DirectShape(geo, x, w)) {
+      const GroupedConvEpilogue epilogue{
+          .bias = b ? b->data<float>() : nullptr, .z = z ? z->data<float>() : nullptr, .relu = relu_};
+      return GroupedConv2D(*direct, x.data<float>(), w.data<float>(), epilogue, y.data<float>(), pool);
+    }
+    if (!packed_weights_.empty() && w.raw_data() == packed_source_) return RunPacked(geo, x, b, z, y, pool);
+    Run<float>(geo, x, w, b, z, y, pool);
+  }
+
+  // The shape GroupedConv2D takes when this 1-D or 2-D convolution's groups are small enough
+  // (ConvolvesDirectly), unless huge pads or dilations would make its padded copy of a group's planes much
+  // larger than im2col's columns.
+  std::optional<GroupedConvShape> DirectShape(const ConvGeometry& geo, const Tensor& x, const Tensor& w) const {
+    const size_t rank = geo.image.size();
+    const int64_t group = attrs_.group;
+    if (!ConvolvesDirectly(group, x.dim(1) / group, w.dim(0) / group, rank)) return std::nullopt;
+    // A 1-D convolution is a 2-D one of height 1.
+    const size_t w_axis = rank - 1;
+    auto along_h = [&](const std::vector<int64_t>& dims, int64_t one) { return rank == 2 ? dims[0] : one; };
+    const GroupedConvShape shape{
+        .batch = x.dim(0),
+        .groups = group,
+        .group_channels = x.dim(1) / group,
+        .group_maps = w.dim(0) / group,
+        .in_h = along_h(geo.image, 1),
+        .in_w = geo.image[w_axis],
+        .out_h = along_h(geo.grid, 1),
+        .out_w = geo.grid[w_axis],
+        .kernel_h = along_h(geo.kernel, 1),
+        .kernel_w = geo.kernel[w_axis],
+        .stride_h = along_h(geo.strides, 1),
+        .stride_w = geo.strides[w_axis],
+        .dilation_h = along_h(geo.dilations, 1),
+        .dilation_w = geo.dilations[w_axis],
+        .pad_top = along_h(geo.pad_begin, 0),
+        .pad_left = geo.pad_begin[w_axis],
+    };
+    const int64_t planes = shape.group_channels * geo.ImageSize();
+    const int64_t columns = shape.group_channels * geo.KernelSize() * geo.GridSize();
+    if (GroupedConvScratchFloats(shape) > 2 * (planes + columns) + kSmallPlaneScratch) return std::nullopt;
+    return shape;
   }
 
   template <typename T>
@@ -220,12 +282,15 @@ class ConvKernel final : public OpKernel {
     }
   }
 
-  // Packs W per group when it is a float constant and PackedGemm runs on this CPU. Groups of fewer maps
-  // than a panel's rows (depthwise convolutions) would waste most of each tile and stay on OpenBLAS.
+  // Packs W per group when it is a float constant and PackedGemm runs on this CPU, however few maps a
+  // group has (a 3-D grouped convolution's): the AVX2 kernel multiplies 4 or 2 rows at a time, and one
+  // OpenBLAS call per small group cost more in overhead than in arithmetic. Groups GroupedConv2D takes
+  // are left unpacked: it reads W as it is.
   void PackConstantWeights(const Tensor* w) {
     if (w == nullptr || w->dtype() != DataType::kFloat || w->rank() < 3 || !PackedGemmSupported()) return;
     const int64_t maps = w->dim(0), group = attrs_.group;
-    if (maps % group != 0 || maps / group < kMinPackedGroupMaps) return;  // Compute reports bad shapes
+    if (maps % group != 0) return;  // Compute reports the bad shape
+    if (ConvolvesDirectly(group, w->dim(1), maps / group, w->rank() - 2)) return;
     const int64_t group_maps = maps / group, depth = w->NumElements() / maps;
     for (int64_t g = 0; g < group; ++g) {
       packed_weights_.emplace_back(w->data<float>() + g * group_maps * depth, group_maps, depth, depth);
@@ -235,7 +300,9 @@ class ConvKernel final : public OpKernel {
 
   // The packed path, per (image, group): X itself is the column matrix of a pointwise kernel; a 2-D
   // kernel's columns are built row by row of each cache block, by the thread that multiplies it, straight
-  // into the packed layout; other ranks build them whole. PackedGemm adds B and Z and applies Relu as it stores.
+  // into the packed layout; other ranks build them whole. PackedGemm adds B and Z and applies Relu as it
+  // stores. With at least two (image, group) products per thread and no shared column buffer, whole
+  // products share out over the pool: ResNeXt's 32 groups are each too small for PackedGemm to split.
   void RunPacked(const ConvGeometry& geo, const Tensor& x, const Tensor* b, const Tensor* z, Tensor& y,
                  ThreadPool& pool) const {
     const int64_t batch = x.dim(0), channels = x.dim(1), group = attrs_.group;
@@ -244,27 +311,33 @@ class ConvKernel final : public OpKernel {
     const bool pointwise = geo.IsPointwise(), blockwise = !pointwise && geo.image.size() == 2;
     const int64_t depth = packed_weights_[0].depth();
     Tensor col_buffer(DataType::kFloat, {pointwise || blockwise ? 0 : depth * grid_size});
-    for (int64_t n = 0; n < batch; ++n) {
-      for (int64_t g = 0; g < group; ++g) {
-        const float* x_g = x.data<float>() + (n * channels + g * group_channels) * image_size;
-        const int64_t tile = (n * maps + g * group_maps) * grid_size;
-        float* y_tile = y.data<float>() + tile;
-        const GemmEpilogue epilogue{.bias = b ? b->data<float>() + g * group_maps : nullptr,
-                                    .z = z ? z->data<float>() + tile : nullptr,
-                                    .ldz = grid_size,
-                                    .relu = relu_};
-        if (blockwise) {
-          auto im2col = [&](int64_t k, int64_t n_begin, int64_t columns, float* row) {
-            Im2ColRow(geo, x_g, k, n_begin, columns, row);
-          };
-          PackedGemm(packed_weights_[g], grid_size, im2col, y_tile, grid_size, epilogue, pool);
-          continue;
-        }
-        if (!pointwise) Im2Col(geo, group_channels, x_g, col_buffer.data<float>(), pool);
-        PackedGemm(packed_weights_[g], grid_size, pointwise ? x_g : col_buffer.data<float>(), grid_size, y_tile,
-                   grid_size, epilogue, pool);
+    auto multiply = [&](int64_t product, ThreadPool* gemm_pool) {
+      const int64_t n = product / group, g = product % group;
+      const float* x_g = x.data<float>() + (n * channels + g * group_channels) * image_size;
+      const int64_t tile = (n * maps + g * group_maps) * grid_size;
+      float* y_tile = y.data<float>() + tile;
+      const GemmEpilogue epilogue{.bias = b ? b->data<float>() + g * group_maps : nullptr,
+                                  .z = z ? z->data<float>() + tile : nullptr,
+                                  .ldz = grid_size,
+                                  .relu = relu_};
+      if (blockwise) {
+        auto im2col = [&](int64_t k, int64_t n_begin, int64_t columns, float* row) {
+          Im2ColRow(geo, x_g, k, n_begin, columns, row);
+        };
+        return PackedGemm(packed_weights_[g], grid_size, im2col, y_tile, grid_size, epilogue, gemm_pool);
       }
+      if (!pointwise) Im2Col(geo, group_channels, x_g, col_buffer.data<float>(), pool);
+      PackedGemm(packed_weights_[g], grid_size, pointwise ? x_g : col_buffer.data<float>(), grid_size, y_tile,
+                 grid_size, epilogue, gemm_pool);
+    };
+    const int64_t products = batch * group;
+    if (group > 1 && (pointwise || blockwise) && products >= 2 * pool.num_threads()) {
+      pool.ParallelFor(products, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t product = begin; product < end; ++product) multiply(product, nullptr);
+      });
+      return;
     }
+    for (int64_t product = 0; product < products; ++product) multiply(product, &pool);
   }
 
   // y_tile = W_g * columns (+ y_tile when beta is 1) [-> Relu], one block of `block_rows` grid rows at a

@@ -108,7 +108,7 @@ class MatMul final : public OpKernel {
     if (packed_b_ && packed_b_->Packs(b) && plan.b_matrices == 1) {
       // One weight matrix for every batch: the batches fold into the rows of one product.
       const int64_t rows = NumElements(plan.batch) * plan.m;
-      PackedGemm(a.data<float>(), rows, plan.k, false, packed_b_->columns, y.data<float>(), plan.n, {}, ctx.pool());
+      PackedGemm(a.data<float>(), rows, plan.k, false, packed_b_->columns, y.data<float>(), plan.n, {}, &ctx.pool());
       return absl::OkStatus();
     }
     return DispatchGemmType(a.dtype(), [&](auto tag) {
@@ -220,7 +220,7 @@ class GemmOp final : public OpKernel {
         // Y already holds beta * C: the first depth block adds it as Z, which is Y itself.
         const GemmEpilogue epilogue{.z = with_bias ? y.data<float>() : nullptr, .ldz = n};
         return PackedGemm(a.data<float>(), m, a.dim(1), trans_a_, packed_b_->columns, y.data<float>(), n, epilogue,
-                          pool);
+                          &pool);
       }
     }
     Gemm<T>(trans_a_, trans_b_, m, n, k, static_cast<T>(alpha_), a.data<T>(), a.dim(1), b.data<T>(), b.dim(1),

@@ -1,6 +1,7 @@
 #include "tests/support/op_test.h"
 
 #include <cmath>
+#include <random>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/exec/session.h"
@@ -97,6 +98,11 @@ OpTest& OpTest::Opset(const std::string& domain, int version) {
   return *this;
 }
 
+OpTest& OpTest::Threads(int threads) {
+  threads_ = threads;
+  return *this;
+}
+
 onnx::ModelProto OpTest::BuildModel() const {
   onnx::ModelProto model;
   model.set_ir_version(10);
@@ -119,7 +125,7 @@ onnx::ModelProto OpTest::BuildModel() const {
 absl::StatusOr<std::vector<Tensor>> OpTest::Run(const RunLimits& limits) const {
   auto model = Model::FromProto(BuildModel(), "");
   if (!model.ok()) return model.status();
-  auto session = Session::Create(*std::move(model));
+  auto session = Session::Create(*std::move(model), {.intra_op_threads = threads_});
   if (!session.ok()) return session.status();
   return (*session)->Run(feeds_, {}, limits);
 }
@@ -164,6 +170,14 @@ absl::StatusOr<std::vector<Tensor>> OpTest::Run(const RunLimits& limits) const {
     return ::testing::AssertionFailure() << out.status() << " does not say \"" << text << "\"";
   }
   return ::testing::AssertionSuccess();
+}
+
+std::vector<float> RandomFloats(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = dist(rng);
+  return v;
 }
 
 }  // namespace onnxserve::testing

@@ -43,6 +43,8 @@ class OpTest {
   OpTest& Attr(const onnx::AttributeProto& attr);
   // Imports another domain at a version (for example ai.onnx next to ai.onnx.preview.training).
   OpTest& Opset(const std::string& domain, int version);
+  // The session's intra-op threads (1 unless set), for kernels that split work over the pool.
+  OpTest& Threads(int threads);
 
   onnx::ModelProto BuildModel() const;
   // Loads, compiles and runs; the outputs in the node's output order (omitted ones skipped).
@@ -53,6 +55,7 @@ class OpTest {
   std::vector<std::pair<std::string, Tensor>> feeds_;
   std::vector<std::pair<std::string, Tensor>> constants_;
   std::vector<std::pair<std::string, int>> opsets_;
+  int threads_ = 1;
 };
 
 // Element-wise comparison as the ONNX backend runner does it: same dtype and shape, and
@@ -62,5 +65,8 @@ class OpTest {
 
 // Whether `out` is an error whose message contains `text` (the attribute or input it must name).
 ::testing::AssertionResult FailsWith(const absl::StatusOr<std::vector<Tensor>>& out, const std::string& text);
+
+// n floats uniform in [-1, 1), the same for the same seed: inputs for kernels checked against a reference.
+std::vector<float> RandomFloats(int64_t n, uint32_t seed);
 
 }  // namespace onnxserve::testing

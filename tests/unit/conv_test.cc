@@ -89,20 +89,22 @@ ConvParams Defaults(size_t rank, ConvParams p) {
   return p;
 }
 
-void ExpectConvMatchesReference(const Shape& x_shape, const Shape& w_shape, ConvParams p, bool bias = true) {
+void ExpectConvMatchesReference(const Shape& x_shape, const Shape& w_shape, ConvParams p, bool bias = true,
+                                int threads = 1) {
   p = Defaults(x_shape.size() - 2, p);
   const Tensor x = Random(x_shape, 1), w = Random(w_shape, 2), b = Random({w_shape[0]}, 3);
   const Tensor expected = ReferenceConv(x, w, bias ? &b : nullptr, p);
   for (bool constant_w : {false, true}) {
     OpTest test("Conv", 22);
-    test.Input("x", x);
+    test.Threads(threads).Input("x", x);
     constant_w ? test.Constant("w", w) : test.Input("w", w);
     if (bias) constant_w ? test.Constant("b", b) : test.Input("b", b);
     auto result = test.Attr("strides", p.strides).Attr("dilations", p.dilations).Attr("pads", p.pads)
                       .Attr("group", p.group).Output("y").Run();
     ASSERT_TRUE(result.ok()) << result.status();
     EXPECT_TRUE(TensorsClose(expected, (*result)[0], 1e-4, 1e-5))
-        << "X " << ShapeToString(x_shape) << " W " << ShapeToString(w_shape) << " constant W " << constant_w;
+        << "X " << ShapeToString(x_shape) << " W " << ShapeToString(w_shape) << " constant W " << constant_w
+        << " threads " << threads;
   }
 }
 
@@ -122,6 +124,16 @@ TEST(ConvTest, GroupsAndDepthwise) {
   ExpectConvMatchesReference({2, 6, 9, 9}, {4, 3, 3, 3}, {.pads = {1, 1, 1, 1}, .group = 2});
   ExpectConvMatchesReference({1, 8, 10, 10}, {8, 1, 3, 3}, {.strides = {2, 2}, .pads = {1, 1, 1, 1}, .group = 8});
   ExpectConvMatchesReference({1, 4, 6, 6}, {8, 1, 3, 3}, {.group = 4});  // channel multiplier 2
+}
+
+TEST(ConvTest, DepthwiseRunsDirectlyInOneAndTwoDimensions) {
+  // group == C: GroupedConv2D, 3x3 and 5x5 at strides 1 and 2, a 1-D one (a 2-D one of height 1),
+  // dilated, and a dilation so wide that its padded plane would dwarf im2col's columns (im2col).
+  ExpectConvMatchesReference({2, 5, 13, 19}, {5, 1, 3, 3}, {.pads = {1, 1, 1, 1}, .group = 5});
+  ExpectConvMatchesReference({1, 6, 15, 15}, {6, 1, 5, 5}, {.strides = {2, 2}, .pads = {2, 2, 2, 2}, .group = 6});
+  ExpectConvMatchesReference({2, 4, 23}, {8, 1, 3}, {.strides = {2}, .pads = {1, 0}, .group = 4});
+  ExpectConvMatchesReference({1, 3, 12, 12}, {3, 1, 3, 3}, {.dilations = {2, 2}, .pads = {2, 2, 2, 2}, .group = 3});
+  ExpectConvMatchesReference({1, 2, 5, 5}, {2, 1, 3, 3}, {.dilations = {60, 60}, .pads = {60, 60, 60, 60}, .group = 2});
 }
 
 TEST(ConvTest, PointwiseSkipsIm2colAndStillMatches) {
@@ -149,6 +161,21 @@ TEST(ConvTest, WeightsPackedAtLoadCoverEveryTileAndBlock) {
   ExpectConvMatchesReference({2, 4, 50}, {9, 4, 5}, {.strides = {2}, .pads = {2, 2}});
 }
 
+TEST(ConvTest, SmallGroupsRunDirectlyOrPacked) {
+  // Groups of at most 8 channels and maps run GroupedConv2D (ResNeXt's 3x3s, grouped 1x1s); groups of
+  // more maps, and a 3-D depthwise one, PackedGemm per group. On one thread and on two, where (image,
+  // group) pairs share out over the pool.
+  for (int threads : {1, 2}) {
+    ExpectConvMatchesReference({1, 8, 9, 9}, {24, 4, 3, 3}, {.pads = {1, 1, 1, 1}, .group = 2}, true, threads);
+    ExpectConvMatchesReference({1, 64, 9, 11}, {64, 2, 3, 3}, {.pads = {1, 1, 1, 1}, .group = 32}, true, threads);
+    ExpectConvMatchesReference({2, 12, 7, 7}, {12, 4, 1, 1}, {.group = 3}, true, threads);
+    ExpectConvMatchesReference({1, 16, 20, 20}, {12, 4, 3, 3}, {.strides = {2, 2}, .pads = {1, 1, 1, 1},
+                                .group = 4}, false, threads);
+    ExpectConvMatchesReference({1, 3, 4, 5, 6}, {6, 1, 3, 3, 3}, {.pads = {1, 1, 1, 1, 1, 1}, .group = 3}, true,
+                               threads);
+  }
+}
+
 TEST(ConvTest, AutoPadModesMatchTheirExplicitPads) {
   // in 7, kernel 4, stride 2: SAME -> out 4, total pad (4-1)*2+4-7 = 3.
   const Tensor x = Random({1, 2, 7, 7}, 1), w = Random({3, 2, 4, 4}, 2);
@@ -167,20 +194,23 @@ TEST(ConvTest, AutoPadModesMatchTheirExplicitPads) {
 }
 
 TEST(ConvTest, Float16ComputesThroughFloat) {
-  const Tensor x = Random({1, 2, 5, 5}, 1), w = Random({2, 2, 3, 3}, 2);
-  Tensor x16(DataType::kFloat16, x.shape()), w16(DataType::kFloat16, w.shape());
-  for (int64_t i = 0; i < x.NumElements(); ++i) x16.data<Float16>()[i] = Float16(x.data<float>()[i]);
-  for (int64_t i = 0; i < w.NumElements(); ++i) w16.data<Float16>()[i] = Float16(w.data<float>()[i]);
-  auto result = OpTest("Conv", 11).Input("x", x16).Input("w", w16).Output("y").Run();
-  ASSERT_TRUE(result.ok()) << result.status();
-  ASSERT_EQ((*result)[0].dtype(), DataType::kFloat16);
-  // Inputs rounded to half first, so compare against the reference on the rounded values.
-  Tensor xr(DataType::kFloat, x.shape()), wr(DataType::kFloat, w.shape()), yr(DataType::kFloat16, {1, 2, 3, 3});
-  for (int64_t i = 0; i < x.NumElements(); ++i) xr.data<float>()[i] = static_cast<float>(x16.data<Float16>()[i]);
-  for (int64_t i = 0; i < w.NumElements(); ++i) wr.data<float>()[i] = static_cast<float>(w16.data<Float16>()[i]);
-  const Tensor expected = ReferenceConv(xr, wr, nullptr, Defaults(2, {}));
-  for (int64_t i = 0; i < yr.NumElements(); ++i) yr.data<Float16>()[i] = Float16(expected.data<float>()[i]);
-  EXPECT_TRUE(TensorsClose(yr, (*result)[0], 2e-3, 1e-3));
+  // A full convolution and a depthwise one (group == C, the direct kernel).
+  for (int64_t group : {1, 2}) {
+    const Tensor x = Random({1, 2, 5, 5}, 1), w = Random({2, 2 / group, 3, 3}, 2);
+    Tensor x16(DataType::kFloat16, x.shape()), w16(DataType::kFloat16, w.shape());
+    for (int64_t i = 0; i < x.NumElements(); ++i) x16.data<Float16>()[i] = Float16(x.data<float>()[i]);
+    for (int64_t i = 0; i < w.NumElements(); ++i) w16.data<Float16>()[i] = Float16(w.data<float>()[i]);
+    auto result = OpTest("Conv", 11).Input("x", x16).Input("w", w16).Attr("group", group).Output("y").Run();
+    ASSERT_TRUE(result.ok()) << result.status();
+    ASSERT_EQ((*result)[0].dtype(), DataType::kFloat16);
+    // Inputs rounded to half first, so compare against the reference on the rounded values.
+    Tensor xr(DataType::kFloat, x.shape()), wr(DataType::kFloat, w.shape()), yr(DataType::kFloat16, {1, 2, 3, 3});
+    for (int64_t i = 0; i < x.NumElements(); ++i) xr.data<float>()[i] = static_cast<float>(x16.data<Float16>()[i]);
+    for (int64_t i = 0; i < w.NumElements(); ++i) wr.data<float>()[i] = static_cast<float>(w16.data<Float16>()[i]);
+    const Tensor expected = ReferenceConv(xr, wr, nullptr, Defaults(2, {.group = group}));
+    for (int64_t i = 0; i < yr.NumElements(); ++i) yr.data<Float16>()[i] = Float16(expected.data<float>()[i]);
+    EXPECT_TRUE(TensorsClose(yr, (*result)[0], 2e-3, 1e-3)) << "group " << group;
+  }
 }
 
 TEST(ConvTest, MismatchedChannelsAreRejected) {
@@ -255,6 +285,15 @@ TEST(FusedConvTest, PointwiseStridedAndGroupedTiles) {
   ExpectFusedConvMatchesConvAddRelu({{1, 16, 7, 7}, {24, 16, 1, 1}, {}, true, true, true});
   ExpectFusedConvMatchesConvAddRelu({{2, 8, 20, 20}, {16, 8, 3, 3}, {.pads = {1, 1, 1, 1}}, false, true, true});
   ExpectFusedConvMatchesConvAddRelu({{1, 600, 5, 5}, {9, 600, 1, 1}, {}, true, true, true});  // 3 depth blocks
+}
+
+TEST(FusedConvTest, DepthwiseAddsBiasAndResidualThenRelu) {
+  for (bool bias : {false, true}) {
+    ExpectFusedConvMatchesConvAddRelu({{2, 7, 10, 21}, {7, 1, 3, 3}, {.pads = {1, 1, 1, 1}, .group = 7}, bias, true,
+                                       true});
+  }
+  ExpectFusedConvMatchesConvAddRelu({{1, 4, 11, 11}, {8, 1, 3, 3}, {.strides = {2, 2}, .pads = {1, 1, 1, 1},
+                                     .group = 4}, true, false, true});
 }
 
 TEST(FusedConvTest, UnknownActivationIsRejected) {

@@ -1,0 +1,125 @@
+#include "runtime/math/grouped_conv.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "runtime/math/grouped_conv_kernels.h"
+#include "runtime/math/scratch.h"
+
+namespace onnxserve {
+namespace {
+
+// Below this many multiply-adds a layer runs on the calling thread: a 7x7 map's 960 depthwise channels
+// (420 K) take some 20 us, several hand-offs' worth.
+constexpr int64_t kMinParallelWork = int64_t{1} << 17;
+
+const grouped::Kernels& KernelsFor(Isa isa) {
+  switch (std::min(isa, DetectedIsa())) {
+    case Isa::kAvx512:
+      return grouped::kAvx512Kernels;
+    case Isa::kAvx2:
+      return grouped::kAvx2Kernels;
+    case Isa::kBaseline:
+      break;
+  }
+  return grouped::kBaselineKernels;
+}
+
+int64_t RoundUp(int64_t n, int64_t multiple) { return (n + multiple - 1) / multiple * multiple; }
+
+// The source layout (grouped_conv_kernels.h) for `shape`; plane_floats and tap_offsets are left to the
+// caller.
+grouped::GroupGeometry GeometryOf(const GroupedConvShape& s) {
+  // Rows and phase columns the outputs reach, plus room for the last vector of a row to load whole.
+  const int64_t rows = (s.out_h - 1) * s.stride_h + (s.kernel_h - 1) * s.dilation_h + 1;
+  const int64_t row_stride = RoundUp(s.out_w, grouped::kMaxLanes) + (s.kernel_w - 1) * s.dilation_w / s.stride_w;
+  const bool depthwise = s.group_channels == 1;
+  return {
+      .in_h = s.in_h,
+      .in_w = s.in_w,
+      .pad_top = s.pad_top,
+      .pad_left = s.pad_left,
+      .stride_h = s.stride_h,
+      .stride_w = s.stride_w,
+      .rows = rows,
+      .row_stride = row_stride,
+      .plane_floats = 0,
+      .channels = s.group_channels,
+      .maps = s.group_maps,
+      .out_h = s.out_h,
+      .out_w = s.out_w,
+      .taps = s.group_channels * s.kernel_h * s.kernel_w,
+      .depthwise3 = depthwise && s.kernel_h == 3 && s.kernel_w == 3,
+      .depthwise5 = depthwise && s.kernel_h == 5 && s.kernel_w == 5,
+      .tap_offsets = nullptr,
+  };
+}
+
+// One plane's source, or INT64_MAX when that does not fit in int64.
+int64_t PlaneFloats(const GroupedConvShape& shape, const grouped::GroupGeometry& g) {
+  int64_t phase = 0, plane = 0;
+  if (__builtin_mul_overflow(g.rows, g.row_stride, &phase) || __builtin_mul_overflow(phase, shape.stride_w, &plane)) {
+    return INT64_MAX;
+  }
+  return plane;
+}
+
+}  // namespace
+
+int64_t GroupedConvScratchFloats(const GroupedConvShape& shape) {
+  // The planes, and room for a row's last copy to write whole vectors (CopyImage).
+  int64_t planes = 0, floats = 0;
+  if (__builtin_mul_overflow(PlaneFloats(shape, GeometryOf(shape)), shape.group_channels, &planes) ||
+      __builtin_add_overflow(planes, grouped::kMaxLanes, &floats)) {
+    return INT64_MAX;
+  }
+  return floats;
+}
+
+void GroupedConv2D(const GroupedConvShape& shape, const float* x, const float* w, const GroupedConvEpilogue& epilogue,
+                   float* y, ThreadPool& pool, Isa isa) {
+  const int64_t units = shape.batch * shape.groups, map_size = shape.out_h * shape.out_w;
+  if (units == 0 || map_size == 0) return;
+  grouped::GroupGeometry g = GeometryOf(shape);
+  g.plane_floats = PlaneFloats(shape, g);
+  std::vector<int64_t> tap_offsets;
+  for (int64_t c = 0; c < shape.group_channels; ++c) {
+    for (int64_t kh = 0; kh < shape.kernel_h; ++kh) {
+      for (int64_t kw = 0; kw < shape.kernel_w; ++kw) {
+        const int64_t column = kw * shape.dilation_w, phase = column % shape.stride_w;
+        tap_offsets.push_back(c * g.plane_floats + (phase * g.rows + kh * shape.dilation_h) * g.row_stride +
+                              column / shape.stride_w);
+      }
+    }
+  }
+  g.tap_offsets = tap_offsets.data();
+  const grouped::Kernels& kernels = KernelsFor(isa);
+  const int64_t in_size = shape.in_h * shape.in_w;
+  const int64_t channels = shape.groups * shape.group_channels, maps = shape.groups * shape.group_maps;
+  const int64_t scratch = GroupedConvScratchFloats(shape);
+  auto convolve = [&](int64_t begin, int64_t end) {
+    float* source = ThreadScratch(ScratchSlot::kGroupPlanes, scratch);
+    std::fill(source, source + scratch, 0.0f);
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t n = i / shape.groups, group = i % shape.groups, map = group * shape.group_maps;
+      const int64_t out = (n * maps + map) * map_size;
+      kernels.convolve_group(g, {
+                                    .x = x + (n * channels + group * shape.group_channels) * in_size,
+                                    .w = w + map * g.taps,
+                                    .bias = epilogue.bias != nullptr ? epilogue.bias + map : nullptr,
+                                    .z = epilogue.z != nullptr ? epilogue.z + out : nullptr,
+                                    .relu = epilogue.relu,
+                                    .y = y + out,
+                                    .source = source,
+                                });
+    }
+  };
+  if (pool.num_threads() == 1 || units * shape.group_maps * map_size * g.taps < kMinParallelWork) {
+    convolve(0, units);
+  } else {
+    pool.ParallelFor(units, 1, convolve);
+  }
+}
+
+}  // namespace onnxserve

@@ -1,0 +1,172 @@
+// The grouped convolution written once over a vector type V, which each ISA's file defines in its own
+// anonymous namespace and instantiates ConvolveGroup<V> with. Everything here is a template on V, so each
+// instantiation is private to the file that made it and no copy compiled for one ISA can stand in for
+// another's (see grouped_conv_kernels.h). V provides:
+//   using T (the register type); kLanes;
+//   Broadcast(float), Zero(), Load(p), Store(p, v), LoadPartial(p, n) (lanes [0, n) from memory, the rest
+//   zero, 0 <= n <= kLanes), StorePartial(p, v, n) (lanes [0, n), the rest of memory untouched), MulAdd(a,
+//   b, c) = a * b + c, Add(a, b), Max(a, b) (b when either is NaN), Evens(a, b) (lanes 0, 2, 4, ... of a,
+//   then of b).
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/math/grouped_conv_kernels.h"
+
+namespace onnxserve::grouped {
+
+// dst[j] = src[j * stride] for j in [0, n), reading nothing past src[(n - 1) * stride] and writing zeros
+// to dst[n, n + kLanes) for strides 1 and 2.
+template <class V>
+void GatherColumns(const float* src, int64_t stride, int64_t n, float* dst) {
+  constexpr int kLanes = V::kLanes;
+  if (stride > 2) {
+    for (int64_t j = 0; j < n; ++j) dst[j] = src[j * stride];
+    return;
+  }
+  // Whole vectors while the last float they load (one past the last even one for stride 2) is in range,
+  // then the rest, 1 to kLanes columns, through partial loads. Its store is whole: lanes past n hold zeros
+  // (masked stores are slow on AMD's cores, masked loads are not).
+  int64_t j = 0;
+  for (; j + kLanes < n; j += kLanes) {
+    V::Store(dst + j, stride == 1 ? V::Load(src + j) : V::Evens(V::Load(src + 2 * j), V::Load(src + 2 * j + kLanes)));
+  }
+  const int64_t left = n - j, needed = stride * (left - 1) + 1;
+  if (left <= 0) return;
+  const float* rest = src + stride * j;
+  const typename V::T low = V::LoadPartial(rest, needed < kLanes ? needed : kLanes);
+  if (stride == 1) return V::Store(dst + j, low);
+  const typename V::T high = V::LoadPartial(rest + kLanes, needed > kLanes ? needed - kLanes : 0);
+  V::Store(dst + j, V::Evens(low, high));
+}
+
+// Copies the image rows and columns the outputs reach into their places in a plane's source
+// (GroupGeometry), whose padding the caller has zeroed: the same places for every plane of a layer, so it
+// stays zero. Each row's copy may write zeros up to kLanes floats past its end, over padding or over a
+// place a later row (in plane, phase, then row order) copies to, so the sources have kMaxLanes floats of
+// room at their end.
+template <class V>
+void CopyImage(const GroupGeometry& g, const float* x, float* source) {
+  const int64_t s = g.stride_w, phase_size = g.rows * g.row_stride;
+  const int64_t rows = g.in_h < g.rows - g.pad_top ? g.in_h : g.rows - g.pad_top;
+  for (int64_t p = 0; p < s; ++p) {
+    // Image columns first, first + s, ... land in phase p at columns j0, j0 + 1, ... (padded column
+    // iw + pad_left is column (iw + pad_left) / s of phase (iw + pad_left) % s).
+    const int64_t first = ((p - g.pad_left) % s + s) % s, j0 = (first + g.pad_left) / s;
+    if (first >= g.in_w || j0 >= g.row_stride) continue;
+    const int64_t count = (g.in_w - first + s - 1) / s, room = g.row_stride - j0;
+    for (int64_t ih = 0; ih < rows; ++ih) {
+      GatherColumns<V>(x + ih * g.in_w + first, s, count < room ? count : room,
+                       source + p * phase_size + (ih + g.pad_top) * g.row_stride + j0);
+    }
+  }
+}
+
+// One output map being written, and what joins its sums.
+template <class V>
+struct MapOutput {
+  const float* w;  // the map's taps
+  typename V::T bias;
+  const float* z;  // the map's Z, or null
+  bool relu;
+  float* y;
+};
+
+// Output rows [oh, oh + rows) x columns [ow, ow + kVectors * kLanes) (rows <= kRows; `lanes` of the last
+// vector's columns are real): bias, each tap in kernel order, Z, then Relu. kTaps 0: g.taps, not unrolled.
+// kRows x kVectors independent sums hide the FMA latency; rows past the last repeat it, unstored.
+//
+// A partial last vector is stored whole (masked stores are slow on AMD's cores) while that stays inside
+// the map: its extra lanes land on the first columns of the next rows, which ConvolveMap writes later.
+template <class V, int kTaps, int kRows, int kVectors>
+void ConvolveBlock(const GroupGeometry& g, const float* source, const MapOutput<V>& out, int64_t oh, int rows,
+                   int64_t ow, int64_t lanes) {
+  using T = typename V::T;
+  constexpr int kLanes = V::kLanes;
+  const float* src[kRows];
+  T acc[kRows][kVectors];
+#pragma GCC unroll 4
+  for (int r = 0; r < kRows; ++r) {
+    src[r] = source + (oh + (r < rows ? r : rows - 1)) * g.stride_h * g.row_stride + ow;
+#pragma GCC unroll 2
+    for (int v = 0; v < kVectors; ++v) acc[r][v] = out.bias;
+  }
+  const int64_t taps = kTaps > 0 ? kTaps : g.taps;
+#pragma GCC unroll 25
+  for (int64_t t = 0; t < taps; ++t) {
+    const T weight = V::Broadcast(out.w[t]);
+    const int64_t offset = g.tap_offsets[t];
+#pragma GCC unroll 4
+    for (int r = 0; r < kRows; ++r) {
+#pragma GCC unroll 2
+      for (int v = 0; v < kVectors; ++v) {
+        acc[r][v] = V::MulAdd(weight, V::Load(src[r] + offset + v * kLanes), acc[r][v]);
+      }
+    }
+  }
+  const float* y_end = out.y + g.out_h * g.out_w;
+#pragma GCC unroll 4
+  for (int r = 0; r < kRows; ++r) {
+    if (r >= rows) break;
+    const int64_t row = (oh + r) * g.out_w;
+#pragma GCC unroll 2
+    for (int v = 0; v < kVectors; ++v) {
+      const int64_t at = row + ow + v * kLanes, left = v + 1 < kVectors ? kLanes : lanes - v * kLanes;
+      const bool full = left >= kLanes;
+      if (out.z != nullptr) {
+        acc[r][v] = V::Add(acc[r][v], full ? V::Load(out.z + at) : V::LoadPartial(out.z + at, left));
+      }
+      if (out.relu) acc[r][v] = V::Max(V::Zero(), acc[r][v]);
+      if (full || out.y + at + kLanes <= y_end) {
+        V::Store(out.y + at, acc[r][v]);
+      } else {
+        V::StorePartial(out.y + at, acc[r][v], left);
+      }
+    }
+  }
+}
+
+// One output map from the filled source, in blocks of 4 rows x 2 vectors (8 independent sums), each block
+// of rows from its right end to its left: a partial last vector stored whole then spills only onto
+// columns written later.
+template <class V, int kTaps>
+void ConvolveMap(const GroupGeometry& g, const float* source, const MapOutput<V>& out) {
+  constexpr int kLanes = V::kLanes, kRows = 4;
+  const int64_t vectors = (g.out_w + kLanes - 1) / kLanes, last_lanes = g.out_w - (vectors - 1) * kLanes;
+  for (int64_t oh = 0; oh < g.out_h; oh += kRows) {
+    const int rows = g.out_h - oh < kRows ? static_cast<int>(g.out_h - oh) : kRows;
+    int64_t v = vectors;
+    if (v % 2 != 0) {
+      v -= 1;
+      ConvolveBlock<V, kTaps, kRows, 1>(g, source, out, oh, rows, v * kLanes, last_lanes);
+    } else {
+      v -= 2;
+      ConvolveBlock<V, kTaps, kRows, 2>(g, source, out, oh, rows, v * kLanes, kLanes + last_lanes);
+    }
+    for (; v > 0; v -= 2) ConvolveBlock<V, kTaps, kRows, 2>(g, source, out, oh, rows, (v - 2) * kLanes, 2 * kLanes);
+  }
+}
+
+template <class V>
+void ConvolveGroup(const GroupGeometry& g, const GroupData& d) {
+  for (int64_t c = 0; c < g.channels; ++c) CopyImage<V>(g, d.x + c * g.in_h * g.in_w, d.source + c * g.plane_floats);
+  const int64_t map_size = g.out_h * g.out_w;
+  for (int64_t m = 0; m < g.maps; ++m) {
+    const MapOutput<V> out{
+        .w = d.w + m * g.taps,
+        .bias = V::Broadcast(d.bias != nullptr ? d.bias[m] : 0.0f),
+        .z = d.z != nullptr ? d.z + m * map_size : nullptr,
+        .relu = d.relu,
+        .y = d.y + m * map_size,
+    };
+    if (g.depthwise3) {
+      ConvolveMap<V, 9>(g, d.source, out);
+    } else if (g.depthwise5) {
+      ConvolveMap<V, 25>(g, d.source, out);
+    } else {
+      ConvolveMap<V, 0>(g, d.source, out);
+    }
+  }
+}
+
+}  // namespace onnxserve::grouped

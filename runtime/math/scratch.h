@@ -1,0 +1,16 @@
+// Per-thread scratch memory for the math kernels, kept across calls: a run multiplies and convolves many
+// blocks of one size, so after the first block of a size no call allocates.
+#pragma once
+
+#include <cstdint>
+
+namespace onnxserve {
+
+// Who uses a scratch buffer; each has its own per thread, so one caller's buffer survives another's use.
+enum class ScratchSlot { kPackedBlock, kMadeRow, kGroupPlanes, kCount };
+
+// At least `floats` floats, 64-byte aligned, owned by the calling thread and valid until its next call
+// with the same slot. Contents are unspecified.
+float* ThreadScratch(ScratchSlot slot, int64_t floats);
+
+}  // namespace onnxserve

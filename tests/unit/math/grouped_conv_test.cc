@@ -1,0 +1,246 @@
+// GroupedConv2D against the definition, a plain loop in double over every output, channel and tap, for
+// each instruction set the CPU has (baseline SSE2, AVX2 + FMA, AVX-512F; a level the CPU lacks is skipped
+// and says so). Depthwise shapes cover 3x3 and 5x5 (the unrolled kernels) and other sizes (the general
+// one), strides 1, 2 and 3, dilation, symmetric, asymmetric and oversized padding, output widths that
+// leave every kind of tail (1 to 15 columns past the last whole vector, rows of several blocks), several
+// maps per channel, batches and two threads; groups of 2 to 8 channels likewise; each with bias, Z and
+// Relu on and off.
+#include "runtime/math/grouped_conv.h"
+
+#include <algorithm>
+#include <cmath>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/support/op_test.h"
+
+namespace onnxserve {
+
+// gtest names a parameter with this (found by argument-dependent lookup), not as its bytes.
+void PrintTo(Isa isa, std::ostream* os) { *os << IsaName(isa); }
+
+namespace {
+
+using testing::RandomFloats;
+
+struct Case {
+  int64_t batch, groups, group_maps;
+  int64_t in_h, in_w;
+  int64_t kernel_h, kernel_w;
+  int64_t stride_h, stride_w;
+  int64_t dilation_h = 1, dilation_w = 1;
+  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  int threads = 1;
+  int64_t group_channels = 1;  // 1: depthwise
+};
+
+std::string Describe(const Case& c) {
+  return ::testing::PrintToString(std::vector<int64_t>{
+      c.batch, c.groups, c.group_channels, c.group_maps, c.in_h, c.in_w, c.kernel_h, c.kernel_w, c.stride_h,
+      c.stride_w, c.dilation_h, c.dilation_w, c.pad_top, c.pad_left, c.pad_bottom, c.pad_right, c.threads});
+}
+
+// The output size the ONNX spec gives for explicit pads.
+int64_t OutputSize(int64_t in, int64_t pad_begin, int64_t pad_end, int64_t kernel, int64_t dilation, int64_t stride) {
+  return (in + pad_begin + pad_end - (kernel - 1) * dilation - 1) / stride + 1;
+}
+
+class GroupedConvTest : public ::testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    if (GetParam() > DetectedIsa()) {
+      GTEST_SKIP() << "this CPU lacks " << IsaName(GetParam()) << " (it has " << IsaName(DetectedIsa())
+                   << "): those kernels are compiled but not run here";
+    }
+  }
+
+  // Y = relu?(conv(X, W) + bias + Z) against the definition, with Y followed by sentinels the kernel
+  // must not write. X, W, bias and Z are exactly their size, so a read past them shows under ASan.
+  void Check(const Case& c, bool bias, bool z, bool relu) {
+    SCOPED_TRACE(::testing::Message() << "case " << Describe(c) << " bias=" << bias << " z=" << z << " relu=" << relu);
+    const GroupedConvShape shape{
+        .batch = c.batch,
+        .groups = c.groups,
+        .group_channels = c.group_channels,
+        .group_maps = c.group_maps,
+        .in_h = c.in_h,
+        .in_w = c.in_w,
+        .out_h = OutputSize(c.in_h, c.pad_top, c.pad_bottom, c.kernel_h, c.dilation_h, c.stride_h),
+        .out_w = OutputSize(c.in_w, c.pad_left, c.pad_right, c.kernel_w, c.dilation_w, c.stride_w),
+        .kernel_h = c.kernel_h,
+        .kernel_w = c.kernel_w,
+        .stride_h = c.stride_h,
+        .stride_w = c.stride_w,
+        .dilation_h = c.dilation_h,
+        .dilation_w = c.dilation_w,
+        .pad_top = c.pad_top,
+        .pad_left = c.pad_left,
+    };
+    const int64_t channels = c.groups * c.group_channels, maps = c.groups * c.group_maps;
+    const int64_t taps = c.group_channels * c.kernel_h * c.kernel_w;
+    const int64_t map_size = shape.out_h * shape.out_w, y_size = c.batch * maps * map_size;
+    const std::vector<float> x = RandomFloats(c.batch * channels * c.in_h * c.in_w, 1);
+    const std::vector<float> w = RandomFloats(maps * taps, 2);
+    const std::vector<float> b = RandomFloats(maps, 3), residual = RandomFloats(y_size, 4);
+    constexpr float kSentinel = 12345.0f;
+    constexpr int64_t kGuard = 32;
+    std::vector<float> y(static_cast<size_t>(y_size + kGuard), kSentinel);
+    ThreadPool pool(c.threads);
+    GroupedConv2D(shape, x.data(), w.data(),
+                  {.bias = bias ? b.data() : nullptr, .z = z ? residual.data() : nullptr, .relu = relu}, y.data(), pool,
+                  GetParam());
+    for (int64_t n = 0; n < c.batch; ++n) {
+      for (int64_t m = 0; m < maps; ++m) {
+        const int64_t first_channel = m / c.group_maps * c.group_channels, out = (n * maps + m) * map_size;
+        for (int64_t oh = 0; oh < shape.out_h; ++oh) {
+          for (int64_t ow = 0; ow < shape.out_w; ++ow) {
+            double want = bias ? b[m] : 0.0;
+            for (int64_t ci = 0; ci < c.group_channels; ++ci) {
+              for (int64_t kh = 0; kh < c.kernel_h; ++kh) {
+                for (int64_t kw = 0; kw < c.kernel_w; ++kw) {
+                  const int64_t ih = oh * c.stride_h - c.pad_top + kh * c.dilation_h;
+                  const int64_t iw = ow * c.stride_w - c.pad_left + kw * c.dilation_w;
+                  if (ih < 0 || ih >= c.in_h || iw < 0 || iw >= c.in_w) continue;
+                  want += double{w[m * taps + (ci * c.kernel_h + kh) * c.kernel_w + kw]} *
+                          x[((n * channels + first_channel + ci) * c.in_h + ih) * c.in_w + iw];
+                }
+              }
+            }
+            const int64_t at = out + oh * shape.out_w + ow;
+            if (z) want += residual[at];
+            if (relu) want = std::max(want, 0.0);
+            ASSERT_NEAR(y[at], want, 1e-5 * (1 + taps))
+                << "at n=" << n << " map=" << m << " (" << oh << "," << ow << ")";
+          }
+        }
+      }
+    }
+    for (int64_t i = y_size; i < y_size + kGuard; ++i) ASSERT_EQ(y[i], kSentinel) << "wrote past Y at " << i;
+  }
+
+  void CheckEveryEpilogue(const Case& c) {
+    for (bool bias : {false, true}) {
+      for (bool z : {false, true}) {
+        for (bool relu : {false, true}) Check(c, bias, z, relu);
+      }
+    }
+  }
+};
+
+TEST_P(GroupedConvTest, ThreeByThreeStrideOneOverEveryTail) {
+  // Output widths 1..37 and 70: single partial vectors, whole ones, 4-vector blocks and the tails after
+  // them, for 4-, 8- and 16-lane vectors.
+  for (int64_t width = 1; width <= 37; ++width) {
+    Check({.batch = 1, .groups = 3, .group_maps = 1, .in_h = 4, .in_w = width, .kernel_h = 3, .kernel_w = 3,
+           .stride_h = 1, .stride_w = 1, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1},
+          true, width % 2 == 0, width % 3 == 0);
+  }
+  CheckEveryEpilogue({.batch = 2, .groups = 5, .group_maps = 1, .in_h = 9, .in_w = 70, .kernel_h = 3,
+                      .kernel_w = 3, .stride_h = 1, .stride_w = 1, .pad_top = 1, .pad_left = 1, .pad_bottom = 1,
+                      .pad_right = 1});
+}
+
+TEST_P(GroupedConvTest, StrideTwoSplitsColumnsIntoPhases) {
+  // MobileNet's downsampling layers (pad 1 for 3x3, 2 for 5x5) on even and odd sizes, and a valid one.
+  for (int64_t width : {7, 8, 15, 16, 17, 33, 34, 64, 67}) {
+    Check({.batch = 1, .groups = 2, .group_maps = 1, .in_h = 7, .in_w = width, .kernel_h = 3, .kernel_w = 3,
+           .stride_h = 2, .stride_w = 2, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1},
+          true, true, true);
+    Check({.batch = 1, .groups = 2, .group_maps = 1, .in_h = 8, .in_w = width, .kernel_h = 5, .kernel_w = 5,
+           .stride_h = 2, .stride_w = 2, .pad_top = 2, .pad_left = 2, .pad_bottom = 2, .pad_right = 2},
+          true, false, true);
+  }
+  CheckEveryEpilogue({.batch = 1, .groups = 3, .group_maps = 1, .in_h = 12, .in_w = 41, .kernel_h = 3,
+                      .kernel_w = 3, .stride_h = 2, .stride_w = 2});
+}
+
+TEST_P(GroupedConvTest, FiveByFiveAndOtherKernelSizes) {
+  CheckEveryEpilogue({.batch = 1, .groups = 4, .group_maps = 1, .in_h = 10, .in_w = 27, .kernel_h = 5,
+                      .kernel_w = 5, .stride_h = 1, .stride_w = 1, .pad_top = 2, .pad_left = 2, .pad_bottom = 2,
+                      .pad_right = 2});
+  // The general kernel: 1x1, 7x7, rectangular, a single row (a 1-D convolution) and a single column.
+  for (auto [kh, kw] : {std::pair<int64_t, int64_t>{1, 1}, {7, 7}, {2, 4}, {1, 5}, {5, 1}}) {
+    Check({.batch = 1, .groups = 3, .group_maps = 1, .in_h = 9, .in_w = 19, .kernel_h = kh, .kernel_w = kw,
+           .stride_h = 1, .stride_w = 1, .pad_top = kh / 2, .pad_left = kw / 2, .pad_bottom = kh / 2,
+           .pad_right = kw / 2},
+          true, true, true);
+  }
+}
+
+TEST_P(GroupedConvTest, OtherStridesDilationsAndPads) {
+  // Stride 3 (a phase with no image column when the image is narrow), unequal strides, dilation 2 (taps
+  // in one phase) and 3 with stride 2 (taps spread over both phases), asymmetric pads and pads wider than
+  // the kernel, whose outputs see only bias and Z.
+  const Case cases[] = {
+      {.batch = 1, .groups = 2, .group_maps = 1, .in_h = 11, .in_w = 23, .kernel_h = 3, .kernel_w = 3,
+       .stride_h = 3, .stride_w = 3, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1},
+      {.batch = 1, .groups = 2, .group_maps = 1, .in_h = 2, .in_w = 2, .kernel_h = 1, .kernel_w = 1,
+       .stride_h = 3, .stride_w = 3, .pad_top = 0, .pad_left = 0, .pad_bottom = 2, .pad_right = 2},
+      {.batch = 1, .groups = 2, .group_maps = 1, .in_h = 13, .in_w = 18, .kernel_h = 3, .kernel_w = 3,
+       .stride_h = 2, .stride_w = 1, .pad_top = 0, .pad_left = 1, .pad_bottom = 1, .pad_right = 1},
+      {.batch = 1, .groups = 2, .group_maps = 1, .in_h = 13, .in_w = 21, .kernel_h = 3, .kernel_w = 3,
+       .stride_h = 1, .stride_w = 1, .dilation_h = 2, .dilation_w = 2, .pad_top = 2, .pad_left = 2,
+       .pad_bottom = 2, .pad_right = 2},
+      {.batch = 1, .groups = 2, .group_maps = 1, .in_h = 14, .in_w = 29, .kernel_h = 3, .kernel_w = 3,
+       .stride_h = 2, .stride_w = 2, .dilation_h = 3, .dilation_w = 3, .pad_top = 3, .pad_left = 3,
+       .pad_bottom = 1, .pad_right = 2},
+      {.batch = 1, .groups = 2, .group_maps = 1, .in_h = 6, .in_w = 9, .kernel_h = 3, .kernel_w = 3,
+       .stride_h = 1, .stride_w = 1, .pad_top = 0, .pad_left = 2, .pad_bottom = 2, .pad_right = 0},
+      {.batch = 1, .groups = 2, .group_maps = 1, .in_h = 5, .in_w = 6, .kernel_h = 3, .kernel_w = 3,
+       .stride_h = 2, .stride_w = 2, .pad_top = 5, .pad_left = 7, .pad_bottom = 4, .pad_right = 6},
+  };
+  for (const Case& c : cases) CheckEveryEpilogue(c);
+}
+
+TEST_P(GroupedConvTest, ChannelMultipliersBatchesAndThreads) {
+  // Each input channel feeds `group_maps` consecutive maps; channels split over two threads.
+  Check({.batch = 2, .groups = 3, .group_maps = 2, .in_h = 8, .in_w = 13, .kernel_h = 3, .kernel_w = 3,
+         .stride_h = 1, .stride_w = 1, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1},
+        true, true, true);
+  Check({.batch = 1, .groups = 2, .group_maps = 3, .in_h = 9, .in_w = 9, .kernel_h = 5, .kernel_w = 5,
+         .stride_h = 2, .stride_w = 2, .pad_top = 2, .pad_left = 2, .pad_bottom = 2, .pad_right = 2},
+        true, true, false);
+  CheckEveryEpilogue({.batch = 2, .groups = 37, .group_maps = 1, .in_h = 30, .in_w = 30, .kernel_h = 3,
+                      .kernel_w = 3, .stride_h = 1, .stride_w = 1, .pad_top = 1, .pad_left = 1, .pad_bottom = 1,
+                      .pad_right = 1, .threads = 2});
+}
+
+TEST_P(GroupedConvTest, GroupsOfSeveralChannelsSumThemAll) {
+  // ResNeXt's groups (4 channels x 4 maps, 8 x 8), 2 channels x 3 maps with a 5x5 kernel, stride 2 and
+  // odd widths, batches and threads: each map sums its group's channels and no other.
+  CheckEveryEpilogue({.batch = 2, .groups = 3, .group_maps = 4, .in_h = 9, .in_w = 21, .kernel_h = 3, .kernel_w = 3,
+                      .stride_h = 1, .stride_w = 1, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1,
+                      .group_channels = 4});
+  Check({.batch = 1, .groups = 2, .group_maps = 8, .in_h = 14, .in_w = 14, .kernel_h = 3, .kernel_w = 3,
+         .stride_h = 2, .stride_w = 2, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1,
+         .group_channels = 8},
+        true, true, true);
+  Check({.batch = 1, .groups = 5, .group_maps = 3, .in_h = 11, .in_w = 19, .kernel_h = 5, .kernel_w = 5,
+         .stride_h = 2, .stride_w = 2, .dilation_h = 1, .dilation_w = 2, .pad_top = 2, .pad_left = 4,
+         .pad_bottom = 2, .pad_right = 4, .group_channels = 2},
+        true, false, true);
+  Check({.batch = 2, .groups = 16, .group_maps = 4, .in_h = 20, .in_w = 20, .kernel_h = 3, .kernel_w = 3,
+         .stride_h = 1, .stride_w = 1, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1, .threads = 2,
+         .group_channels = 4},
+        true, true, true);
+}
+
+TEST_P(GroupedConvTest, NanPassesThroughRelu) {
+  // Relu(NaN) is NaN, as the Relu operator gives: the fused one must not turn it into 0.
+  const GroupedConvShape shape{.in_h = 1, .in_w = 3, .out_h = 1, .out_w = 3, .kernel_h = 1, .kernel_w = 1};
+  const std::vector<float> x = {NAN, -1.0f, 2.0f}, w = {1.0f};
+  std::vector<float> y(3);
+  ThreadPool pool(1);
+  GroupedConv2D(shape, x.data(), w.data(), {.relu = true}, y.data(), pool, GetParam());
+  EXPECT_TRUE(std::isnan(y[0]));
+  EXPECT_EQ(y[1], 0.0f);
+  EXPECT_EQ(y[2], 2.0f);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryIsa, GroupedConvTest, ::testing::Values(Isa::kBaseline, Isa::kAvx2, Isa::kAvx512),
+                         [](const ::testing::TestParamInfo<Isa>& info) { return std::string(IsaName(info.param)); });
+
+}  // namespace
+}  // namespace onnxserve
