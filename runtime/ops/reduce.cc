@@ -56,16 +56,29 @@ struct L1Op : SumOp<T> {
   }
 };
 
+// The result of a real function (sqrt, log) as the accumulator type. For integers the conversion must not
+// be undefined: NaN (the log of a negative sum) becomes 0, and values out of range (the log of an empty
+// sum, -inf) saturate.
+template <typename Acc, typename Real>
+Acc FromReal(Real value) {
+  if constexpr (std::is_integral_v<Acc>) {
+    if (std::isnan(value)) return Acc(0);
+    if (value <= static_cast<Real>(std::numeric_limits<Acc>::min())) return std::numeric_limits<Acc>::min();
+    if (value >= static_cast<Real>(std::numeric_limits<Acc>::max())) return std::numeric_limits<Acc>::max();
+  }
+  return static_cast<Acc>(value);
+}
+
 template <typename T>
 struct L2Op : SumSquareOp<T> {
   using Acc = ComputeType<T>;
-  static Acc Finish(Acc a, int64_t) { return static_cast<Acc>(std::sqrt(a)); }
+  static Acc Finish(Acc a, int64_t) { return FromReal<Acc>(std::sqrt(static_cast<double>(a))); }
 };
 
 template <typename T>
 struct LogSumOp : SumOp<T> {
   using Acc = ComputeType<T>;
-  static Acc Finish(Acc a, int64_t) { return static_cast<Acc>(std::log(a)); }
+  static Acc Finish(Acc a, int64_t) { return FromReal<Acc>(std::log(static_cast<double>(a))); }
 };
 
 template <typename T>
@@ -133,7 +146,7 @@ struct LogSumExpOp {
   }
   static void Add(Acc& a, ComputeType<T> x) { Merge(a, {static_cast<F>(x), F(1)}); }
   static ComputeType<T> Finish(Acc a, int64_t) {
-    return static_cast<ComputeType<T>>(a.max + std::log(a.sum));
+    return FromReal<ComputeType<T>>(a.max + std::log(a.sum));
   }
 };
 

@@ -232,3 +232,28 @@ TEST(ReduceTest, RejectsRepeatedAndOutOfRangeAxes) {
 
 }  // namespace
 }  // namespace onnxserve
+
+namespace onnxserve {
+namespace {
+
+// Found by the model fuzzer: ReduceLogSum of int64 values summing to a negative number took the log of
+// it and converted the NaN to int64 (undefined behaviour). NaN now becomes 0 and -inf saturates.
+TEST(ReduceTest, IntegerLogReductionsOfNegativeOrEmptySumsAreDefined) {
+  auto negative = testing::OpTest("ReduceLogSum", 13)
+                      .Input("x", Tensor::FromVector<int64_t>({2}, {-5, 2}))
+                      .Attr("keepdims", int64_t{0})
+                      .Output("y")
+                      .Run();
+  ASSERT_TRUE(negative.ok()) << negative.status();
+  EXPECT_EQ((*negative)[0].data<int64_t>()[0], 0);
+  auto zero = testing::OpTest("ReduceLogSum", 13)
+                  .Input("x", Tensor::FromVector<int64_t>({2}, {-2, 2}))
+                  .Attr("keepdims", int64_t{0})
+                  .Output("y")
+                  .Run();
+  ASSERT_TRUE(zero.ok()) << zero.status();
+  EXPECT_EQ((*zero)[0].data<int64_t>()[0], std::numeric_limits<int64_t>::min());
+}
+
+}  // namespace
+}  // namespace onnxserve
