@@ -4,11 +4,13 @@
 //
 // A batch is made of requests whose inputs agree on every dimension but the first; their inputs are
 // concatenated on dim 0 (up to max_batch_size rows), the model runs once and each output is split back
-// by rows. A batch starts when it reaches max_batch_size or a preferred size, or when its oldest request
-// has waited max_queue_delay. Requests past their deadline or cancelled are completed with
-// DEADLINE_EXCEEDED / CANCELLED before compute; a running batch stops between steps once every request in
-// it has passed its deadline or been cancelled, or the model's execution timeout has passed. With
-// max_batch_size 0 each request runs alone.
+// by rows. A free instance takes the queued requests at once (a lone request never waits for company);
+// it holds them back for more only while more are expected during one execution than are already queued
+// (ArrivalForecast), and then at most until the batch reaches max_batch_size or a preferred size, or until
+// max_queue_delay has passed since the oldest of them could first have run. Requests past their deadline
+// or cancelled are completed with DEADLINE_EXCEEDED / CANCELLED before compute; a running batch stops
+// between steps once every request in it has passed its deadline or been cancelled, or the model's
+// execution timeout has passed. With max_batch_size 0 each request runs alone.
 #pragma once
 
 #include <cstdint>

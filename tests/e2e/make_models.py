@@ -1,7 +1,7 @@
 """Writes the e2e test model repository: make_models.py ROOT [--add-version N | --broken].
 
-Each model is tiny and uses only Add, Identity, Loop and Expand, so the tests exercise the server, not the
-kernels.
+Each model is tiny and uses only Add, Identity, Loop, Expand, ReduceMax and Shape, so the tests exercise the
+server, not the kernels.
 """
 import os
 import sys
@@ -49,6 +49,22 @@ def spin_graph():
         [helper.make_tensor("zero", T.FLOAT, [1], [0.0])])
 
 
+def held_graph():
+    """add_graph's z and w, plus spun = [max(trips)] * N from a Loop of max(trips) iterations: one request with
+    many trips keeps the model's instance busy while the others queue behind it."""
+    graph = add_graph()
+    graph.name = "held"
+    graph.input.append(helper.make_tensor_value_info("trips", T.INT64, ["N"]))
+    graph.output.append(helper.make_tensor_value_info("spun", T.FLOAT, ["N"]))
+    graph.node.extend([
+        helper.make_node("ReduceMax", ["trips"], ["most_trips"], keepdims=0),
+        helper.make_node("Loop", ["most_trips", "", "zero"], ["count"], body=spin_graph().node[0].attribute[0].g),
+        helper.make_node("Shape", ["trips"], ["rows"]),
+        helper.make_node("Expand", ["count", "rows"], ["spun"])])
+    graph.initializer.append(helper.make_tensor("zero", T.FLOAT, [1], [0.0]))
+    return graph
+
+
 def expand_graph():
     """y = x broadcast to `shape`: a request decides how much the run allocates."""
     return helper.make_graph(
@@ -61,17 +77,20 @@ def expand_graph():
 def main(root):
     # No config: the server completes it (batching on, since every first dim is dynamic).
     save(root, "add", add_graph())
-    # Requests wait up to 100 ms to be batched with others.
+    # Batching, with up to 100 ms for company (a free instance takes only what it expects to pay off).
     save(root, "batched", add_graph(),
          'max_batch_size: 16\ndynamic_batching { max_queue_delay_microseconds: 100000 }\n')
-    # A queue of two requests that wait 500 ms: the third concurrent request finds it full.
-    save(root, "tiny_queue", add_graph(),
+    # The same with a "trips" input: requests queue while one with many trips runs.
+    save(root, "held", held_graph(),
+         'max_batch_size: 16\ndynamic_batching { max_queue_delay_microseconds: 100000 }\n')
+    # A queue of two requests: behind a running one, the third concurrent request finds it full.
+    save(root, "tiny_queue", held_graph(),
          'max_batch_size: 16\ndynamic_batching {\n  max_queue_delay_microseconds: 500000\n'
          '  default_queue_policy { max_queue_size: 2 }\n}\n')
-    # Requests time out after 20 ms in the queue but the batch waits 300 ms.
-    save(root, "timeout", add_graph(),
+    # Requests time out after 20 ms in the queue unless they say otherwise ("timeout" parameter).
+    save(root, "timeout", held_graph(),
          'max_batch_size: 16\ndynamic_batching {\n  max_queue_delay_microseconds: 300000\n'
-         '  default_queue_policy { default_timeout_microseconds: 20000 }\n}\n')
+         '  default_queue_policy { default_timeout_microseconds: 20000 allow_timeout_override: true }\n}\n')
     save(root, "strings", helper.make_graph(
         [helper.make_node("Identity", ["s"], ["t"])], "strings",
         [helper.make_tensor_value_info("s", T.STRING, ["N"])],

@@ -60,6 +60,18 @@ std::vector<float> ExpectedSum(int rows, float base) {
   return z;
 }
 
+// A request for the held models: AddRequest's rows, each with `trips` Loop iterations.
+ModelInferRequest HeldRequest(const std::string& model, int rows, float base, int64_t trips) {
+  ModelInferRequest req = AddRequest(model, rows, base);
+  auto* input = req.add_inputs();
+  input->set_name("trips");
+  input->set_datatype("INT64");
+  input->add_shape(rows);
+  const std::vector<int64_t> values(static_cast<size_t>(rows), trips);
+  req.add_raw_input_contents()->assign(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(trips));
+  return req;
+}
+
 std::vector<float> RawFloats(const ModelInferResponse& resp, int output) {
   const std::string& raw = resp.raw_output_contents(output);
   std::vector<float> values(raw.size() / sizeof(float));
@@ -188,8 +200,8 @@ TEST_F(ServerTest, RepositoryIndexListsEveryModelReady) {
     EXPECT_EQ(m.state(), "READY") << m.name() << ": " << m.reason();
     EXPECT_EQ(m.version(), "1");
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"add", "batched", "budgeted", "fixed", "spin", "spin_limited", "strings",
-                                             "timeout", "tiny_queue"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"add", "batched", "budgeted", "fixed", "held", "spin", "spin_limited",
+                                             "strings", "timeout", "tiny_queue"}));
 }
 
 TEST_F(ServerTest, InferRawAddsAndEchoesId) {
@@ -443,13 +455,48 @@ TEST_F(ServerTest, OversizedRequestIsRejected) {
   EXPECT_NE(status.error_message().find("larger than max"), std::string::npos) << status.error_message();
 }
 
-TEST_F(ServerTest, ConcurrentRequestsAreBatchedWithUnbatchedResults) {
+// Keeps `model`'s one instance busy until `deadline` from now, when the client gives up and the run stops.
+std::future<grpc::Status> Occupy(GRPCInferenceService::Stub& stub, const std::string& model,
+                                 std::chrono::milliseconds deadline, bool no_queue_timeout = false) {
+  auto call = std::async(std::launch::async, [&stub, model, deadline, no_queue_timeout] {
+    ModelInferRequest req = HeldRequest(model, 1, 0, kForever);
+    if (no_queue_timeout) (*req.mutable_parameters())["timeout"].set_int64_param(0);
+    ModelInferResponse resp;
+    return Infer(stub, req, &resp, deadline);
+  });
+  // Wide margin for the call to reach the instance on a loaded machine; everything sent afterwards queues.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  return call;
+}
+
+inference::ModelStatistics StatisticsOf(GRPCInferenceService::Stub& stub, const std::string& model) {
+  inference::ModelStatisticsRequest req;
+  req.set_name(model);
+  inference::ModelStatisticsResponse stats;
+  EXPECT_TRUE(stub.ModelStatistics(Context().get(), req, &stats).ok());
+  EXPECT_EQ(stats.model_stats_size(), 1);
+  return stats.model_stats_size() == 1 ? stats.model_stats(0) : inference::ModelStatistics();
+}
+
+TEST_F(ServerTest, ALoneRequestIsNotHeldForCompany) {
+  // "batched" may hold requests 100 ms; one client at a time never overlaps another request, so none is.
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 10; ++i) {
+    ModelInferResponse resp;
+    ASSERT_TRUE(Infer(*stub_, AddRequest("batched", 1, static_cast<float>(i)), &resp).ok());
+  }
+  // Ten requests held 100 ms each would take a second; the margin is for a loaded machine.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(900));
+}
+
+TEST_F(ServerTest, RequestsQueuedBehindABusyInstanceAreBatchedWithUnbatchedResults) {
+  auto blocker = Occupy(*stub_, "held", std::chrono::milliseconds(3000));
   constexpr int kClients = 8;
   std::vector<std::future<std::pair<grpc::Status, ModelInferResponse>>> calls;
   for (int i = 0; i < kClients; ++i) {
     calls.push_back(std::async(std::launch::async, [this, i] {
       ModelInferResponse resp;
-      grpc::Status status = Infer(*stub_, AddRequest("batched", 1 + i % 2, 100.f * i), &resp);
+      grpc::Status status = Infer(*stub_, HeldRequest("held", 1 + i % 2, 100.f * i, 0), &resp);
       return std::make_pair(status, resp);
     }));
   }
@@ -460,27 +507,24 @@ TEST_F(ServerTest, ConcurrentRequestsAreBatchedWithUnbatchedResults) {
     EXPECT_EQ(RawFloats(resp, 0), ExpectedSum(1 + i % 2, 100.f * i)) << "client " << i;
     EXPECT_EQ(resp.outputs(0).shape(0), 1 + i % 2);
   }
-  inference::ModelStatisticsRequest req;
-  req.set_name("batched");
-  inference::ModelStatisticsResponse stats;
-  ASSERT_TRUE(stub_->ModelStatistics(Context().get(), req, &stats).ok());
-  ASSERT_EQ(stats.model_stats_size(), 1);
-  const auto& s = stats.model_stats(0);
+  EXPECT_EQ(blocker.get().error_code(), grpc::DEADLINE_EXCEEDED);
+  const inference::ModelStatistics s = StatisticsOf(*stub_, "held");
   EXPECT_EQ(s.inference_stats().success().count(), static_cast<uint64_t>(kClients));
   EXPECT_EQ(s.inference_count(), 12u);  // 4 clients x 1 row + 4 x 2 rows
-  EXPECT_LT(s.execution_count(), static_cast<uint64_t>(kClients));
+  // The blocker's run failed and counts no execution: the eight queued requests ran as one batch.
+  EXPECT_EQ(s.execution_count(), 1u);
+  ASSERT_EQ(s.batch_stats_size(), 1);
+  EXPECT_EQ(s.batch_stats(0).batch_size(), 12u);
   EXPECT_GT(s.inference_stats().queue().ns(), 0u);
-  uint64_t executions = 0;
-  for (const auto& b : s.batch_stats()) executions += b.compute_infer().count();
-  EXPECT_EQ(executions, s.execution_count());
 }
 
 TEST_F(ServerTest, FullQueueRejectsWithResourceExhausted) {
+  auto blocker = Occupy(*stub_, "tiny_queue", std::chrono::milliseconds(3000));
   std::vector<std::future<grpc::Status>> calls;
   for (int i = 0; i < 6; ++i) {
     calls.push_back(std::async(std::launch::async, [this] {
       ModelInferResponse resp;
-      return Infer(*stub_, AddRequest("tiny_queue", 1, 0), &resp);
+      return Infer(*stub_, HeldRequest("tiny_queue", 1, 0, 0), &resp);
     }));
   }
   int ok = 0, exhausted = 0;
@@ -492,24 +536,28 @@ TEST_F(ServerTest, FullQueueRejectsWithResourceExhausted) {
       EXPECT_NE(status.error_message().find("queue full"), std::string::npos) << status.error_message();
     }
   }
-  EXPECT_EQ(ok + exhausted, 6);
-  EXPECT_GE(exhausted, 1);
-  EXPECT_GE(ok, 2);
+  // Two wait behind the running request and are answered once it stops; the other four are turned away.
+  EXPECT_EQ(ok, 2);
+  EXPECT_EQ(exhausted, 4);
+  EXPECT_EQ(blocker.get().error_code(), grpc::DEADLINE_EXCEEDED);
 }
 
 TEST_F(ServerTest, QueueTimeoutAndClientDeadlineAreDeadlineExceeded) {
+  // The blocker overrides the model's 20 ms queue timeout (allow_timeout_override), the next request not.
+  auto blocker = Occupy(*stub_, "timeout", std::chrono::milliseconds(2000), /*no_queue_timeout=*/true);
   ModelInferResponse resp;
-  grpc::Status status = Infer(*stub_, AddRequest("timeout", 1, 0), &resp);
+  grpc::Status status = Infer(*stub_, HeldRequest("timeout", 1, 0, 0), &resp);
   EXPECT_EQ(status.error_code(), grpc::DEADLINE_EXCEEDED) << status.error_message();
-  // The client's own deadline (50 ms) runs out while the batched model waits 100 ms for company.
-  status = Infer(*stub_, AddRequest("batched", 1, 0), &resp, std::chrono::milliseconds(50));
+  EXPECT_EQ(blocker.get().error_code(), grpc::DEADLINE_EXCEEDED);
+  const inference::ModelStatistics s = StatisticsOf(*stub_, "timeout");
+  EXPECT_EQ(s.execution_count(), 0u);  // the queued request was dropped before compute
+  EXPECT_EQ(s.inference_stats().fail().count(), 2u);
+
+  // The client's own deadline (50 ms) runs out while the request waits behind a busy instance.
+  blocker = Occupy(*stub_, "held", std::chrono::milliseconds(2000));
+  status = Infer(*stub_, HeldRequest("held", 1, 0, 0), &resp, std::chrono::milliseconds(50));
   EXPECT_EQ(status.error_code(), grpc::DEADLINE_EXCEEDED) << status.error_message();
-  inference::ModelStatisticsRequest req;
-  req.set_name("timeout");
-  inference::ModelStatisticsResponse stats;
-  ASSERT_TRUE(stub_->ModelStatistics(Context().get(), req, &stats).ok());
-  EXPECT_EQ(stats.model_stats(0).execution_count(), 0u);  // dropped before compute
-  EXPECT_EQ(stats.model_stats(0).inference_stats().fail().count(), 1u);
+  EXPECT_EQ(blocker.get().error_code(), grpc::DEADLINE_EXCEEDED);
 }
 
 TEST_F(ServerTest, HealthServiceReportsServerAndModels) {
@@ -562,7 +610,7 @@ TEST(ExplicitModeTest, LoadAndUnloadDriveReadinessAndHealth) {
 
   inference::RepositoryIndexResponse index;
   ASSERT_TRUE(stub->RepositoryIndex(Context().get(), {}, &index).ok());
-  EXPECT_EQ(index.models_size(), 9);  // listed, none loaded
+  EXPECT_EQ(index.models_size(), 10);  // listed, none loaded
   ModelInferResponse resp;
   EXPECT_EQ(Infer(*stub, AddRequest("add", 1, 0), &resp).error_code(), grpc::NOT_FOUND);
 
@@ -874,21 +922,25 @@ TEST(ShutdownTest, SigtermFinishesAcceptedRequestsAndExitsZero) {
   const std::string repo = MakeRepository("shutdown");
   auto server = ServerProcess::Start(repo, {"--shutdown-grace-secs", "10"});
   ASSERT_NE(server, nullptr);
-  std::atomic<bool> stop{false};
-  // "batched" holds each request up to 100 ms, so requests are queued when the signal lands.
-  auto load = std::async(std::launch::async, [&] { return Hammer(server->channel(), "batched", 6, stop, nullptr); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(700));
-  const int exit_code = server->Terminate(std::chrono::seconds(20));
-  stop = true;
-  const auto statuses = load.get();
-  EXPECT_EQ(exit_code, 0);
-  int ok = 0;
-  for (const auto& status : statuses) {
-    // Accepted requests complete; after the server stops accepting, calls fail to connect (UNAVAILABLE).
-    if (status.ok()) ++ok;
-    else EXPECT_EQ(status.error_code(), grpc::UNAVAILABLE) << status.error_message();
+  auto stub = GRPCInferenceService::NewStub(server->channel());
+  // The signal lands while one request runs (for 2 s, well within the grace period) and six wait behind it.
+  auto blocker = Occupy(*stub, "held", std::chrono::milliseconds(2000));
+  std::vector<std::future<std::pair<grpc::Status, ModelInferResponse>>> queued;
+  for (int i = 0; i < 6; ++i) {
+    queued.push_back(std::async(std::launch::async, [&stub, i] {
+      ModelInferResponse resp;
+      grpc::Status status = Infer(*stub, HeldRequest("held", 1, static_cast<float>(i), 0), &resp);
+      return std::make_pair(status, resp);
+    }));
   }
-  EXPECT_GT(ok, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(server->Terminate(std::chrono::seconds(20)), 0);
+  EXPECT_EQ(blocker.get().error_code(), grpc::DEADLINE_EXCEEDED);
+  for (int i = 0; i < 6; ++i) {
+    auto [status, resp] = queued[static_cast<size_t>(i)].get();
+    ASSERT_TRUE(status.ok()) << "queued request " << i << ": " << status.error_message();
+    EXPECT_EQ(RawFloats(resp, 0), ExpectedSum(1, static_cast<float>(i)));
+  }
   EXPECT_NE(server->Log().find("event=shutdown_complete"), std::string::npos);
 }
 
