@@ -3,11 +3,18 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <future>
+#include <map>
+#include <set>
 #include <thread>
 
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/descriptor.pb.h>
+#include <google/protobuf/descriptor_database.h>
+#include <google/protobuf/dynamic_message.h>
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/impl/codegen/proto_utils.h>  // SerializationTraits for protobuf messages
 #include <gtest/gtest.h>
 
 #include "grpc_service.grpc.pb.h"
@@ -573,21 +580,78 @@ TEST_F(ServerTest, HealthServiceReportsServerAndModels) {
   EXPECT_EQ(health->Check(Context().get(), req, &resp).error_code(), grpc::NOT_FOUND);
 }
 
-TEST_F(ServerTest, ReflectionListsTheInferenceAndHealthServices) {
-  auto reflection = grpc::reflection::v1alpha::ServerReflection::NewStub(server_->channel());
+// What a grpcurl-like client learns from the server's reflection alone: the services it lists, and a pool
+// of the file descriptors it sends to describe them.
+struct Reflected {
+  std::vector<std::string> services;
+  google::protobuf::SimpleDescriptorDatabase files;
+};
+
+void Reflect(const std::shared_ptr<grpc::Channel>& channel, Reflected& out) {
+  using grpc::reflection::v1alpha::ServerReflectionRequest;
+  using grpc::reflection::v1alpha::ServerReflectionResponse;
+  auto reflection = grpc::reflection::v1alpha::ServerReflection::NewStub(channel);
   auto ctx = Context();
   auto stream = reflection->ServerReflectionInfo(ctx.get());
-  grpc::reflection::v1alpha::ServerReflectionRequest req;
+  ServerReflectionRequest req;
+  ServerReflectionResponse resp;
   req.set_list_services("");
   ASSERT_TRUE(stream->Write(req));
-  stream->WritesDone();
-  grpc::reflection::v1alpha::ServerReflectionResponse resp;
   ASSERT_TRUE(stream->Read(&resp));
-  std::vector<std::string> services;
-  for (const auto& s : resp.list_services_response().service()) services.push_back(s.name());
+  for (const auto& s : resp.list_services_response().service()) out.services.push_back(s.name());
+  std::set<std::string> added;
+  for (const std::string& service : out.services) {
+    req.set_file_containing_symbol(service);
+    ASSERT_TRUE(stream->Write(req));
+    ASSERT_TRUE(stream->Read(&resp));
+    ASSERT_TRUE(resp.has_file_descriptor_response()) << service << ": " << resp.error_response().error_message();
+    for (const std::string& bytes : resp.file_descriptor_response().file_descriptor_proto()) {
+      google::protobuf::FileDescriptorProto file;
+      ASSERT_TRUE(file.ParseFromString(bytes)) << service;
+      if (!added.insert(file.name()).second) continue;
+      ASSERT_TRUE(out.files.Add(file)) << file.name();
+    }
+  }
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
+TEST_F(ServerTest, ReflectionDescribesEveryServiceItLists) {
+  Reflected reflected;
+  ASSERT_NO_FATAL_FAILURE(Reflect(server_->channel(), reflected));
+  const auto& services = reflected.services;
   EXPECT_NE(std::find(services.begin(), services.end(), "inference.GRPCInferenceService"), services.end());
   EXPECT_NE(std::find(services.begin(), services.end(), "grpc.health.v1.Health"), services.end());
-  EXPECT_TRUE(stream->Finish().ok());
+  google::protobuf::DescriptorPool pool(&reflected.files);
+  for (const std::string& service : services) EXPECT_NE(pool.FindServiceByName(service), nullptr) << service;
+}
+
+// grpcurl's way: Health/Check with request and response types known only from reflection's answers.
+TEST_F(ServerTest, HealthCanBeCalledThroughReflectionWithoutAProto) {
+  Reflected reflected;
+  ASSERT_NO_FATAL_FAILURE(Reflect(server_->channel(), reflected));
+  google::protobuf::DescriptorPool pool(&reflected.files);
+  const google::protobuf::MethodDescriptor* check = pool.FindMethodByName("grpc.health.v1.Health.Check");
+  ASSERT_NE(check, nullptr);
+  google::protobuf::DynamicMessageFactory factory(&pool);
+  std::unique_ptr<google::protobuf::Message> request(factory.GetPrototype(check->input_type())->New());
+  std::unique_ptr<google::protobuf::Message> response(factory.GetPrototype(check->output_type())->New());
+  request->GetReflection()->SetString(request.get(), check->input_type()->FindFieldByName("service"), "add");
+
+  grpc::TemplatedGenericStub<google::protobuf::Message, google::protobuf::Message> stub(server_->channel());
+  auto ctx = Context();
+  grpc::CompletionQueue cq;
+  auto call = stub.PrepareUnaryCall(ctx.get(), "/grpc.health.v1.Health/Check", *request, &cq);
+  call->StartCall();
+  grpc::Status status;
+  call->Finish(response.get(), &status, &cq);
+  void* tag = nullptr;
+  bool ok = false;
+  ASSERT_TRUE(cq.Next(&tag, &ok));
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  const google::protobuf::FieldDescriptor* field = check->output_type()->FindFieldByName("status");
+  ASSERT_NE(field, nullptr);
+  EXPECT_EQ(response->GetReflection()->GetEnum(*response, field)->name(), "SERVING");
 }
 
 TEST_F(ServerTest, RepositoryLoadIsRefusedOutsideExplicitMode) {
