@@ -28,7 +28,6 @@ struct ModelRepository::ModelSlot {
 
 namespace {
 
-constexpr const char* kModelFile = "model.onnx";
 constexpr const char* kConfigFile = "config.pbtxt";
 
 // Changes whenever a file is rewritten, replaced or removed.
@@ -86,7 +85,7 @@ bool IsDirectory(const fs::directory_entry& entry) {
 
 // What ROOT/<model>/ holds right now.
 struct DiskVersion {
-  std::string fingerprint;              // of its model.onnx
+  std::string fingerprint;              // of its model file (model.onnx or default_model_filename)
   absl::StatusOr<fs::path> model_file;  // resolved
 };
 
@@ -114,12 +113,15 @@ DiskModel ScanDisk(const std::string& root, const std::string& name, const fs::p
   } else if (disk.has_config) {
     disk.config_status = config_path.status();
   }
+  const absl::StatusOr<std::string> model_file = ModelFileName(disk.config);
+  if (!model_file.ok() && disk.config_status.ok()) disk.config_status = model_file.status();
+  const std::string file = model_file.value_or(kDefaultModelFile);
   for (const auto& entry : ListDir(dir)) {
     int64_t version = 0;
     const std::string folder = entry.path().filename().string();
     if (!IsDirectory(entry) || !absl::SimpleAtoi(folder, &version) || version < 1) continue;
-    disk.versions[version] = {FileFingerprint(entry.path() / kModelFile),
-                              ResolveModelFile(root, fs::path(name) / folder / kModelFile)};
+    disk.versions[version] = {FileFingerprint(entry.path() / file),
+                              ResolveModelFile(root, fs::path(name) / folder / file)};
   }
   return disk;
 }

@@ -11,11 +11,11 @@ from onnx import TensorProto as T
 from onnx import helper
 
 
-def save(root, name, graph, config=None, version=1):
+def save(root, name, graph, config=None, version=1, filename="model.onnx"):
     os.makedirs(os.path.join(root, name, str(version)), exist_ok=True)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
     model.ir_version = 8
-    onnx.save(model, os.path.join(root, name, str(version), "model.onnx"))
+    onnx.save(model, os.path.join(root, name, str(version), filename))
     if config is not None:
         with open(os.path.join(root, name, "config.pbtxt"), "w") as f:
             f.write(config)
@@ -102,6 +102,8 @@ def main(root):
     # A run may hold 64 KiB of tensors: an output of 16K floats or more is refused.
     save(root, "budgeted", expand_graph(),
          'parameters { key: "memory_budget_bytes" value { string_value: "65536" } }\n')
+    # The model file under another name (default_model_filename).
+    save(root, "renamed", add_graph(), 'default_model_filename: "net.onnx"\n', filename="net.onnx")
     # Fixed shapes: no batching.
     save(root, "fixed", helper.make_graph(
         [helper.make_node("Identity", ["a"], ["b"])], "fixed",
@@ -128,6 +130,10 @@ def broken(root):
     save(root, "bad_offset", graph)
     with open(os.path.join(root, "bad_offset", "1", "w.bin"), "wb") as f:
         f.write(bytes(4))
+    # Triton fields onnxserve declares but does not implement: refused with the field named.
+    save(root, "sequence", add_graph(), 'max_batch_size: 8\nsequence_batching { max_sequence_idle_microseconds: 5 }\n')
+    # A model file name that would leave the version folder.
+    save(root, "escaping_file", add_graph(), 'default_model_filename: "../model.onnx"\n')
 
 
 if __name__ == "__main__":

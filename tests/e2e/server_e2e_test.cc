@@ -207,8 +207,8 @@ TEST_F(ServerTest, RepositoryIndexListsEveryModelReady) {
     EXPECT_EQ(m.state(), "READY") << m.name() << ": " << m.reason();
     EXPECT_EQ(m.version(), "1");
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"add", "batched", "budgeted", "fixed", "held", "spin", "spin_limited",
-                                             "strings", "timeout", "tiny_queue"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"add", "batched", "budgeted", "fixed", "held", "renamed", "spin",
+                                             "spin_limited", "strings", "timeout", "tiny_queue"}));
 }
 
 TEST_F(ServerTest, InferRawAddsAndEchoesId) {
@@ -467,7 +467,7 @@ std::future<grpc::Status> Occupy(GRPCInferenceService::Stub& stub, const std::st
                                  std::chrono::milliseconds deadline, bool no_queue_timeout = false) {
   auto call = std::async(std::launch::async, [&stub, model, deadline, no_queue_timeout] {
     ModelInferRequest req = HeldRequest(model, 1, 0, kForever);
-    if (no_queue_timeout) (*req.mutable_parameters())["timeout"].set_int64_param(0);
+    if (no_queue_timeout) (*req.mutable_parameters())["timeout"].set_uint64_param(0);
     ModelInferResponse resp;
     return Infer(stub, req, &resp, deadline);
   });
@@ -580,6 +580,35 @@ TEST_F(ServerTest, HealthServiceReportsServerAndModels) {
   EXPECT_EQ(health->Check(Context().get(), req, &resp).error_code(), grpc::NOT_FOUND);
 }
 
+TEST_F(ServerTest, ATimeoutParameterOfTheWrongTypeIsAnErrorNamingIt) {
+  ModelInferRequest req = HeldRequest("timeout", 1, 0, 0);
+  (*req.mutable_parameters())["timeout"].set_double_param(5000);
+  ModelInferResponse resp;
+  grpc::Status status = Infer(*stub_, req, &resp);
+  EXPECT_EQ(status.error_code(), grpc::INVALID_ARGUMENT) << status.error_message();
+  EXPECT_NE(status.error_message().find("\"timeout\""), std::string::npos) << status.error_message();
+  EXPECT_NE(status.error_message().find("double_param"), std::string::npos) << status.error_message();
+}
+
+TEST_F(ServerTest, ParametersOfEveryTypeAreAccepted) {
+  ModelInferRequest req = AddRequest("add", 1, 3);
+  auto& parameters = *req.mutable_parameters();
+  parameters["ratio"].set_double_param(0.5);
+  parameters["sequence_id"].set_uint64_param(uint64_t{1} << 63);
+  parameters["label"].set_string_param("x");
+  parameters["flag"].set_bool_param(true);
+  ModelInferResponse resp;
+  ASSERT_TRUE(Infer(*stub_, req, &resp).ok());
+  EXPECT_EQ(RawFloats(resp, 0), ExpectedSum(1, 3));
+}
+
+TEST_F(ServerTest, DefaultModelFilenameNamesTheModelFile) {
+  ModelInferResponse resp;
+  grpc::Status status = Infer(*stub_, AddRequest("renamed", 2, 7), &resp);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(RawFloats(resp, 0), ExpectedSum(2, 7));
+}
+
 // What a grpcurl-like client learns from the server's reflection alone: the services it lists, and a pool
 // of the file descriptors it sends to describe them.
 struct Reflected {
@@ -674,7 +703,7 @@ TEST(ExplicitModeTest, LoadAndUnloadDriveReadinessAndHealth) {
 
   inference::RepositoryIndexResponse index;
   ASSERT_TRUE(stub->RepositoryIndex(Context().get(), {}, &index).ok());
-  EXPECT_EQ(index.models_size(), 10);  // listed, none loaded
+  EXPECT_EQ(index.models_size(), 11);  // listed, none loaded
   ModelInferResponse resp;
   EXPECT_EQ(Infer(*stub, AddRequest("add", 1, 0), &resp).error_code(), grpc::NOT_FOUND);
 
@@ -783,7 +812,7 @@ TEST(ExplicitModeTest, LoadingABrokenModelFailsThatModelOnly) {
   auto server = ServerProcess::Start(repo, {"--model-control-mode", "explicit"});
   ASSERT_NE(server, nullptr);
   auto stub = GRPCInferenceService::NewStub(server->channel());
-  for (const char* name : {"too_many_instances", "huge_initializer", "bad_offset"}) {
+  for (const char* name : {"too_many_instances", "huge_initializer", "bad_offset", "sequence", "escaping_file"}) {
     EXPECT_FALSE(LoadModel(*stub, name).ok()) << name;
   }
   ASSERT_TRUE(LoadModel(*stub, "add").ok());
@@ -791,7 +820,7 @@ TEST(ExplicitModeTest, LoadingABrokenModelFailsThatModelOnly) {
   ASSERT_TRUE(Infer(*stub, AddRequest("add", 1, 2), &resp).ok());
   EXPECT_EQ(RawFloats(resp, 0), ExpectedSum(1, 2));
   const auto index = IndexByName(*stub);
-  for (const char* name : {"too_many_instances", "huge_initializer", "bad_offset"}) {
+  for (const char* name : {"too_many_instances", "huge_initializer", "bad_offset", "sequence", "escaping_file"}) {
     ASSERT_TRUE(index.count(name)) << name;
     EXPECT_EQ(index.at(name).first, "UNAVAILABLE") << name;
     EXPECT_FALSE(index.at(name).second.empty()) << name;
@@ -817,7 +846,9 @@ TEST(StartupTest, BadModelsAreUnavailableWhileTheOthersServe) {
   const std::map<std::string, std::string> reasons = {
       {"too_many_instances", "instance_group count must be in [1, 64], got 2147483647"},
       {"huge_initializer", ""},  // bad_alloc while decoding, or a size check: any reason will do
-      {"bad_offset", "offset \"abc\" is not a whole number"}};
+      {"bad_offset", "offset \"abc\" is not a whole number"},
+      {"sequence", "sequence_batching is not supported"},
+      {"escaping_file", "default_model_filename \"../model.onnx\" must be a file name inside the version folder"}};
   for (const auto& [name, reason] : reasons) {
     ASSERT_TRUE(index.count(name)) << name;
     EXPECT_EQ(index.at(name).first, "UNAVAILABLE") << name;
@@ -826,7 +857,7 @@ TEST(StartupTest, BadModelsAreUnavailableWhileTheOthersServe) {
   }
   const std::string log = server->Log();
   EXPECT_NE(log.find("event=model_dir_skipped dir=escaped"), std::string::npos) << log;
-  EXPECT_NE(log.find("unavailable=bad_offset,huge_initializer,too_many_instances"), std::string::npos) << log;
+  EXPECT_NE(log.find("unavailable=bad_offset,escaping_file,huge_initializer,sequence,too_many_instances"), std::string::npos) << log;
   EXPECT_EQ(server->Terminate(std::chrono::seconds(20)), 0);
   std::filesystem::remove_all(outside);
 }
