@@ -11,6 +11,7 @@
 #include "runtime/core/path.h"
 #include "runtime/core/status_macros.h"
 #include "server/log.h"
+#include "server/warmup.h"
 
 namespace onnxserve::server {
 namespace fs = std::filesystem;
@@ -411,6 +412,15 @@ absl::StatusOr<std::shared_ptr<ModelVersion>> ModelRepository::BuildVersion(cons
     if (result.ok()) return result;
     return absl::Status(result.status().code(), absl::StrCat(model, ": ", result.status().message()));
   };
+  const absl::Time warmup_start = absl::Now();
+  RETURN_IF_ERROR(Warmup(mv->config, run, mv->execution_timeout));
+  if (!mv->config.model_warmup().empty()) {
+    Log(LogLevel::kInfo, "model_warmed_up",
+        {{"model", name},
+         {"version", mv->version_str},
+         {"samples", absl::StrCat(mv->config.model_warmup_size())},
+         {"ms", absl::StrCat(absl::ToInt64Milliseconds(absl::Now() - warmup_start))}});
+  }
   mv->scheduler = std::make_unique<Scheduler>(std::move(scheduler_options), std::move(run), mv->stats.get(),
                                               options_.metrics);
   Log(LogLevel::kInfo, "model_loaded",

@@ -102,6 +102,15 @@ def main(root):
     # A run may hold 64 KiB of tensors: an output of 16K floats or more is refused.
     save(root, "budgeted", expand_graph(),
          'parameters { key: "memory_budget_bytes" value { string_value: "65536" } }\n')
+    # Warmed up before it serves: two samples, the first run three times.
+    save(root, "warmed", add_graph(),
+         'max_batch_size: 8\nmodel_warmup [\n'
+         '  { name: "zeros" batch_size: 2 count: 3\n'
+         '    inputs { key: "x" value { data_type: TYPE_FP32 dims: [ 4 ] zero_data: true } }\n'
+         '    inputs { key: "y" value { data_type: TYPE_FP32 dims: [ 4 ] zero_data: true } } },\n'
+         '  { name: "random" batch_size: 8\n'
+         '    inputs { key: "x" value { data_type: TYPE_FP32 dims: [ 4 ] random_data: true } }\n'
+         '    inputs { key: "y" value { data_type: TYPE_FP32 dims: [ 4 ] random_data: true } } }\n]\n')
     # The model file under another name (default_model_filename).
     save(root, "renamed", add_graph(), 'default_model_filename: "net.onnx"\n', filename="net.onnx")
     # Fixed shapes: no batching.
@@ -132,6 +141,14 @@ def broken(root):
         f.write(bytes(4))
     # Triton fields onnxserve declares but does not implement: refused with the field named.
     save(root, "sequence", add_graph(), 'max_batch_size: 8\nsequence_batching { max_sequence_idle_microseconds: 5 }\n')
+    # A warmup sample the model cannot run (x [5] + c [3] does not broadcast): the version never serves.
+    save(root, "cold", helper.make_graph(
+        [helper.make_node("Add", ["x", "c"], ["y"])], "cold",
+        [helper.make_tensor_value_info("x", T.FLOAT, ["N"])],
+        [helper.make_tensor_value_info("y", T.FLOAT, ["N"])],
+        [helper.make_tensor("c", T.FLOAT, [3], [1.0, 2.0, 3.0])]),
+        'model_warmup [ { name: "five" batch_size: 1\n'
+        '  inputs { key: "x" value { data_type: TYPE_FP32 dims: [ 5 ] zero_data: true } } } ]\n')
     # A model file name that would leave the version folder.
     save(root, "escaping_file", add_graph(), 'default_model_filename: "../model.onnx"\n')
 

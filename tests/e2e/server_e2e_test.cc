@@ -208,7 +208,7 @@ TEST_F(ServerTest, RepositoryIndexListsEveryModelReady) {
     EXPECT_EQ(m.version(), "1");
   }
   EXPECT_EQ(names, (std::vector<std::string>{"add", "batched", "budgeted", "fixed", "held", "renamed", "spin",
-                                             "spin_limited", "strings", "timeout", "tiny_queue"}));
+                                             "spin_limited", "strings", "timeout", "tiny_queue", "warmed"}));
 }
 
 TEST_F(ServerTest, InferRawAddsAndEchoesId) {
@@ -609,6 +609,17 @@ TEST_F(ServerTest, DefaultModelFilenameNamesTheModelFile) {
   EXPECT_EQ(RawFloats(resp, 0), ExpectedSum(2, 7));
 }
 
+TEST_F(ServerTest, AWarmedModelServesAfterItsWarmupWhichCountsNoRequests) {
+  EXPECT_NE(server_->Log().find("event=model_warmed_up model=warmed version=1 samples=2"), std::string::npos)
+      << server_->Log();
+  ModelInferResponse resp;
+  ASSERT_TRUE(Infer(*stub_, AddRequest("warmed", 1, 5), &resp).ok());
+  EXPECT_EQ(RawFloats(resp, 0), ExpectedSum(1, 5));
+  const inference::ModelStatistics s = StatisticsOf(*stub_, "warmed");
+  EXPECT_EQ(s.execution_count(), 1u);
+  EXPECT_EQ(s.inference_count(), 1u);
+}
+
 // What a grpcurl-like client learns from the server's reflection alone: the services it lists, and a pool
 // of the file descriptors it sends to describe them.
 struct Reflected {
@@ -703,7 +714,7 @@ TEST(ExplicitModeTest, LoadAndUnloadDriveReadinessAndHealth) {
 
   inference::RepositoryIndexResponse index;
   ASSERT_TRUE(stub->RepositoryIndex(Context().get(), {}, &index).ok());
-  EXPECT_EQ(index.models_size(), 11);  // listed, none loaded
+  EXPECT_EQ(index.models_size(), 12);  // listed, none loaded
   ModelInferResponse resp;
   EXPECT_EQ(Infer(*stub, AddRequest("add", 1, 0), &resp).error_code(), grpc::NOT_FOUND);
 
@@ -812,7 +823,7 @@ TEST(ExplicitModeTest, LoadingABrokenModelFailsThatModelOnly) {
   auto server = ServerProcess::Start(repo, {"--model-control-mode", "explicit"});
   ASSERT_NE(server, nullptr);
   auto stub = GRPCInferenceService::NewStub(server->channel());
-  for (const char* name : {"too_many_instances", "huge_initializer", "bad_offset", "sequence", "escaping_file"}) {
+  for (const char* name : {"too_many_instances", "huge_initializer", "bad_offset", "sequence", "escaping_file", "cold"}) {
     EXPECT_FALSE(LoadModel(*stub, name).ok()) << name;
   }
   ASSERT_TRUE(LoadModel(*stub, "add").ok());
@@ -820,7 +831,7 @@ TEST(ExplicitModeTest, LoadingABrokenModelFailsThatModelOnly) {
   ASSERT_TRUE(Infer(*stub, AddRequest("add", 1, 2), &resp).ok());
   EXPECT_EQ(RawFloats(resp, 0), ExpectedSum(1, 2));
   const auto index = IndexByName(*stub);
-  for (const char* name : {"too_many_instances", "huge_initializer", "bad_offset", "sequence", "escaping_file"}) {
+  for (const char* name : {"too_many_instances", "huge_initializer", "bad_offset", "sequence", "escaping_file", "cold"}) {
     ASSERT_TRUE(index.count(name)) << name;
     EXPECT_EQ(index.at(name).first, "UNAVAILABLE") << name;
     EXPECT_FALSE(index.at(name).second.empty()) << name;
@@ -848,7 +859,8 @@ TEST(StartupTest, BadModelsAreUnavailableWhileTheOthersServe) {
       {"huge_initializer", ""},  // bad_alloc while decoding, or a size check: any reason will do
       {"bad_offset", "offset \"abc\" is not a whole number"},
       {"sequence", "sequence_batching is not supported"},
-      {"escaping_file", "default_model_filename \"../model.onnx\" must be a file name inside the version folder"}};
+      {"escaping_file", "default_model_filename \"../model.onnx\" must be a file name inside the version folder"},
+      {"cold", "model_warmup \"five\": run 1 failed"}};
   for (const auto& [name, reason] : reasons) {
     ASSERT_TRUE(index.count(name)) << name;
     EXPECT_EQ(index.at(name).first, "UNAVAILABLE") << name;
@@ -857,7 +869,7 @@ TEST(StartupTest, BadModelsAreUnavailableWhileTheOthersServe) {
   }
   const std::string log = server->Log();
   EXPECT_NE(log.find("event=model_dir_skipped dir=escaped"), std::string::npos) << log;
-  EXPECT_NE(log.find("unavailable=bad_offset,escaping_file,huge_initializer,sequence,too_many_instances"), std::string::npos) << log;
+  EXPECT_NE(log.find("unavailable=bad_offset,cold,escaping_file,huge_initializer,sequence,too_many_instances"), std::string::npos) << log;
   EXPECT_EQ(server->Terminate(std::chrono::seconds(20)), 0);
   std::filesystem::remove_all(outside);
 }
