@@ -373,19 +373,28 @@ void Scheduler::StopWorkers() {
 }
 
 void Scheduler::Enqueue(std::unique_ptr<QueuedRequest> request) {
+  const uint32_t level = request->priority_level;
+  const auto& limits = state_->options.max_queue_sizes;
+  const int64_t limit = level >= 1 && level <= limits.size() ? limits[level - 1] : limits.back();
   {
     std::lock_guard<std::mutex> lock(state_->mu);
-    const auto& options = state_->options;
     state_->forecast.OnArrival(absl::Now());
-    if (options.max_queue_size == 0 || static_cast<int64_t>(state_->queue.size()) < options.max_queue_size) {
-      state_->queue.push_back(std::move(request));
+    auto& queue = state_->queue;
+    // The queue is sorted by level, so a level's requests are one run of it.
+    auto by_level = [](const std::unique_ptr<QueuedRequest>& r, uint32_t l) { return r->priority_level < l; };
+    auto by_level_after = [](uint32_t l, const std::unique_ptr<QueuedRequest>& r) { return l < r->priority_level; };
+    const auto first = std::lower_bound(queue.begin(), queue.end(), level, by_level);
+    const auto end = std::upper_bound(first, queue.end(), level, by_level_after);
+    if (limit == 0 || end - first < limit) {
+      queue.insert(end, std::move(request));
       state_->PublishDepth();
     }
   }
   if (request) {
-    request->done(absl::ResourceExhaustedError(
-        absl::StrCat("model \"", state_->options.model, "\" version ", state_->options.version,
-                     ": queue full (max_queue_size ", state_->options.max_queue_size, "), retry later")));
+    const bool leveled = limits.size() > 1;
+    request->done(absl::ResourceExhaustedError(absl::StrCat(
+        "model \"", state_->options.model, "\" version ", state_->options.version, ": queue full (max_queue_size ",
+        limit, leveled ? absl::StrCat(" of priority level ", level) : "", "), retry later")));
     return;
   }
   state_->cv.notify_all();

@@ -147,6 +147,35 @@ bool CanBatch(const Session& session) {
   return true;
 }
 
+// Triton's rules: levels 1..priority_levels, the default one of them, policies only for them.
+absl::Status CheckPriorityLevels(const inference::ModelDynamicBatching& batching) {
+  const uint32_t levels = batching.priority_levels();
+  if (levels > kMaxPriorityLevels) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dynamic_batching.priority_levels must be at most ", kMaxPriorityLevels, ", got ", levels));
+  }
+  if (levels == 0 && (batching.default_priority_level() != 0 || !batching.priority_queue_policy().empty())) {
+    return absl::InvalidArgumentError(
+        "dynamic_batching.default_priority_level and priority_queue_policy need priority_levels > 0");
+  }
+  if (levels > 0 && (batching.default_priority_level() < 1 || batching.default_priority_level() > levels)) {
+    return absl::InvalidArgumentError(absl::StrCat("dynamic_batching.default_priority_level must be in [1, ",
+                                                   levels, "] (priority_levels), got ",
+                                                   batching.default_priority_level()));
+  }
+  for (const auto& [level, policy] : batching.priority_queue_policy()) {
+    if (level < 1 || level > levels) {
+      return absl::InvalidArgumentError(absl::StrCat("dynamic_batching.priority_queue_policy key ", level,
+                                                     " is not a priority level in [1, ", levels, "]"));
+    }
+    if (policy.timeout_action() != inference::ModelQueuePolicy::REJECT) {
+      return absl::InvalidArgumentError(absl::StrCat("priority_queue_policy ", level,
+                                                     ": timeout_action DELAY is not supported"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckBatching(inference::ModelConfig& config) {
   if (config.max_batch_size() < 0) {
     return absl::InvalidArgumentError(
@@ -171,13 +200,7 @@ absl::Status CheckBatching(inference::ModelConfig& config) {
     return absl::InvalidArgumentError(
         "dynamic_batching.preserve_ordering is not supported: concurrent requests may complete in any order");
   }
-  if (batching.priority_levels() != 0 || batching.default_priority_level() != 0 ||
-      !batching.priority_queue_policy().empty()) {
-    return absl::InvalidArgumentError(
-        "dynamic_batching.priority_levels (and default_priority_level, priority_queue_policy) are not "
-        "supported: requests are batched in arrival order");
-  }
-  return absl::OkStatus();
+  return CheckPriorityLevels(batching);
 }
 
 // Scheduling and backend fields onnxserve declares (so clients decode them) but does not implement.

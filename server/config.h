@@ -21,7 +21,7 @@ absl::StatusOr<inference::ModelConfig> ReadModelConfig(const std::string& path);
 // Checks `config` against the model and fills what it leaves out: name, platform, inputs and outputs (from
 // the model), one CPU instance. With `from_file` false (no config.pbtxt) batching is turned on
 // (max_batch_size kDefaultMaxBatchSize, dynamic_batching {}) when every input and output has a dynamic
-// first dimension. Unsupported settings (sequence_batching, ensemble_scheduling, priority levels, shape
+// first dimension. Unsupported settings (sequence_batching, ensemble_scheduling, preserve_ordering, shape
 // tensors, ...) are errors naming the field; ignored ones (parameters) are logged as warnings.
 absl::Status CompleteModelConfig(const std::string& model_name, const Session& session, bool from_file,
                                  inference::ModelConfig& config);
@@ -59,6 +59,8 @@ inline constexpr char kDefaultModelFile[] = "model.onnx";
 // Model instances that may run at once: the sum of the instance groups' counts, at most kMaxInstances.
 int InstanceCount(const inference::ModelConfig& config);
 
+// Each priority level is a queue bound; more levels than this is a typo.
+inline constexpr uint32_t kMaxPriorityLevels = 1024;
 // Each instance is a thread; a config asking for more is an error, not an attempt to start them.
 inline constexpr int kMaxInstances = 64;
 // A config.pbtxt is a few hundred bytes; a bigger file is read no further.

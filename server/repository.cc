@@ -11,6 +11,7 @@
 #include "runtime/core/path.h"
 #include "runtime/core/status_macros.h"
 #include "server/log.h"
+#include "server/request_parameters.h"
 #include "server/warmup.h"
 
 namespace onnxserve::server {
@@ -184,7 +185,10 @@ SchedulerOptions SchedulerOptionsFor(const ModelVersion& mv) {
   options.preferred_batch_sizes.assign(batching.preferred_batch_size().begin(),
                                        batching.preferred_batch_size().end());
   options.max_queue_delay = absl::Microseconds(static_cast<int64_t>(batching.max_queue_delay_microseconds()));
-  options.max_queue_size = batching.default_queue_policy().max_queue_size();
+  options.max_queue_sizes.clear();
+  for (uint32_t level = 1; level <= std::max<uint32_t>(batching.priority_levels(), 1); ++level) {
+    options.max_queue_sizes.push_back(QueuePolicyOf(batching, level).max_queue_size());
+  }
   return options;
 }
 

@@ -36,6 +36,20 @@ absl::StatusOr<std::optional<int64_t>> IntegerParameter(const InferParameters& p
                                                  ChoiceName(parameter)));
 }
 
+absl::StatusOr<uint32_t> PriorityLevel(const inference::ModelDynamicBatching& batching,
+                                       const InferParameters& parameters) {
+  const uint32_t levels = batching.priority_levels();
+  if (levels == 0) return 1;
+  ASSIGN_OR_RETURN(std::optional<int64_t> requested, IntegerParameter(parameters, "priority"));
+  if (requested && *requested >= 1 && *requested <= levels) return static_cast<uint32_t>(*requested);
+  return batching.default_priority_level();
+}
+
+const inference::ModelQueuePolicy& QueuePolicyOf(const inference::ModelDynamicBatching& batching, uint32_t level) {
+  auto it = batching.priority_queue_policy().find(level);
+  return it != batching.priority_queue_policy().end() ? it->second : batching.default_queue_policy();
+}
+
 absl::StatusOr<absl::Duration> QueueTimeout(const inference::ModelQueuePolicy& policy,
                                             const InferParameters& parameters) {
   int64_t timeout_us = static_cast<int64_t>(

@@ -123,8 +123,8 @@ absl::StatusOr<std::vector<size_t>> RequestedOutputs(const ModelVersion& mv, con
   return picked;
 }
 
-// The earliest of the client's gRPC deadline and the queue policy's timeout (QueueTimeout).
-absl::StatusOr<absl::Time> DeadlineOf(const ModelVersion& mv, const ModelInferRequest& wire,
+// The earliest of the client's gRPC deadline and the timeout of the request's priority level (QueueTimeout).
+absl::StatusOr<absl::Time> DeadlineOf(const ModelVersion& mv, const ModelInferRequest& wire, uint32_t level,
                                       grpc::CallbackServerContext* ctx, absl::Time arrival) {
   absl::Time deadline = absl::InfiniteFuture();
   const auto grpc_deadline = ctx->deadline();
@@ -132,7 +132,7 @@ absl::StatusOr<absl::Time> DeadlineOf(const ModelVersion& mv, const ModelInferRe
     deadline = absl::FromChrono(grpc_deadline);
   }
   ASSIGN_OR_RETURN(absl::Duration timeout,
-                   QueueTimeout(mv.config.dynamic_batching().default_queue_policy(), wire.parameters()));
+                   QueueTimeout(QueuePolicyOf(mv.config.dynamic_batching(), level), wire.parameters()));
   return std::min(deadline, arrival + timeout);
 }
 
@@ -405,7 +405,9 @@ void InferenceService::Enqueue(const ModelInferRequest& wire, grpc::CallbackServ
   absl::Status valid = DecodeInputs(*mv, wire, *request);
   auto picked = RequestedOutputs(*mv, wire);
   if (valid.ok()) valid = picked.status();
-  auto deadline = DeadlineOf(*mv, wire, ctx, arrival);
+  auto level = PriorityLevel(mv->config.dynamic_batching(), wire.parameters());
+  if (valid.ok()) valid = level.status();
+  auto deadline = DeadlineOf(*mv, wire, level.value_or(1), ctx, arrival);
   if (valid.ok()) valid = deadline.status();
   if (!valid.ok()) {
     mv->stats->RecordRequest(false, absl::Now() - arrival, 0);
@@ -414,6 +416,7 @@ void InferenceService::Enqueue(const ModelInferRequest& wire, grpc::CallbackServ
   }
   request->enqueued = arrival;
   request->deadline = *deadline;
+  request->priority_level = *level;
   request->cancelled = [ctx] { return ctx->IsCancelled(); };
   request->done = [this, mv, id = wire.id(), picked = *std::move(picked), rows = request->rows, response,
                    arrival, finish = std::move(finish)](absl::StatusOr<std::vector<Tensor>> outputs) {

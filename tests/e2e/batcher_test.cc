@@ -91,6 +91,7 @@ class GatedModel {
   }
   RunFn Fn() {
     return [this](const std::vector<Tensor>& inputs, const RunLimits&) -> absl::StatusOr<std::vector<Tensor>> {
+      for (float v : inputs[0].values<float>()) seen_.push_back(v);
       if (!first_started_) {
         first_started_ = true;
         started_.set_value();
@@ -101,8 +102,11 @@ class GatedModel {
   }
   void WaitUntilFirstRuns() { started_.get_future().wait(); }
   void Release() { release_.set_value(); }
+  // The values of every row run, in the order the rows ran; read once every answer has arrived.
+  const std::vector<float>& seen() const { return seen_; }
 
  private:
+  std::vector<float> seen_;
   bool first_started_ = false;  // touched by the one worker only
   std::promise<void> started_;
   std::promise<void> release_;
@@ -123,10 +127,11 @@ SchedulerOptions OneInstance(int64_t max_batch_size, absl::Duration max_queue_de
 }
 
 // Queues a one-row request holding `value`; the future gets the value it was answered with.
-std::future<absl::StatusOr<float>> Send(Scheduler& scheduler, float value) {
+std::future<absl::StatusOr<float>> Send(Scheduler& scheduler, float value, uint32_t priority_level = 1) {
   auto answer = std::make_shared<std::promise<absl::StatusOr<float>>>();
   auto request = std::make_unique<QueuedRequest>();
   request->inputs = {Tensor::FromVector<float>({1, 1}, {value})};
+  request->priority_level = priority_level;
   request->done = [answer](absl::StatusOr<std::vector<Tensor>> outputs) {
     if (!outputs.ok()) return answer->set_value(outputs.status());
     answer->set_value((*outputs)[0].data<float>()[0]);
@@ -198,6 +203,49 @@ TEST(SchedulerTest, QueuedRequestsLeaveInPreferredSizes) {
   Scheduler scheduler(OneInstance(8, absl::ZeroDuration(), {2}), model.Fn(), &stats, nullptr);
   SendBehindABusyInstance(scheduler, model, 5);
   EXPECT_EQ(Executions(stats), (std::map<uint64_t, uint64_t>{{1, 2}, {2, 2}}));
+}
+
+// Priority levels are served highest first (level 1), in arrival order within a level, and batches fill
+// from the top level down.
+TEST(SchedulerTest, HigherPriorityLevelsRunFirst) {
+  GatedModel model(/*hold_first=*/true);
+  VersionStats stats("m", "1");
+  SchedulerOptions options = OneInstance(1, absl::ZeroDuration());  // one row a batch: the order shows
+  options.max_queue_sizes = {0, 0, 0};
+  Scheduler scheduler(options, model.Fn(), &stats, nullptr);
+  std::vector<std::future<absl::StatusOr<float>>> answers;
+  answers.push_back(Send(scheduler, 0));
+  model.WaitUntilFirstRuns();
+  const std::pair<float, uint32_t> queued[] = {{31, 3}, {21, 2}, {32, 3}, {11, 1}, {22, 2}, {12, 1}};
+  for (const auto& [value, level] : queued) answers.push_back(Send(scheduler, value, level));
+  model.Release();
+  for (size_t i = 0; i < answers.size(); ++i) {
+    ExpectAnswered(answers[i], i == 0 ? 0.f : queued[i - 1].first);
+  }
+  EXPECT_EQ(model.seen(), (std::vector<float>{0, 11, 12, 21, 22, 31, 32}));
+}
+
+// Each level has its own bound: a full low level turns its requests away while a higher level queues.
+TEST(SchedulerTest, EachPriorityLevelHasItsOwnQueueBound) {
+  GatedModel model(/*hold_first=*/true);
+  VersionStats stats("m", "1");
+  SchedulerOptions options = OneInstance(8, absl::ZeroDuration());
+  options.max_queue_sizes = {0, 1};
+  Scheduler scheduler(options, model.Fn(), &stats, nullptr);
+  auto running = Send(scheduler, 0);
+  model.WaitUntilFirstRuns();
+  auto low = Send(scheduler, 1, 2);
+  auto refused = Send(scheduler, 2, 2);
+  auto high = Send(scheduler, 3, 1);
+  ASSERT_EQ(refused.wait_for(kAnswerWithin), std::future_status::ready);
+  const absl::StatusOr<float> answer = refused.get();
+  EXPECT_EQ(answer.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(answer.status().message().find("max_queue_size 1 of priority level 2"), std::string::npos)
+      << answer.status();
+  model.Release();
+  ExpectAnswered(running, 0);
+  ExpectAnswered(low, 1);
+  ExpectAnswered(high, 3);
 }
 
 }  // namespace

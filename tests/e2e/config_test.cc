@@ -131,9 +131,6 @@ TEST(ConfigTest, DeclaredButUnsupportedFieldsAreErrorsNamingThem) {
        "ensemble_scheduling"},
       {"runtime: \"model.py\"", "runtime \"model.py\""},
       {"max_batch_size: 8 dynamic_batching { preserve_ordering: true }", "preserve_ordering"},
-      {"max_batch_size: 8 dynamic_batching { priority_levels: 2 default_priority_level: 1 }", "priority_levels"},
-      {"max_batch_size: 8 dynamic_batching { priority_queue_policy { key: 1 value { max_queue_size: 4 } } }",
-       "priority_queue_policy"},
       {"max_batch_size: 8 input [ { name: \"x\" data_type: TYPE_FP32 dims: [ 4 ] is_shape_tensor: true } ]",
        "input \"x\": is_shape_tensor"},
       {"max_batch_size: 8 input [ { name: \"x\" data_type: TYPE_FP32 dims: [ 4 ] allow_ragged_batch: true } ]",
@@ -152,6 +149,35 @@ TEST(ConfigTest, DeclaredButUnsupportedFieldsAreErrorsNamingThem) {
     const absl::Status status = CompleteModelConfig("m", *session, true, config);
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << text << ": " << status;
     EXPECT_NE(status.message().find(field), std::string::npos) << text << ": " << status;
+  }
+}
+
+TEST(ConfigTest, PriorityLevelsFollowTritonsRules) {
+  const auto session = IdentitySession();
+  inference::ModelConfig good = Parse(R"(max_batch_size: 8 dynamic_batching {
+      priority_levels: 3 default_priority_level: 2
+      priority_queue_policy { key: 1 value { max_queue_size: 4 } }
+      priority_queue_policy { key: 3 value { default_timeout_microseconds: 100 } } })");
+  const absl::Status ok = CompleteModelConfig("m", *session, true, good);
+  EXPECT_TRUE(ok.ok()) << ok;
+  const std::pair<const char*, const char*> cases[] = {
+      {"priority_levels: 2", "default_priority_level must be in [1, 2]"},
+      {"priority_levels: 2 default_priority_level: 3", "default_priority_level must be in [1, 2]"},
+      {"default_priority_level: 1", "need priority_levels > 0"},
+      {"priority_queue_policy { key: 1 value { max_queue_size: 4 } }", "need priority_levels > 0"},
+      {"priority_levels: 2 default_priority_level: 1 priority_queue_policy { key: 3 value {} }",
+       "priority_queue_policy key 3 is not a priority level in [1, 2]"},
+      {"priority_levels: 2 default_priority_level: 1 priority_queue_policy { key: 0 value {} }",
+       "priority_queue_policy key 0"},
+      {"priority_levels: 2 default_priority_level: 1 priority_queue_policy { key: 2 value { timeout_action: DELAY } }",
+       "timeout_action DELAY is not supported"},
+      {"priority_levels: 100000 default_priority_level: 1", "priority_levels must be at most 1024"},
+  };
+  for (const auto& [text, message] : cases) {
+    inference::ModelConfig config = Parse(absl::StrCat("max_batch_size: 8 dynamic_batching { ", text, " }"));
+    const absl::Status status = CompleteModelConfig("m", *session, true, config);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << text << ": " << status;
+    EXPECT_NE(status.message().find(message), std::string::npos) << text << ": " << status;
   }
 }
 

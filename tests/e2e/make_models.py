@@ -87,6 +87,9 @@ def main(root):
     save(root, "tiny_queue", held_graph(),
          'max_batch_size: 16\ndynamic_batching {\n  max_queue_delay_microseconds: 500000\n'
          '  default_queue_policy { max_queue_size: 2 }\n}\n')
+    # Two priority levels, one row a batch: the order requests run in shows.
+    save(root, "prioritized", held_graph(),
+         'max_batch_size: 1\ndynamic_batching { priority_levels: 2 default_priority_level: 2 }\n')
     # Requests time out after 20 ms in the queue unless they say otherwise ("timeout" parameter).
     save(root, "timeout", held_graph(),
          'max_batch_size: 16\ndynamic_batching {\n  max_queue_delay_microseconds: 300000\n'

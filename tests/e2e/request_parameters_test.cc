@@ -68,5 +68,36 @@ TEST(QueueTimeoutTest, ABadTimeoutIsAnErrorOnlyWhereTheRequestMayChoose) {
   EXPECT_EQ(QueueTimeout(Policy(20000, false), fractional).value(), absl::Milliseconds(20));
 }
 
+inference::ModelDynamicBatching ThreeLevels() {
+  inference::ModelDynamicBatching batching;
+  batching.set_priority_levels(3);
+  batching.set_default_priority_level(2);
+  (*batching.mutable_priority_queue_policy())[1].set_max_queue_size(7);
+  batching.mutable_default_queue_policy()->set_max_queue_size(9);
+  return batching;
+}
+
+// Triton's mapping: a level of the model is kept; 0, a number past the levels, or none is the default.
+TEST(PriorityLevelTest, ALevelOfTheModelIsKeptAnythingElseIsTheDefault) {
+  const inference::ModelDynamicBatching batching = ThreeLevels();
+  EXPECT_EQ(PriorityLevel(batching, InferParameters()).value(), 2u);
+  EXPECT_EQ(PriorityLevel(batching, With("priority", [](auto& p) { p.set_uint64_param(1); })).value(), 1u);
+  EXPECT_EQ(PriorityLevel(batching, With("priority", [](auto& p) { p.set_int64_param(3); })).value(), 3u);
+  EXPECT_EQ(PriorityLevel(batching, With("priority", [](auto& p) { p.set_uint64_param(0); })).value(), 2u);
+  EXPECT_EQ(PriorityLevel(batching, With("priority", [](auto& p) { p.set_uint64_param(4); })).value(), 2u);
+  EXPECT_FALSE(PriorityLevel(batching, With("priority", [](auto& p) { p.set_double_param(1); })).ok());
+  // Without levels every request is level 1, whatever it asks.
+  EXPECT_EQ(PriorityLevel(inference::ModelDynamicBatching(), With("priority", [](auto& p) { p.set_int64_param(3); }))
+                .value(),
+            1u);
+}
+
+TEST(PriorityLevelTest, ALevelWithoutAPolicyOfItsOwnUsesTheDefaultOne) {
+  const inference::ModelDynamicBatching batching = ThreeLevels();
+  EXPECT_EQ(QueuePolicyOf(batching, 1).max_queue_size(), 7u);
+  EXPECT_EQ(QueuePolicyOf(batching, 2).max_queue_size(), 9u);
+  EXPECT_EQ(QueuePolicyOf(batching, 3).max_queue_size(), 9u);
+}
+
 }  // namespace
 }  // namespace onnxserve::server

@@ -207,8 +207,8 @@ TEST_F(ServerTest, RepositoryIndexListsEveryModelReady) {
     EXPECT_EQ(m.state(), "READY") << m.name() << ": " << m.reason();
     EXPECT_EQ(m.version(), "1");
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"add", "batched", "budgeted", "fixed", "held", "renamed", "spin",
-                                             "spin_limited", "strings", "timeout", "tiny_queue", "warmed"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"add", "batched", "budgeted", "fixed", "held", "prioritized", "renamed",
+                                             "spin", "spin_limited", "strings", "timeout", "tiny_queue", "warmed"}));
 }
 
 TEST_F(ServerTest, InferRawAddsAndEchoesId) {
@@ -580,6 +580,30 @@ TEST_F(ServerTest, HealthServiceReportsServerAndModels) {
   EXPECT_EQ(health->Check(Context().get(), req, &resp).error_code(), grpc::NOT_FOUND);
 }
 
+// Behind a busy instance, a request of level 1 ("priority" parameter) overtakes one of the default level 2
+// that came first. The overtaken one spins a while, so the order shows in when the answers arrive.
+TEST_F(ServerTest, AHigherPriorityRequestOvertakesTheQueue) {
+  auto blocker = Occupy(*stub_, "prioritized", std::chrono::milliseconds(3000));
+  auto send = [this](int64_t trips, int64_t priority) {
+    return std::async(std::launch::async, [this, trips, priority] {
+      ModelInferRequest req = HeldRequest("prioritized", 1, 0, trips);
+      if (priority > 0) (*req.mutable_parameters())["priority"].set_uint64_param(static_cast<uint64_t>(priority));
+      ModelInferResponse resp;
+      const grpc::Status status = Infer(*stub_, req, &resp);
+      return std::make_pair(status, std::chrono::steady_clock::now());
+    });
+  };
+  auto low = send(300'000, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto high = send(0, 1);
+  const auto [low_status, low_done] = low.get();
+  const auto [high_status, high_done] = high.get();
+  ASSERT_TRUE(low_status.ok()) << low_status.error_message();
+  ASSERT_TRUE(high_status.ok()) << high_status.error_message();
+  EXPECT_LT(high_done, low_done);
+  EXPECT_EQ(blocker.get().error_code(), grpc::DEADLINE_EXCEEDED);
+}
+
 TEST_F(ServerTest, ATimeoutParameterOfTheWrongTypeIsAnErrorNamingIt) {
   ModelInferRequest req = HeldRequest("timeout", 1, 0, 0);
   (*req.mutable_parameters())["timeout"].set_double_param(5000);
@@ -714,7 +738,7 @@ TEST(ExplicitModeTest, LoadAndUnloadDriveReadinessAndHealth) {
 
   inference::RepositoryIndexResponse index;
   ASSERT_TRUE(stub->RepositoryIndex(Context().get(), {}, &index).ok());
-  EXPECT_EQ(index.models_size(), 12);  // listed, none loaded
+  EXPECT_EQ(index.models_size(), 13);  // listed, none loaded
   ModelInferResponse resp;
   EXPECT_EQ(Infer(*stub, AddRequest("add", 1, 0), &resp).error_code(), grpc::NOT_FOUND);
 
