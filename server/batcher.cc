@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "server/arrival_forecast.h"
 
 namespace onnxserve::server {
 namespace {
@@ -120,6 +121,7 @@ struct Scheduler::State {
   std::mutex mu;
   std::condition_variable cv;
   std::deque<std::unique_ptr<QueuedRequest>> queue;
+  ArrivalForecast forecast;  // guarded by mu
   bool stopping = false;
 
   void Work();
@@ -128,10 +130,11 @@ struct Scheduler::State {
   }
   Batch RemoveDead(absl::Time now);
   std::vector<size_t> Gather() const;
+  bool Full(const std::vector<size_t>& picks) const;
   std::vector<size_t> TrimToPreferred(std::vector<size_t> picks) const;
-  Batch Collect(std::unique_lock<std::mutex>& lock);
+  Batch Collect(std::unique_lock<std::mutex>& lock, absl::Time free_since);
   RunLimits LimitsOf(const Batch& live, absl::Time start) const;
-  void Execute(Batch batch);
+  absl::Duration Execute(Batch batch);
   void Fail(Batch batch, const absl::Status& status);
 };
 
@@ -183,9 +186,20 @@ std::vector<size_t> Scheduler::State::TrimToPreferred(std::vector<size_t> picks)
   return picks;
 }
 
-// Waits (releasing the lock) until the head's batch is due, then takes it out of the queue. Returns an
-// empty batch when the queue changed under it; the caller then starts over.
-Batch Scheduler::State::Collect(std::unique_lock<std::mutex>& lock) {
+// True when the picked requests make a batch that should leave at once: max_batch_size or a preferred size.
+bool Scheduler::State::Full(const std::vector<size_t>& picks) const {
+  int64_t rows = 0;
+  for (size_t i : picks) rows += queue[i]->rows;
+  const auto& preferred = options.preferred_batch_sizes;
+  return rows >= options.max_batch_size || std::find(preferred.begin(), preferred.end(), rows) != preferred.end();
+}
+
+// Takes the head's batch out of the queue for a worker free since `free_since`. The batch leaves at once
+// unless holding it for company pays (ArrivalForecast), and then only until it is full, the forecast turns,
+// its oldest request has been held max_queue_delay past the moment an instance could have run it, or that
+// request's deadline. Waits release the lock; returns an empty batch when the head changed meanwhile (another
+// worker took it, or it was cancelled), and the caller starts over.
+Batch Scheduler::State::Collect(std::unique_lock<std::mutex>& lock, absl::Time free_since) {
   Batch batch;
   if (options.max_batch_size == 0) {
     batch.push_back(std::move(queue.front()));
@@ -193,17 +207,18 @@ Batch Scheduler::State::Collect(std::unique_lock<std::mutex>& lock) {
     return batch;
   }
   const QueuedRequest* head = queue.front().get();
-  const absl::Time flush_at = head->enqueued + options.max_queue_delay;
+  // The delay bounds time spent held back for company, not time spent waiting for a busy instance.
+  const absl::Time hold_until = std::max(head->enqueued, free_since) + options.max_queue_delay;
   std::vector<size_t> picks;
   while (true) {
     picks = Gather();
-    int64_t rows = 0;
-    for (size_t i : picks) rows += queue[i]->rows;
-    const auto& preferred = options.preferred_batch_sizes;
-    const bool full = rows >= options.max_batch_size ||
-                      std::find(preferred.begin(), preferred.end(), rows) != preferred.end();
-    if (full || stopping || absl::Now() >= flush_at || head->deadline <= absl::Now()) break;
-    cv.wait_until(lock, absl::ToChronoTime(std::min(flush_at, head->deadline)));
+    const auto queued = static_cast<int64_t>(picks.size());
+    const absl::Time now = absl::Now();
+    if (Full(picks) || stopping || now >= hold_until || head->deadline <= now ||
+        !forecast.WorthHolding(queued, now)) {
+      break;
+    }
+    cv.wait_until(lock, absl::ToChronoTime(std::min({hold_until, head->deadline, forecast.HoldingPaysUntil(queued)})));
     if (queue.empty() || queue.front().get() != head) return batch;
   }
   picks = TrimToPreferred(std::move(picks));
@@ -218,6 +233,7 @@ void Scheduler::State::Fail(Batch batch, const absl::Status& status) {
 
 void Scheduler::State::Work() {
   std::unique_lock<std::mutex> lock(mu);
+  absl::Time free_since = absl::Now();  // when this worker last finished a batch
   while (true) {
     cv.wait(lock, [&] { return stopping || !queue.empty(); });
     if (queue.empty()) return;
@@ -235,12 +251,14 @@ void Scheduler::State::Work() {
       lock.lock();
       continue;
     }
-    Batch batch = Collect(lock);
+    Batch batch = Collect(lock, free_since);
     if (batch.empty()) continue;
     PublishDepth();
     lock.unlock();
-    Execute(std::move(batch));  // may destroy the Scheduler (see ~Scheduler); State stays alive
+    const absl::Duration took = Execute(std::move(batch));  // may destroy the Scheduler; State stays alive
     lock.lock();
+    free_since = absl::Now();
+    if (took > absl::ZeroDuration()) forecast.OnExecution(took);
   }
 }
 
@@ -255,7 +273,8 @@ RunLimits Scheduler::State::LimitsOf(const Batch& live, absl::Time start) const 
   });
 }
 
-void Scheduler::State::Execute(Batch batch) {
+// Returns how long the model execution took, zero when none ran.
+absl::Duration Scheduler::State::Execute(Batch batch) {
   const absl::Time start = absl::Now();
   Batch live;
   for (auto& r : batch) {
@@ -266,7 +285,7 @@ void Scheduler::State::Execute(Batch batch) {
       live.push_back(std::move(r));
     }
   }
-  if (live.empty()) return;
+  if (live.empty()) return absl::ZeroDuration();
   int64_t rows = 0;
   for (const auto& r : live) rows += r->rows;
 
@@ -279,7 +298,10 @@ void Scheduler::State::Execute(Batch batch) {
   const absl::Time computed_input = absl::Now();
   absl::StatusOr<std::vector<Tensor>> outputs = run(inputs, LimitsOf(live, start));
   const absl::Time computed = absl::Now();
-  if (!outputs.ok()) return Fail(std::move(live), outputs.status());
+  if (!outputs.ok()) {
+    Fail(std::move(live), outputs.status());
+    return computed - start;
+  }
 
   std::vector<std::vector<Tensor>> split(live.size());
   if (live.size() == 1) {
@@ -288,10 +310,11 @@ void Scheduler::State::Execute(Batch batch) {
     for (size_t o = 0; o < outputs->size(); ++o) {
       auto full = std::make_shared<Tensor>((*outputs)[o]);
       if (full->rank() == 0 || full->dim(0) != rows) {
-        return Fail(std::move(live), absl::InternalError(absl::StrCat(
-                                         "output \"", options.output_names[o], "\" has shape ",
-                                         ShapeToString(full->shape()), ", expected batch size ", rows,
-                                         " as its first dimension")));
+        Fail(std::move(live), absl::InternalError(absl::StrCat("output \"", options.output_names[o],
+                                                               "\" has shape ", ShapeToString(full->shape()),
+                                                               ", expected batch size ", rows,
+                                                               " as its first dimension")));
+        return computed - start;
       }
       int64_t begin = 0;
       for (size_t r = 0; r < live.size(); ++r) {
@@ -311,6 +334,7 @@ void Scheduler::State::Execute(Batch batch) {
                                   absl::ToDoubleSeconds(start - live[r]->enqueued));
     live[r]->done(std::move(split[r]));
   }
+  return done - start;
 }
 
 Scheduler::Scheduler(SchedulerOptions options, RunFn run, VersionStats* stats, ServerMetrics* metrics)
@@ -349,18 +373,28 @@ void Scheduler::StopWorkers() {
 }
 
 void Scheduler::Enqueue(std::unique_ptr<QueuedRequest> request) {
+  const uint32_t level = request->priority_level;
+  const auto& limits = state_->options.max_queue_sizes;
+  const int64_t limit = level >= 1 && level <= limits.size() ? limits[level - 1] : limits.back();
   {
     std::lock_guard<std::mutex> lock(state_->mu);
-    const auto& options = state_->options;
-    if (options.max_queue_size == 0 || static_cast<int64_t>(state_->queue.size()) < options.max_queue_size) {
-      state_->queue.push_back(std::move(request));
+    state_->forecast.OnArrival(absl::Now());
+    auto& queue = state_->queue;
+    // The queue is sorted by level, so a level's requests are one run of it.
+    auto by_level = [](const std::unique_ptr<QueuedRequest>& r, uint32_t l) { return r->priority_level < l; };
+    auto by_level_after = [](uint32_t l, const std::unique_ptr<QueuedRequest>& r) { return l < r->priority_level; };
+    const auto first = std::lower_bound(queue.begin(), queue.end(), level, by_level);
+    const auto end = std::upper_bound(first, queue.end(), level, by_level_after);
+    if (limit == 0 || end - first < limit) {
+      queue.insert(end, std::move(request));
       state_->PublishDepth();
     }
   }
   if (request) {
-    request->done(absl::ResourceExhaustedError(
-        absl::StrCat("model \"", state_->options.model, "\" version ", state_->options.version,
-                     ": queue full (max_queue_size ", state_->options.max_queue_size, "), retry later")));
+    const bool leveled = limits.size() > 1;
+    request->done(absl::ResourceExhaustedError(absl::StrCat(
+        "model \"", state_->options.model, "\" version ", state_->options.version, ": queue full (max_queue_size ",
+        limit, leveled ? absl::StrCat(" of priority level ", level) : "", "), retry later")));
     return;
   }
   state_->cv.notify_all();

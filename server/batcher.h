@@ -4,11 +4,17 @@
 //
 // A batch is made of requests whose inputs agree on every dimension but the first; their inputs are
 // concatenated on dim 0 (up to max_batch_size rows), the model runs once and each output is split back
-// by rows. A batch starts when it reaches max_batch_size or a preferred size, or when its oldest request
-// has waited max_queue_delay. Requests past their deadline or cancelled are completed with
-// DEADLINE_EXCEEDED / CANCELLED before compute; a running batch stops between steps once every request in
-// it has passed its deadline or been cancelled, or the model's execution timeout has passed. With
-// max_batch_size 0 each request runs alone.
+// by rows. A free instance takes the queued requests at once (a lone request never waits for company);
+// it holds them back for more only while more are expected during one execution than are already queued
+// (ArrivalForecast), and then at most until the batch reaches max_batch_size or a preferred size, or until
+// max_queue_delay has passed since the oldest of them could first have run. Requests past their deadline
+// or cancelled are completed with DEADLINE_EXCEEDED / CANCELLED before compute; a running batch stops
+// between steps once every request in it has passed its deadline or been cancelled, or the model's
+// execution timeout has passed. With max_batch_size 0 each request runs alone.
+//
+// Priority levels (Triton's, 1 the highest): the queue is kept in level order, arrivals in order within a
+// level, so the head is the oldest request of the highest level waiting and batches fill from the top
+// level down. Each level has its own queue bound.
 #pragma once
 
 #include <cstdint>
@@ -49,6 +55,7 @@ class VersionStats {
 struct QueuedRequest {
   std::vector<Tensor> inputs;  // validated, in the order of the scheduler's input names
   int64_t rows = 1;            // dim 0 of every input when batching; 1 otherwise
+  uint32_t priority_level = 1;  // 1 (the highest) to the scheduler's number of levels
   absl::Time enqueued = absl::Now();
   absl::Time deadline = absl::InfiniteFuture();
   std::function<bool()> cancelled;  // polled before compute; may be empty
@@ -65,7 +72,9 @@ struct SchedulerOptions {
   int64_t max_batch_size = 0;  // 0: no batching
   std::vector<int64_t> preferred_batch_sizes;
   absl::Duration max_queue_delay = absl::ZeroDuration();
-  int64_t max_queue_size = 0;  // 0: unbounded
+  // The queue bound of each priority level, level 1 first; one entry when the model has no priority levels.
+  // 0: unbounded.
+  std::vector<int64_t> max_queue_sizes = {0};
   int instances = 1;
   // How long one execution may run (config parameter execution_timeout_ms).
   absl::Duration execution_timeout = absl::InfiniteDuration();
@@ -87,7 +96,8 @@ class Scheduler {
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
-  // Queues the request, or completes it at once with RESOURCE_EXHAUSTED when the queue is full.
+  // Queues the request behind those of its priority level and above, or completes it at once with
+  // RESOURCE_EXHAUSTED when its level's queue is full. Its priority_level must be in [1, levels].
   void Enqueue(std::unique_ptr<QueuedRequest> request);
 
  private:

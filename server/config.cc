@@ -147,6 +147,35 @@ bool CanBatch(const Session& session) {
   return true;
 }
 
+// Triton's rules: levels 1..priority_levels, the default one of them, policies only for them.
+absl::Status CheckPriorityLevels(const inference::ModelDynamicBatching& batching) {
+  const uint32_t levels = batching.priority_levels();
+  if (levels > kMaxPriorityLevels) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dynamic_batching.priority_levels must be at most ", kMaxPriorityLevels, ", got ", levels));
+  }
+  if (levels == 0 && (batching.default_priority_level() != 0 || !batching.priority_queue_policy().empty())) {
+    return absl::InvalidArgumentError(
+        "dynamic_batching.default_priority_level and priority_queue_policy need priority_levels > 0");
+  }
+  if (levels > 0 && (batching.default_priority_level() < 1 || batching.default_priority_level() > levels)) {
+    return absl::InvalidArgumentError(absl::StrCat("dynamic_batching.default_priority_level must be in [1, ",
+                                                   levels, "] (priority_levels), got ",
+                                                   batching.default_priority_level()));
+  }
+  for (const auto& [level, policy] : batching.priority_queue_policy()) {
+    if (level < 1 || level > levels) {
+      return absl::InvalidArgumentError(absl::StrCat("dynamic_batching.priority_queue_policy key ", level,
+                                                     " is not a priority level in [1, ", levels, "]"));
+    }
+    if (policy.timeout_action() != inference::ModelQueuePolicy::REJECT) {
+      return absl::InvalidArgumentError(absl::StrCat("priority_queue_policy ", level,
+                                                     ": timeout_action DELAY is not supported"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckBatching(inference::ModelConfig& config) {
   if (config.max_batch_size() < 0) {
     return absl::InvalidArgumentError(
@@ -167,6 +196,66 @@ absl::Status CheckBatching(inference::ModelConfig& config) {
     return absl::InvalidArgumentError(
         "default_queue_policy.timeout_action DELAY is not supported: timed-out requests are rejected");
   }
+  if (batching.preserve_ordering()) {
+    return absl::InvalidArgumentError(
+        "dynamic_batching.preserve_ordering is not supported: concurrent requests may complete in any order");
+  }
+  return CheckPriorityLevels(batching);
+}
+
+// Scheduling and backend fields onnxserve declares (so clients decode them) but does not implement.
+absl::Status CheckScheduling(const inference::ModelConfig& config) {
+  if (config.has_sequence_batching()) {
+    return absl::InvalidArgumentError(
+        "sequence_batching is not supported: onnxserve has no stateful scheduler (use dynamic_batching)");
+  }
+  if (config.has_ensemble_scheduling()) {
+    return absl::InvalidArgumentError("ensemble_scheduling is not supported: onnxserve serves single ONNX models");
+  }
+  if (!config.runtime().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("runtime \"", config.runtime().substr(0, 64),
+                                                   "\" is not supported: onnxserve runs ONNX models itself"));
+  }
+  return absl::OkStatus();
+}
+
+// Per-tensor fields that ask for what onnxserve does not do.
+absl::Status CheckInputFeatures(const inference::ModelInput& input) {
+  const char* unsupported = input.is_shape_tensor()      ? "is_shape_tensor (a TensorRT feature)"
+                            : input.allow_ragged_batch() ? "allow_ragged_batch (batched inputs must agree on "
+                                                           "every dimension but the first)"
+                            : input.optional()           ? "optional (every input is required)"
+                                                         : nullptr;
+  if (unsupported == nullptr) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("input \"", input.name(), "\": ", unsupported, " is not supported"));
+}
+
+absl::Status CheckOutputFeatures(const inference::ModelOutput& output) {
+  const char* unsupported = output.is_shape_tensor()          ? "is_shape_tensor (a TensorRT feature)"
+                            : !output.label_filename().empty() ? "label_filename (onnxserve has no classification "
+                                                                 "extension)"
+                                                               : nullptr;
+  if (unsupported == nullptr) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("output \"", output.name(), "\": ", unsupported, " is not supported"));
+}
+
+// An image format promises three dims besides the batch dimension (HWC or CHW), as Triton checks.
+absl::Status CheckInputFormat(const inference::ModelInput& input) {
+  if (input.format() == inference::ModelInput::FORMAT_NONE || input.dims_size() == 3) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("input \"", input.name(), "\": format ",
+                                                 inference::ModelInput::Format_Name(input.format()),
+                                                 " needs 3 dims besides the batch dimension, got ",
+                                                 DimsToString(input.dims())));
+}
+
+absl::Status CheckTensorFeatures(const inference::ModelConfig& config) {
+  for (const auto& input : config.input()) {
+    RETURN_IF_ERROR(CheckInputFeatures(input));
+    RETURN_IF_ERROR(CheckInputFormat(input));
+  }
+  for (const auto& output : config.output()) RETURN_IF_ERROR(CheckOutputFeatures(output));
   return absl::OkStatus();
 }
 
@@ -273,6 +362,7 @@ absl::StatusOr<inference::ModelConfig> ReadModelConfig(const std::string& path) 
 absl::Status CompleteModelConfig(const std::string& model_name, const Session& session, bool from_file,
                                  inference::ModelConfig& config) {
   RETURN_IF_ERROR(CheckIdentity(model_name, config));
+  RETURN_IF_ERROR(CheckScheduling(config));
   if (!from_file && CanBatch(session)) {
     config.set_max_batch_size(kDefaultMaxBatchSize);
     config.mutable_dynamic_batching();
@@ -281,6 +371,7 @@ absl::Status CompleteModelConfig(const std::string& model_name, const Session& s
   const bool batching = config.max_batch_size() > 0;
   RETURN_IF_ERROR(CompleteTensors("input", session.inputs(), batching, true, *config.mutable_input()));
   RETURN_IF_ERROR(CompleteTensors("output", session.outputs(), batching, false, *config.mutable_output()));
+  RETURN_IF_ERROR(CheckTensorFeatures(config));
   RETURN_IF_ERROR(CheckInstanceGroups(config));
   return CheckVersionPolicy(config);
 }
@@ -331,6 +422,17 @@ absl::StatusOr<int64_t> MemoryBudgetParameter(const inference::ModelConfig& conf
                    BoundedIntegerParameter(config, kMemoryBudgetParameter, 0, std::numeric_limits<int64_t>::max(),
                                            "a whole number of bytes (0: no budget)"));
   return bytes ? *bytes : fallback;
+}
+
+absl::StatusOr<std::string> ModelFileName(const inference::ModelConfig& config) {
+  const std::string& name = config.default_model_filename();
+  if (name.empty()) return std::string(kDefaultModelFile);
+  if (name.size() > 255 || name == "." || name == ".." || name.find_first_of("/\\") != std::string::npos ||
+      name.find('\0') != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("default_model_filename \"", name.substr(0, 64),
+                                                   "\" must be a file name inside the version folder"));
+  }
+  return name;
 }
 
 int InstanceCount(const inference::ModelConfig& config) {

@@ -14,13 +14,15 @@
 
 namespace onnxserve::server {
 
-// Parses a config.pbtxt. Fields outside the subset onnxserve supports are errors naming the line and field.
+// Parses a config.pbtxt. Fields outside Triton's ModelConfig, or the part of it onnxserve declares, are
+// errors naming the line and field.
 absl::StatusOr<inference::ModelConfig> ReadModelConfig(const std::string& path);
 
 // Checks `config` against the model and fills what it leaves out: name, platform, inputs and outputs (from
 // the model), one CPU instance. With `from_file` false (no config.pbtxt) batching is turned on
 // (max_batch_size kDefaultMaxBatchSize, dynamic_batching {}) when every input and output has a dynamic
-// first dimension. Unsupported settings are errors; ignored ones (parameters) are logged as warnings.
+// first dimension. Unsupported settings (sequence_batching, ensemble_scheduling, preserve_ordering, shape
+// tensors, ...) are errors naming the field; ignored ones (parameters) are logged as warnings.
 absl::Status CompleteModelConfig(const std::string& model_name, const Session& session, bool from_file,
                                  inference::ModelConfig& config);
 
@@ -49,9 +51,16 @@ struct TensorSpec {
 std::vector<TensorSpec> InputSpecs(const inference::ModelConfig& config);
 std::vector<TensorSpec> OutputSpecs(const inference::ModelConfig& config);
 
+// The model file each version folder holds: default_model_filename, or kDefaultModelFile when the config
+// names none. A name with a path separator (or "." / "..") is an error: it would reach outside the folder.
+absl::StatusOr<std::string> ModelFileName(const inference::ModelConfig& config);
+inline constexpr char kDefaultModelFile[] = "model.onnx";
+
 // Model instances that may run at once: the sum of the instance groups' counts, at most kMaxInstances.
 int InstanceCount(const inference::ModelConfig& config);
 
+// Each priority level is a queue bound; more levels than this is a typo.
+inline constexpr uint32_t kMaxPriorityLevels = 1024;
 // Each instance is a thread; a config asking for more is an error, not an attempt to start them.
 inline constexpr int kMaxInstances = 64;
 // A config.pbtxt is a few hundred bytes; a bigger file is read no further.

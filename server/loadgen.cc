@@ -32,6 +32,7 @@
 #include "runtime/model/tensor_proto.h"
 #include "server/commands.h"
 #include "server/datatype.h"
+#include "server/sample_tensors.h"
 
 namespace onnxserve::server {
 namespace {
@@ -77,11 +78,9 @@ absl::Status AddRawInput(const std::string& name, const Tensor& tensor, ModelInf
   return absl::OkStatus();
 }
 
-// Uniform values in [0, 1) for floats, {0, 1} for integers and bools: valid for most models' inputs.
-// A dynamic first dimension takes `batch`, other dynamic dimensions 1.
+// Random inputs (RandomTensor). A dynamic first dimension takes `batch`, other dynamic dimensions 1.
 absl::Status AddRandomInputs(const ModelMetadataResponse& metadata, int64_t batch, ModelInferRequest& request) {
   std::mt19937 rng(42);
-  std::uniform_real_distribution<float> uniform(0.f, 1.f);
   for (const auto& info : metadata.inputs()) {
     ASSIGN_OR_RETURN(DataType dtype, DataTypeFromKServe(info.datatype()));
     Shape shape(info.shape().begin(), info.shape().end());
@@ -91,12 +90,7 @@ absl::Status AddRandomInputs(const ModelMetadataResponse& metadata, int64_t batc
     if (dtype == DataType::kString) {
       return absl::InvalidArgumentError(absl::StrCat("input \"", info.name(), "\" is BYTES: give it with --input"));
     }
-    Tensor tensor(dtype, shape);
-    DispatchNumeric(dtype, [&](auto tag) {
-      using T = decltype(tag);
-      constexpr bool kFloat = !std::is_integral_v<T>;
-      for (T& v : tensor.mutable_values<T>()) v = static_cast<T>(kFloat ? uniform(rng) : static_cast<float>(rng() % 2));
-    });
+    ASSIGN_OR_RETURN(Tensor tensor, RandomTensor(dtype, std::move(shape), rng));
     RETURN_IF_ERROR(AddRawInput(info.name(), tensor, request));
   }
   return absl::OkStatus();

@@ -1,16 +1,6 @@
 // onnxserve probe: a grpc.health.v1.Health/Check client for Docker HEALTHCHECK and Kubernetes exec probes.
 // Prints the serving status and exits 0 only when it is SERVING.
-//
-// Neither gRPC nor Debian installs health.proto or code generated from it, so the probe builds the two
-// message types at run time from their descriptor (the schema below is grpc/health/v1/health.proto's) and
-// calls the method through gRPC's generic stub.
-#include <google/protobuf/descriptor.h>
-#include <google/protobuf/descriptor.pb.h>
-#include <google/protobuf/dynamic_message.h>
-#include <google/protobuf/text_format.h>
-#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
-#include <grpcpp/impl/codegen/proto_utils.h>  // SerializationTraits for protobuf messages
 
 #include <chrono>
 #include <iostream>
@@ -22,42 +12,12 @@
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "health.grpc.pb.h"
 #include "server/commands.h"
 #include "server/tls.h"
 
 namespace onnxserve::server {
 namespace {
-
-namespace pb = google::protobuf;
-
-constexpr char kHealthProto[] = R"pb(
-  name: "grpc/health/v1/health.proto"
-  package: "grpc.health.v1"
-  syntax: "proto3"
-  message_type {
-    name: "HealthCheckRequest"
-    field { name: "service" number: 1 label: LABEL_OPTIONAL type: TYPE_STRING }
-  }
-  message_type {
-    name: "HealthCheckResponse"
-    field {
-      name: "status"
-      number: 1
-      label: LABEL_OPTIONAL
-      type: TYPE_ENUM
-      type_name: ".grpc.health.v1.HealthCheckResponse.ServingStatus"
-    }
-    enum_type {
-      name: "ServingStatus"
-      value { name: "UNKNOWN" number: 0 }
-      value { name: "SERVING" number: 1 }
-      value { name: "NOT_SERVING" number: 2 }
-      value { name: "SERVICE_UNKNOWN" number: 3 }
-    }
-  }
-)pb";
-constexpr char kCheckMethod[] = "/grpc.health.v1.Health/Check";
-constexpr int kServing = 1;
 
 constexpr char kUsage[] = R"(usage: onnxserve probe [--addr HOST:PORT] [--model NAME] [--timeout-ms N]
                        [--metadata KEY=VALUE] [--tls-ca-cert FILE [--tls-client-cert FILE --tls-client-key FILE]]
@@ -121,56 +81,26 @@ bool ParseProbeOptions(int argc, char** argv, ProbeOptions& options) {
   return true;
 }
 
-// The health messages, built once per process from kHealthProto.
-class HealthMessages {
- public:
-  HealthMessages() {
-    pb::FileDescriptorProto file;
-    pb::TextFormat::ParseFromString(kHealthProto, &file);
-    pool_.BuildFile(file);
-  }
-  std::unique_ptr<pb::Message> New(const std::string& type) {
-    return std::unique_ptr<pb::Message>(
-        factory_.GetPrototype(pool_.FindMessageTypeByName("grpc.health.v1." + type))->New());
-  }
-
- private:
-  pb::DescriptorPool pool_;
-  pb::DynamicMessageFactory factory_{&pool_};
-};
-
 // SERVING, NOT_SERVING, ... or the gRPC error that prevented an answer; `serving` tells whether to exit 0.
 std::string Check(const ProbeOptions& options, const std::shared_ptr<grpc::ChannelCredentials>& credentials,
                   bool& serving) {
-  HealthMessages messages;
-  std::unique_ptr<pb::Message> request = messages.New("HealthCheckRequest");
-  std::unique_ptr<pb::Message> response = messages.New("HealthCheckResponse");
-  request->GetReflection()->SetString(request.get(), request->GetDescriptor()->FindFieldByName("service"),
-                                      options.service);
-
-  grpc::TemplatedGenericStub<pb::Message, pb::Message> stub(grpc::CreateChannel(options.addr, credentials));
+  using grpc::health::v1::HealthCheckResponse;
+  auto stub = grpc::health::v1::Health::NewStub(grpc::CreateChannel(options.addr, credentials));
   grpc::ClientContext context;
   for (const auto& [key, value] : options.metadata) context.AddMetadata(key, value);
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(options.timeout_ms));
-  grpc::CompletionQueue cq;
-  auto call = stub.PrepareUnaryCall(&context, kCheckMethod, *request, &cq);
-  call->StartCall();
-  grpc::Status status;
-  call->Finish(response.get(), &status, &cq);
-  void* tag;
-  bool ok;
-  cq.Next(&tag, &ok);
-
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service(options.service);
+  HealthCheckResponse response;
+  const grpc::Status status = stub->Check(&context, request, &response);
   serving = false;
   if (!status.ok()) {
     // absl::StatusCode and grpc::StatusCode share google.rpc.Code numbering (asserted in status.cc).
     return absl::StrCat(absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())), ": ",
                         status.error_message());
   }
-  const pb::EnumValueDescriptor* value = response->GetReflection()->GetEnum(
-      *response, response->GetDescriptor()->FindFieldByName("status"));
-  serving = value->number() == kServing;
-  return value->name();
+  serving = response.status() == HealthCheckResponse::SERVING;
+  return HealthCheckResponse::ServingStatus_Name(response.status());
 }
 
 }  // namespace

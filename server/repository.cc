@@ -11,6 +11,8 @@
 #include "runtime/core/path.h"
 #include "runtime/core/status_macros.h"
 #include "server/log.h"
+#include "server/request_parameters.h"
+#include "server/warmup.h"
 
 namespace onnxserve::server {
 namespace fs = std::filesystem;
@@ -28,7 +30,6 @@ struct ModelRepository::ModelSlot {
 
 namespace {
 
-constexpr const char* kModelFile = "model.onnx";
 constexpr const char* kConfigFile = "config.pbtxt";
 
 // Changes whenever a file is rewritten, replaced or removed.
@@ -86,7 +87,7 @@ bool IsDirectory(const fs::directory_entry& entry) {
 
 // What ROOT/<model>/ holds right now.
 struct DiskVersion {
-  std::string fingerprint;              // of its model.onnx
+  std::string fingerprint;              // of its model file (model.onnx or default_model_filename)
   absl::StatusOr<fs::path> model_file;  // resolved
 };
 
@@ -114,12 +115,15 @@ DiskModel ScanDisk(const std::string& root, const std::string& name, const fs::p
   } else if (disk.has_config) {
     disk.config_status = config_path.status();
   }
+  const absl::StatusOr<std::string> model_file = ModelFileName(disk.config);
+  if (!model_file.ok() && disk.config_status.ok()) disk.config_status = model_file.status();
+  const std::string file = model_file.value_or(kDefaultModelFile);
   for (const auto& entry : ListDir(dir)) {
     int64_t version = 0;
     const std::string folder = entry.path().filename().string();
     if (!IsDirectory(entry) || !absl::SimpleAtoi(folder, &version) || version < 1) continue;
-    disk.versions[version] = {FileFingerprint(entry.path() / kModelFile),
-                              ResolveModelFile(root, fs::path(name) / folder / kModelFile)};
+    disk.versions[version] = {FileFingerprint(entry.path() / file),
+                              ResolveModelFile(root, fs::path(name) / folder / file)};
   }
   return disk;
 }
@@ -181,7 +185,10 @@ SchedulerOptions SchedulerOptionsFor(const ModelVersion& mv) {
   options.preferred_batch_sizes.assign(batching.preferred_batch_size().begin(),
                                        batching.preferred_batch_size().end());
   options.max_queue_delay = absl::Microseconds(static_cast<int64_t>(batching.max_queue_delay_microseconds()));
-  options.max_queue_size = batching.default_queue_policy().max_queue_size();
+  options.max_queue_sizes.clear();
+  for (uint32_t level = 1; level <= std::max<uint32_t>(batching.priority_levels(), 1); ++level) {
+    options.max_queue_sizes.push_back(QueuePolicyOf(batching, level).max_queue_size());
+  }
   return options;
 }
 
@@ -409,6 +416,15 @@ absl::StatusOr<std::shared_ptr<ModelVersion>> ModelRepository::BuildVersion(cons
     if (result.ok()) return result;
     return absl::Status(result.status().code(), absl::StrCat(model, ": ", result.status().message()));
   };
+  const absl::Time warmup_start = absl::Now();
+  RETURN_IF_ERROR(Warmup(mv->config, run, mv->execution_timeout));
+  if (!mv->config.model_warmup().empty()) {
+    Log(LogLevel::kInfo, "model_warmed_up",
+        {{"model", name},
+         {"version", mv->version_str},
+         {"samples", absl::StrCat(mv->config.model_warmup_size())},
+         {"ms", absl::StrCat(absl::ToInt64Milliseconds(absl::Now() - warmup_start))}});
+  }
   mv->scheduler = std::make_unique<Scheduler>(std::move(scheduler_options), std::move(run), mv->stats.get(),
                                               options_.metrics);
   Log(LogLevel::kInfo, "model_loaded",

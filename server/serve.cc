@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "health.pb.h"
 #include "runtime/core/checked_size.h"
 #include "server/commands.h"
 #include "server/grpc_access.h"
@@ -187,6 +188,9 @@ absl::Status StartGrpc(Server& s, int& port) {
   auto tls = LoadServerTls("--grpc", s.security.grpc_tls);
   if (!tls.ok()) return tls.status();
   grpc::EnableDefaultHealthCheckService(true);
+  // Reflection describes services from protobuf's generated pool, where gRPC's own health service (upb
+  // inside) leaves nothing: proto/health.proto's descriptor stands in, and naming it here links it in.
+  grpc::health::v1::HealthCheckRequest::descriptor();
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   if (!s.security.grpc_reflection) builder.SetOption(std::make_unique<WithoutReflection>());

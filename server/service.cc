@@ -10,6 +10,7 @@
 #include "runtime/core/status_macros.h"
 #include "server/datatype.h"
 #include "server/log.h"
+#include "server/request_parameters.h"
 #include "server/status.h"
 
 namespace onnxserve::server {
@@ -122,24 +123,17 @@ absl::StatusOr<std::vector<size_t>> RequestedOutputs(const ModelVersion& mv, con
   return picked;
 }
 
-// The earliest of the client's gRPC deadline and the queue policy's timeout (the request's "timeout"
-// parameter, in microseconds, when the policy allows overriding it).
-absl::Time DeadlineOf(const ModelVersion& mv, const ModelInferRequest& wire, grpc::CallbackServerContext* ctx,
-                      absl::Time arrival) {
+// The earliest of the client's gRPC deadline and the timeout of the request's priority level (QueueTimeout).
+absl::StatusOr<absl::Time> DeadlineOf(const ModelVersion& mv, const ModelInferRequest& wire, uint32_t level,
+                                      grpc::CallbackServerContext* ctx, absl::Time arrival) {
   absl::Time deadline = absl::InfiniteFuture();
   const auto grpc_deadline = ctx->deadline();
   if (grpc_deadline < std::chrono::system_clock::now() + std::chrono::hours(24 * 365)) {
     deadline = absl::FromChrono(grpc_deadline);
   }
-  const auto& policy = mv.config.dynamic_batching().default_queue_policy();
-  int64_t timeout_us = static_cast<int64_t>(policy.default_timeout_microseconds());
-  auto param = wire.parameters().find("timeout");
-  if (policy.allow_timeout_override() && param != wire.parameters().end() &&
-      param->second.parameter_choice_case() == inference::InferParameter::kInt64Param) {
-    timeout_us = param->second.int64_param();
-  }
-  if (timeout_us > 0) deadline = std::min(deadline, arrival + absl::Microseconds(timeout_us));
-  return deadline;
+  ASSIGN_OR_RETURN(absl::Duration timeout,
+                   QueueTimeout(QueuePolicyOf(mv.config.dynamic_batching(), level), wire.parameters()));
+  return std::min(deadline, arrival + timeout);
 }
 
 void FillResponse(const ModelVersion& mv, const std::string& id, const std::vector<size_t>& picked,
@@ -411,13 +405,18 @@ void InferenceService::Enqueue(const ModelInferRequest& wire, grpc::CallbackServ
   absl::Status valid = DecodeInputs(*mv, wire, *request);
   auto picked = RequestedOutputs(*mv, wire);
   if (valid.ok()) valid = picked.status();
+  auto level = PriorityLevel(mv->config.dynamic_batching(), wire.parameters());
+  if (valid.ok()) valid = level.status();
+  auto deadline = DeadlineOf(*mv, wire, level.value_or(1), ctx, arrival);
+  if (valid.ok()) valid = deadline.status();
   if (!valid.ok()) {
     mv->stats->RecordRequest(false, absl::Now() - arrival, 0);
     Reply(mv->name, mv->version_str, arrival, valid);
     return finish(valid);
   }
   request->enqueued = arrival;
-  request->deadline = DeadlineOf(*mv, wire, ctx, arrival);
+  request->deadline = *deadline;
+  request->priority_level = *level;
   request->cancelled = [ctx] { return ctx->IsCancelled(); };
   request->done = [this, mv, id = wire.id(), picked = *std::move(picked), rows = request->rows, response,
                    arrival, finish = std::move(finish)](absl::StatusOr<std::vector<Tensor>> outputs) {

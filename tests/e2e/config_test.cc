@@ -9,6 +9,8 @@
 
 #include <google/protobuf/text_format.h>
 
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "runtime/model/model.h"
 #include "server/repository.h"
@@ -115,6 +117,92 @@ TEST(ConfigTest, InstanceCountsAreCappedInsteadOfStartingThreads) {
   inference::ModelConfig most = Parse("instance_group [ { count: 60 }, { count: 4 } ]");
   ASSERT_TRUE(CompleteModelConfig("m", *session, true, most).ok());
   EXPECT_EQ(InstanceCount(most), kMaxInstances);
+}
+
+// Every Triton field onnxserve declares but does not implement parses, and completing the config fails
+// with an error that names the field.
+TEST(ConfigTest, DeclaredButUnsupportedFieldsAreErrorsNamingThem) {
+  const auto session = IdentitySession();
+  const std::pair<const char*, const char*> cases[] = {
+      {"sequence_batching { max_sequence_idle_microseconds: 5 }", "sequence_batching"},
+      {"sequence_batching { oldest { max_candidate_sequences: 4 } control_input { name: \"start\" } }",
+       "sequence_batching"},
+      {"ensemble_scheduling { step { model_name: \"a\" model_version: -1 input_map { key: \"x\" value: \"x\" } } }",
+       "ensemble_scheduling"},
+      {"runtime: \"model.py\"", "runtime \"model.py\""},
+      {"max_batch_size: 8 dynamic_batching { preserve_ordering: true }", "preserve_ordering"},
+      {"max_batch_size: 8 input [ { name: \"x\" data_type: TYPE_FP32 dims: [ 4 ] is_shape_tensor: true } ]",
+       "input \"x\": is_shape_tensor"},
+      {"max_batch_size: 8 input [ { name: \"x\" data_type: TYPE_FP32 dims: [ 4 ] allow_ragged_batch: true } ]",
+       "input \"x\": allow_ragged_batch"},
+      {"max_batch_size: 8 input [ { name: \"x\" data_type: TYPE_FP32 dims: [ 4 ] optional: true } ]",
+       "input \"x\": optional"},
+      {"max_batch_size: 8 output [ { name: \"y\" data_type: TYPE_FP32 dims: [ 4 ] label_filename: \"labels.txt\" } ]",
+       "output \"y\": label_filename"},
+      {"max_batch_size: 8 output [ { name: \"y\" data_type: TYPE_FP32 dims: [ 4 ] is_shape_tensor: true } ]",
+       "output \"y\": is_shape_tensor"},
+      {"max_batch_size: 8 input [ { name: \"x\" data_type: TYPE_FP32 format: FORMAT_NHWC dims: [ 4 ] } ]",
+       "format FORMAT_NHWC needs 3 dims"},
+  };
+  for (const auto& [text, field] : cases) {
+    inference::ModelConfig config = Parse(text);
+    const absl::Status status = CompleteModelConfig("m", *session, true, config);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << text << ": " << status;
+    EXPECT_NE(status.message().find(field), std::string::npos) << text << ": " << status;
+  }
+}
+
+TEST(ConfigTest, PriorityLevelsFollowTritonsRules) {
+  const auto session = IdentitySession();
+  inference::ModelConfig good = Parse(R"(max_batch_size: 8 dynamic_batching {
+      priority_levels: 3 default_priority_level: 2
+      priority_queue_policy { key: 1 value { max_queue_size: 4 } }
+      priority_queue_policy { key: 3 value { default_timeout_microseconds: 100 } } })");
+  const absl::Status ok = CompleteModelConfig("m", *session, true, good);
+  EXPECT_TRUE(ok.ok()) << ok;
+  const std::pair<const char*, const char*> cases[] = {
+      {"priority_levels: 2", "default_priority_level must be in [1, 2]"},
+      {"priority_levels: 2 default_priority_level: 3", "default_priority_level must be in [1, 2]"},
+      {"default_priority_level: 1", "need priority_levels > 0"},
+      {"priority_queue_policy { key: 1 value { max_queue_size: 4 } }", "need priority_levels > 0"},
+      {"priority_levels: 2 default_priority_level: 1 priority_queue_policy { key: 3 value {} }",
+       "priority_queue_policy key 3 is not a priority level in [1, 2]"},
+      {"priority_levels: 2 default_priority_level: 1 priority_queue_policy { key: 0 value {} }",
+       "priority_queue_policy key 0"},
+      {"priority_levels: 2 default_priority_level: 1 priority_queue_policy { key: 2 value { timeout_action: DELAY } }",
+       "timeout_action DELAY is not supported"},
+      {"priority_levels: 100000 default_priority_level: 1", "priority_levels must be at most 1024"},
+  };
+  for (const auto& [text, message] : cases) {
+    inference::ModelConfig config = Parse(absl::StrCat("max_batch_size: 8 dynamic_batching { ", text, " }"));
+    const absl::Status status = CompleteModelConfig("m", *session, true, config);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << text << ": " << status;
+    EXPECT_NE(status.message().find(message), std::string::npos) << text << ": " << status;
+  }
+}
+
+TEST(ConfigTest, TheDefaultsOfTheNewFieldsAreAccepted) {
+  const auto session = IdentitySession();
+  inference::ModelConfig config = Parse(R"(
+    max_batch_size: 8
+    input [ { name: "x" data_type: TYPE_FP32 format: FORMAT_NONE dims: [ 4 ] optional: false } ]
+    output [ { name: "y" data_type: TYPE_FP32 dims: [ 4 ] label_filename: "" } ]
+    dynamic_batching { preserve_ordering: false priority_levels: 0 }
+    runtime: ""
+    default_model_filename: "net.onnx")");
+  const absl::Status status = CompleteModelConfig("m", *session, true, config);
+  EXPECT_TRUE(status.ok()) << status;
+}
+
+TEST(ConfigTest, TheModelFileIsModelOnnxUnlessTheConfigNamesAnotherInTheVersionFolder) {
+  EXPECT_EQ(ModelFileName(Parse("max_batch_size: 8")).value_or(""), "model.onnx");
+  EXPECT_EQ(ModelFileName(Parse(R"(default_model_filename: "net.onnx")")).value_or(""), "net.onnx");
+  for (const char* bad : {"../model.onnx", "sub/model.onnx", "..", ".", "/etc/passwd", "a\\b.onnx"}) {
+    auto name = ModelFileName(Parse(absl::StrCat("default_model_filename: \"", absl::CEscape(bad), "\"")));
+    ASSERT_FALSE(name.ok()) << bad;
+    EXPECT_EQ(name.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(name.status().message().find("default_model_filename"), std::string::npos) << name.status();
+  }
 }
 
 TEST(ConfigTest, AnOversizedConfigFileIsNotRead) {

@@ -1,7 +1,7 @@
 """Writes the e2e test model repository: make_models.py ROOT [--add-version N | --broken].
 
-Each model is tiny and uses only Add, Identity, Loop and Expand, so the tests exercise the server, not the
-kernels.
+Each model is tiny and uses only Add, Identity, Loop, Expand, ReduceMax and Shape, so the tests exercise the
+server, not the kernels.
 """
 import os
 import sys
@@ -11,11 +11,11 @@ from onnx import TensorProto as T
 from onnx import helper
 
 
-def save(root, name, graph, config=None, version=1):
+def save(root, name, graph, config=None, version=1, filename="model.onnx"):
     os.makedirs(os.path.join(root, name, str(version)), exist_ok=True)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
     model.ir_version = 8
-    onnx.save(model, os.path.join(root, name, str(version), "model.onnx"))
+    onnx.save(model, os.path.join(root, name, str(version), filename))
     if config is not None:
         with open(os.path.join(root, name, "config.pbtxt"), "w") as f:
             f.write(config)
@@ -49,6 +49,22 @@ def spin_graph():
         [helper.make_tensor("zero", T.FLOAT, [1], [0.0])])
 
 
+def held_graph():
+    """add_graph's z and w, plus spun = [max(trips)] * N from a Loop of max(trips) iterations: one request with
+    many trips keeps the model's instance busy while the others queue behind it."""
+    graph = add_graph()
+    graph.name = "held"
+    graph.input.append(helper.make_tensor_value_info("trips", T.INT64, ["N"]))
+    graph.output.append(helper.make_tensor_value_info("spun", T.FLOAT, ["N"]))
+    graph.node.extend([
+        helper.make_node("ReduceMax", ["trips"], ["most_trips"], keepdims=0),
+        helper.make_node("Loop", ["most_trips", "", "zero"], ["count"], body=spin_graph().node[0].attribute[0].g),
+        helper.make_node("Shape", ["trips"], ["rows"]),
+        helper.make_node("Expand", ["count", "rows"], ["spun"])])
+    graph.initializer.append(helper.make_tensor("zero", T.FLOAT, [1], [0.0]))
+    return graph
+
+
 def expand_graph():
     """y = x broadcast to `shape`: a request decides how much the run allocates."""
     return helper.make_graph(
@@ -61,17 +77,23 @@ def expand_graph():
 def main(root):
     # No config: the server completes it (batching on, since every first dim is dynamic).
     save(root, "add", add_graph())
-    # Requests wait up to 100 ms to be batched with others.
+    # Batching, with up to 100 ms for company (a free instance takes only what it expects to pay off).
     save(root, "batched", add_graph(),
          'max_batch_size: 16\ndynamic_batching { max_queue_delay_microseconds: 100000 }\n')
-    # A queue of two requests that wait 500 ms: the third concurrent request finds it full.
-    save(root, "tiny_queue", add_graph(),
+    # The same with a "trips" input: requests queue while one with many trips runs.
+    save(root, "held", held_graph(),
+         'max_batch_size: 16\ndynamic_batching { max_queue_delay_microseconds: 100000 }\n')
+    # A queue of two requests: behind a running one, the third concurrent request finds it full.
+    save(root, "tiny_queue", held_graph(),
          'max_batch_size: 16\ndynamic_batching {\n  max_queue_delay_microseconds: 500000\n'
          '  default_queue_policy { max_queue_size: 2 }\n}\n')
-    # Requests time out after 20 ms in the queue but the batch waits 300 ms.
-    save(root, "timeout", add_graph(),
+    # Two priority levels, one row a batch: the order requests run in shows.
+    save(root, "prioritized", held_graph(),
+         'max_batch_size: 1\ndynamic_batching { priority_levels: 2 default_priority_level: 2 }\n')
+    # Requests time out after 20 ms in the queue unless they say otherwise ("timeout" parameter).
+    save(root, "timeout", held_graph(),
          'max_batch_size: 16\ndynamic_batching {\n  max_queue_delay_microseconds: 300000\n'
-         '  default_queue_policy { default_timeout_microseconds: 20000 }\n}\n')
+         '  default_queue_policy { default_timeout_microseconds: 20000 allow_timeout_override: true }\n}\n')
     save(root, "strings", helper.make_graph(
         [helper.make_node("Identity", ["s"], ["t"])], "strings",
         [helper.make_tensor_value_info("s", T.STRING, ["N"])],
@@ -83,6 +105,17 @@ def main(root):
     # A run may hold 64 KiB of tensors: an output of 16K floats or more is refused.
     save(root, "budgeted", expand_graph(),
          'parameters { key: "memory_budget_bytes" value { string_value: "65536" } }\n')
+    # Warmed up before it serves: two samples, the first run three times.
+    save(root, "warmed", add_graph(),
+         'max_batch_size: 8\nmodel_warmup [\n'
+         '  { name: "zeros" batch_size: 2 count: 3\n'
+         '    inputs { key: "x" value { data_type: TYPE_FP32 dims: [ 4 ] zero_data: true } }\n'
+         '    inputs { key: "y" value { data_type: TYPE_FP32 dims: [ 4 ] zero_data: true } } },\n'
+         '  { name: "random" batch_size: 8\n'
+         '    inputs { key: "x" value { data_type: TYPE_FP32 dims: [ 4 ] random_data: true } }\n'
+         '    inputs { key: "y" value { data_type: TYPE_FP32 dims: [ 4 ] random_data: true } } }\n]\n')
+    # The model file under another name (default_model_filename).
+    save(root, "renamed", add_graph(), 'default_model_filename: "net.onnx"\n', filename="net.onnx")
     # Fixed shapes: no batching.
     save(root, "fixed", helper.make_graph(
         [helper.make_node("Identity", ["a"], ["b"])], "fixed",
@@ -109,6 +142,18 @@ def broken(root):
     save(root, "bad_offset", graph)
     with open(os.path.join(root, "bad_offset", "1", "w.bin"), "wb") as f:
         f.write(bytes(4))
+    # Triton fields onnxserve declares but does not implement: refused with the field named.
+    save(root, "sequence", add_graph(), 'max_batch_size: 8\nsequence_batching { max_sequence_idle_microseconds: 5 }\n')
+    # A warmup sample the model cannot run (x [5] + c [3] does not broadcast): the version never serves.
+    save(root, "cold", helper.make_graph(
+        [helper.make_node("Add", ["x", "c"], ["y"])], "cold",
+        [helper.make_tensor_value_info("x", T.FLOAT, ["N"])],
+        [helper.make_tensor_value_info("y", T.FLOAT, ["N"])],
+        [helper.make_tensor("c", T.FLOAT, [3], [1.0, 2.0, 3.0])]),
+        'model_warmup [ { name: "five" batch_size: 1\n'
+        '  inputs { key: "x" value { data_type: TYPE_FP32 dims: [ 5 ] zero_data: true } } } ]\n')
+    # A model file name that would leave the version folder.
+    save(root, "escaping_file", add_graph(), 'default_model_filename: "../model.onnx"\n')
 
 
 if __name__ == "__main__":

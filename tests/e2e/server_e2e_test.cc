@@ -3,11 +3,18 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <future>
+#include <map>
+#include <set>
 #include <thread>
 
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/descriptor.pb.h>
+#include <google/protobuf/descriptor_database.h>
+#include <google/protobuf/dynamic_message.h>
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/impl/codegen/proto_utils.h>  // SerializationTraits for protobuf messages
 #include <gtest/gtest.h>
 
 #include "grpc_service.grpc.pb.h"
@@ -58,6 +65,18 @@ std::vector<float> ExpectedSum(int rows, float base) {
   std::vector<float> z;
   for (int i = 0; i < rows * 4; ++i) z.push_back(11 * (base + static_cast<float>(i)));
   return z;
+}
+
+// A request for the held models: AddRequest's rows, each with `trips` Loop iterations.
+ModelInferRequest HeldRequest(const std::string& model, int rows, float base, int64_t trips) {
+  ModelInferRequest req = AddRequest(model, rows, base);
+  auto* input = req.add_inputs();
+  input->set_name("trips");
+  input->set_datatype("INT64");
+  input->add_shape(rows);
+  const std::vector<int64_t> values(static_cast<size_t>(rows), trips);
+  req.add_raw_input_contents()->assign(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(trips));
+  return req;
 }
 
 std::vector<float> RawFloats(const ModelInferResponse& resp, int output) {
@@ -188,8 +207,8 @@ TEST_F(ServerTest, RepositoryIndexListsEveryModelReady) {
     EXPECT_EQ(m.state(), "READY") << m.name() << ": " << m.reason();
     EXPECT_EQ(m.version(), "1");
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"add", "batched", "budgeted", "fixed", "spin", "spin_limited", "strings",
-                                             "timeout", "tiny_queue"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"add", "batched", "budgeted", "fixed", "held", "prioritized", "renamed",
+                                             "spin", "spin_limited", "strings", "timeout", "tiny_queue", "warmed"}));
 }
 
 TEST_F(ServerTest, InferRawAddsAndEchoesId) {
@@ -443,13 +462,48 @@ TEST_F(ServerTest, OversizedRequestIsRejected) {
   EXPECT_NE(status.error_message().find("larger than max"), std::string::npos) << status.error_message();
 }
 
-TEST_F(ServerTest, ConcurrentRequestsAreBatchedWithUnbatchedResults) {
+// Keeps `model`'s one instance busy until `deadline` from now, when the client gives up and the run stops.
+std::future<grpc::Status> Occupy(GRPCInferenceService::Stub& stub, const std::string& model,
+                                 std::chrono::milliseconds deadline, bool no_queue_timeout = false) {
+  auto call = std::async(std::launch::async, [&stub, model, deadline, no_queue_timeout] {
+    ModelInferRequest req = HeldRequest(model, 1, 0, kForever);
+    if (no_queue_timeout) (*req.mutable_parameters())["timeout"].set_uint64_param(0);
+    ModelInferResponse resp;
+    return Infer(stub, req, &resp, deadline);
+  });
+  // Wide margin for the call to reach the instance on a loaded machine; everything sent afterwards queues.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  return call;
+}
+
+inference::ModelStatistics StatisticsOf(GRPCInferenceService::Stub& stub, const std::string& model) {
+  inference::ModelStatisticsRequest req;
+  req.set_name(model);
+  inference::ModelStatisticsResponse stats;
+  EXPECT_TRUE(stub.ModelStatistics(Context().get(), req, &stats).ok());
+  EXPECT_EQ(stats.model_stats_size(), 1);
+  return stats.model_stats_size() == 1 ? stats.model_stats(0) : inference::ModelStatistics();
+}
+
+TEST_F(ServerTest, ALoneRequestIsNotHeldForCompany) {
+  // "batched" may hold requests 100 ms; one client at a time never overlaps another request, so none is.
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 10; ++i) {
+    ModelInferResponse resp;
+    ASSERT_TRUE(Infer(*stub_, AddRequest("batched", 1, static_cast<float>(i)), &resp).ok());
+  }
+  // Ten requests held 100 ms each would take a second; the margin is for a loaded machine.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(900));
+}
+
+TEST_F(ServerTest, RequestsQueuedBehindABusyInstanceAreBatchedWithUnbatchedResults) {
+  auto blocker = Occupy(*stub_, "held", std::chrono::milliseconds(3000));
   constexpr int kClients = 8;
   std::vector<std::future<std::pair<grpc::Status, ModelInferResponse>>> calls;
   for (int i = 0; i < kClients; ++i) {
     calls.push_back(std::async(std::launch::async, [this, i] {
       ModelInferResponse resp;
-      grpc::Status status = Infer(*stub_, AddRequest("batched", 1 + i % 2, 100.f * i), &resp);
+      grpc::Status status = Infer(*stub_, HeldRequest("held", 1 + i % 2, 100.f * i, 0), &resp);
       return std::make_pair(status, resp);
     }));
   }
@@ -460,27 +514,24 @@ TEST_F(ServerTest, ConcurrentRequestsAreBatchedWithUnbatchedResults) {
     EXPECT_EQ(RawFloats(resp, 0), ExpectedSum(1 + i % 2, 100.f * i)) << "client " << i;
     EXPECT_EQ(resp.outputs(0).shape(0), 1 + i % 2);
   }
-  inference::ModelStatisticsRequest req;
-  req.set_name("batched");
-  inference::ModelStatisticsResponse stats;
-  ASSERT_TRUE(stub_->ModelStatistics(Context().get(), req, &stats).ok());
-  ASSERT_EQ(stats.model_stats_size(), 1);
-  const auto& s = stats.model_stats(0);
+  EXPECT_EQ(blocker.get().error_code(), grpc::DEADLINE_EXCEEDED);
+  const inference::ModelStatistics s = StatisticsOf(*stub_, "held");
   EXPECT_EQ(s.inference_stats().success().count(), static_cast<uint64_t>(kClients));
   EXPECT_EQ(s.inference_count(), 12u);  // 4 clients x 1 row + 4 x 2 rows
-  EXPECT_LT(s.execution_count(), static_cast<uint64_t>(kClients));
+  // The blocker's run failed and counts no execution: the eight queued requests ran as one batch.
+  EXPECT_EQ(s.execution_count(), 1u);
+  ASSERT_EQ(s.batch_stats_size(), 1);
+  EXPECT_EQ(s.batch_stats(0).batch_size(), 12u);
   EXPECT_GT(s.inference_stats().queue().ns(), 0u);
-  uint64_t executions = 0;
-  for (const auto& b : s.batch_stats()) executions += b.compute_infer().count();
-  EXPECT_EQ(executions, s.execution_count());
 }
 
 TEST_F(ServerTest, FullQueueRejectsWithResourceExhausted) {
+  auto blocker = Occupy(*stub_, "tiny_queue", std::chrono::milliseconds(3000));
   std::vector<std::future<grpc::Status>> calls;
   for (int i = 0; i < 6; ++i) {
     calls.push_back(std::async(std::launch::async, [this] {
       ModelInferResponse resp;
-      return Infer(*stub_, AddRequest("tiny_queue", 1, 0), &resp);
+      return Infer(*stub_, HeldRequest("tiny_queue", 1, 0, 0), &resp);
     }));
   }
   int ok = 0, exhausted = 0;
@@ -492,24 +543,28 @@ TEST_F(ServerTest, FullQueueRejectsWithResourceExhausted) {
       EXPECT_NE(status.error_message().find("queue full"), std::string::npos) << status.error_message();
     }
   }
-  EXPECT_EQ(ok + exhausted, 6);
-  EXPECT_GE(exhausted, 1);
-  EXPECT_GE(ok, 2);
+  // Two wait behind the running request and are answered once it stops; the other four are turned away.
+  EXPECT_EQ(ok, 2);
+  EXPECT_EQ(exhausted, 4);
+  EXPECT_EQ(blocker.get().error_code(), grpc::DEADLINE_EXCEEDED);
 }
 
 TEST_F(ServerTest, QueueTimeoutAndClientDeadlineAreDeadlineExceeded) {
+  // The blocker overrides the model's 20 ms queue timeout (allow_timeout_override), the next request not.
+  auto blocker = Occupy(*stub_, "timeout", std::chrono::milliseconds(2000), /*no_queue_timeout=*/true);
   ModelInferResponse resp;
-  grpc::Status status = Infer(*stub_, AddRequest("timeout", 1, 0), &resp);
+  grpc::Status status = Infer(*stub_, HeldRequest("timeout", 1, 0, 0), &resp);
   EXPECT_EQ(status.error_code(), grpc::DEADLINE_EXCEEDED) << status.error_message();
-  // The client's own deadline (50 ms) runs out while the batched model waits 100 ms for company.
-  status = Infer(*stub_, AddRequest("batched", 1, 0), &resp, std::chrono::milliseconds(50));
+  EXPECT_EQ(blocker.get().error_code(), grpc::DEADLINE_EXCEEDED);
+  const inference::ModelStatistics s = StatisticsOf(*stub_, "timeout");
+  EXPECT_EQ(s.execution_count(), 0u);  // the queued request was dropped before compute
+  EXPECT_EQ(s.inference_stats().fail().count(), 2u);
+
+  // The client's own deadline (50 ms) runs out while the request waits behind a busy instance.
+  blocker = Occupy(*stub_, "held", std::chrono::milliseconds(2000));
+  status = Infer(*stub_, HeldRequest("held", 1, 0, 0), &resp, std::chrono::milliseconds(50));
   EXPECT_EQ(status.error_code(), grpc::DEADLINE_EXCEEDED) << status.error_message();
-  inference::ModelStatisticsRequest req;
-  req.set_name("timeout");
-  inference::ModelStatisticsResponse stats;
-  ASSERT_TRUE(stub_->ModelStatistics(Context().get(), req, &stats).ok());
-  EXPECT_EQ(stats.model_stats(0).execution_count(), 0u);  // dropped before compute
-  EXPECT_EQ(stats.model_stats(0).inference_stats().fail().count(), 1u);
+  EXPECT_EQ(blocker.get().error_code(), grpc::DEADLINE_EXCEEDED);
 }
 
 TEST_F(ServerTest, HealthServiceReportsServerAndModels) {
@@ -525,21 +580,142 @@ TEST_F(ServerTest, HealthServiceReportsServerAndModels) {
   EXPECT_EQ(health->Check(Context().get(), req, &resp).error_code(), grpc::NOT_FOUND);
 }
 
-TEST_F(ServerTest, ReflectionListsTheInferenceAndHealthServices) {
-  auto reflection = grpc::reflection::v1alpha::ServerReflection::NewStub(server_->channel());
+// Behind a busy instance, a request of level 1 ("priority" parameter) overtakes one of the default level 2
+// that came first. The overtaken one spins a while, so the order shows in when the answers arrive.
+TEST_F(ServerTest, AHigherPriorityRequestOvertakesTheQueue) {
+  auto blocker = Occupy(*stub_, "prioritized", std::chrono::milliseconds(3000));
+  auto send = [this](int64_t trips, int64_t priority) {
+    return std::async(std::launch::async, [this, trips, priority] {
+      ModelInferRequest req = HeldRequest("prioritized", 1, 0, trips);
+      if (priority > 0) (*req.mutable_parameters())["priority"].set_uint64_param(static_cast<uint64_t>(priority));
+      ModelInferResponse resp;
+      const grpc::Status status = Infer(*stub_, req, &resp);
+      return std::make_pair(status, std::chrono::steady_clock::now());
+    });
+  };
+  auto low = send(300'000, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto high = send(0, 1);
+  const auto [low_status, low_done] = low.get();
+  const auto [high_status, high_done] = high.get();
+  ASSERT_TRUE(low_status.ok()) << low_status.error_message();
+  ASSERT_TRUE(high_status.ok()) << high_status.error_message();
+  EXPECT_LT(high_done, low_done);
+  EXPECT_EQ(blocker.get().error_code(), grpc::DEADLINE_EXCEEDED);
+}
+
+TEST_F(ServerTest, ATimeoutParameterOfTheWrongTypeIsAnErrorNamingIt) {
+  ModelInferRequest req = HeldRequest("timeout", 1, 0, 0);
+  (*req.mutable_parameters())["timeout"].set_double_param(5000);
+  ModelInferResponse resp;
+  grpc::Status status = Infer(*stub_, req, &resp);
+  EXPECT_EQ(status.error_code(), grpc::INVALID_ARGUMENT) << status.error_message();
+  EXPECT_NE(status.error_message().find("\"timeout\""), std::string::npos) << status.error_message();
+  EXPECT_NE(status.error_message().find("double_param"), std::string::npos) << status.error_message();
+}
+
+TEST_F(ServerTest, ParametersOfEveryTypeAreAccepted) {
+  ModelInferRequest req = AddRequest("add", 1, 3);
+  auto& parameters = *req.mutable_parameters();
+  parameters["ratio"].set_double_param(0.5);
+  parameters["sequence_id"].set_uint64_param(uint64_t{1} << 63);
+  parameters["label"].set_string_param("x");
+  parameters["flag"].set_bool_param(true);
+  ModelInferResponse resp;
+  ASSERT_TRUE(Infer(*stub_, req, &resp).ok());
+  EXPECT_EQ(RawFloats(resp, 0), ExpectedSum(1, 3));
+}
+
+TEST_F(ServerTest, DefaultModelFilenameNamesTheModelFile) {
+  ModelInferResponse resp;
+  grpc::Status status = Infer(*stub_, AddRequest("renamed", 2, 7), &resp);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(RawFloats(resp, 0), ExpectedSum(2, 7));
+}
+
+TEST_F(ServerTest, AWarmedModelServesAfterItsWarmupWhichCountsNoRequests) {
+  EXPECT_NE(server_->Log().find("event=model_warmed_up model=warmed version=1 samples=2"), std::string::npos)
+      << server_->Log();
+  ModelInferResponse resp;
+  ASSERT_TRUE(Infer(*stub_, AddRequest("warmed", 1, 5), &resp).ok());
+  EXPECT_EQ(RawFloats(resp, 0), ExpectedSum(1, 5));
+  const inference::ModelStatistics s = StatisticsOf(*stub_, "warmed");
+  EXPECT_EQ(s.execution_count(), 1u);
+  EXPECT_EQ(s.inference_count(), 1u);
+}
+
+// What a grpcurl-like client learns from the server's reflection alone: the services it lists, and a pool
+// of the file descriptors it sends to describe them.
+struct Reflected {
+  std::vector<std::string> services;
+  google::protobuf::SimpleDescriptorDatabase files;
+};
+
+void Reflect(const std::shared_ptr<grpc::Channel>& channel, Reflected& out) {
+  using grpc::reflection::v1alpha::ServerReflectionRequest;
+  using grpc::reflection::v1alpha::ServerReflectionResponse;
+  auto reflection = grpc::reflection::v1alpha::ServerReflection::NewStub(channel);
   auto ctx = Context();
   auto stream = reflection->ServerReflectionInfo(ctx.get());
-  grpc::reflection::v1alpha::ServerReflectionRequest req;
+  ServerReflectionRequest req;
+  ServerReflectionResponse resp;
   req.set_list_services("");
   ASSERT_TRUE(stream->Write(req));
-  stream->WritesDone();
-  grpc::reflection::v1alpha::ServerReflectionResponse resp;
   ASSERT_TRUE(stream->Read(&resp));
-  std::vector<std::string> services;
-  for (const auto& s : resp.list_services_response().service()) services.push_back(s.name());
+  for (const auto& s : resp.list_services_response().service()) out.services.push_back(s.name());
+  std::set<std::string> added;
+  for (const std::string& service : out.services) {
+    req.set_file_containing_symbol(service);
+    ASSERT_TRUE(stream->Write(req));
+    ASSERT_TRUE(stream->Read(&resp));
+    ASSERT_TRUE(resp.has_file_descriptor_response()) << service << ": " << resp.error_response().error_message();
+    for (const std::string& bytes : resp.file_descriptor_response().file_descriptor_proto()) {
+      google::protobuf::FileDescriptorProto file;
+      ASSERT_TRUE(file.ParseFromString(bytes)) << service;
+      if (!added.insert(file.name()).second) continue;
+      ASSERT_TRUE(out.files.Add(file)) << file.name();
+    }
+  }
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
+TEST_F(ServerTest, ReflectionDescribesEveryServiceItLists) {
+  Reflected reflected;
+  ASSERT_NO_FATAL_FAILURE(Reflect(server_->channel(), reflected));
+  const auto& services = reflected.services;
   EXPECT_NE(std::find(services.begin(), services.end(), "inference.GRPCInferenceService"), services.end());
   EXPECT_NE(std::find(services.begin(), services.end(), "grpc.health.v1.Health"), services.end());
-  EXPECT_TRUE(stream->Finish().ok());
+  google::protobuf::DescriptorPool pool(&reflected.files);
+  for (const std::string& service : services) EXPECT_NE(pool.FindServiceByName(service), nullptr) << service;
+}
+
+// grpcurl's way: Health/Check with request and response types known only from reflection's answers.
+TEST_F(ServerTest, HealthCanBeCalledThroughReflectionWithoutAProto) {
+  Reflected reflected;
+  ASSERT_NO_FATAL_FAILURE(Reflect(server_->channel(), reflected));
+  google::protobuf::DescriptorPool pool(&reflected.files);
+  const google::protobuf::MethodDescriptor* check = pool.FindMethodByName("grpc.health.v1.Health.Check");
+  ASSERT_NE(check, nullptr);
+  google::protobuf::DynamicMessageFactory factory(&pool);
+  std::unique_ptr<google::protobuf::Message> request(factory.GetPrototype(check->input_type())->New());
+  std::unique_ptr<google::protobuf::Message> response(factory.GetPrototype(check->output_type())->New());
+  request->GetReflection()->SetString(request.get(), check->input_type()->FindFieldByName("service"), "add");
+
+  grpc::TemplatedGenericStub<google::protobuf::Message, google::protobuf::Message> stub(server_->channel());
+  auto ctx = Context();
+  grpc::CompletionQueue cq;
+  auto call = stub.PrepareUnaryCall(ctx.get(), "/grpc.health.v1.Health/Check", *request, &cq);
+  call->StartCall();
+  grpc::Status status;
+  call->Finish(response.get(), &status, &cq);
+  void* tag = nullptr;
+  bool ok = false;
+  ASSERT_TRUE(cq.Next(&tag, &ok));
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  const google::protobuf::FieldDescriptor* field = check->output_type()->FindFieldByName("status");
+  ASSERT_NE(field, nullptr);
+  EXPECT_EQ(response->GetReflection()->GetEnum(*response, field)->name(), "SERVING");
 }
 
 TEST_F(ServerTest, RepositoryLoadIsRefusedOutsideExplicitMode) {
@@ -562,7 +738,7 @@ TEST(ExplicitModeTest, LoadAndUnloadDriveReadinessAndHealth) {
 
   inference::RepositoryIndexResponse index;
   ASSERT_TRUE(stub->RepositoryIndex(Context().get(), {}, &index).ok());
-  EXPECT_EQ(index.models_size(), 9);  // listed, none loaded
+  EXPECT_EQ(index.models_size(), 13);  // listed, none loaded
   ModelInferResponse resp;
   EXPECT_EQ(Infer(*stub, AddRequest("add", 1, 0), &resp).error_code(), grpc::NOT_FOUND);
 
@@ -671,7 +847,7 @@ TEST(ExplicitModeTest, LoadingABrokenModelFailsThatModelOnly) {
   auto server = ServerProcess::Start(repo, {"--model-control-mode", "explicit"});
   ASSERT_NE(server, nullptr);
   auto stub = GRPCInferenceService::NewStub(server->channel());
-  for (const char* name : {"too_many_instances", "huge_initializer", "bad_offset"}) {
+  for (const char* name : {"too_many_instances", "huge_initializer", "bad_offset", "sequence", "escaping_file", "cold"}) {
     EXPECT_FALSE(LoadModel(*stub, name).ok()) << name;
   }
   ASSERT_TRUE(LoadModel(*stub, "add").ok());
@@ -679,7 +855,7 @@ TEST(ExplicitModeTest, LoadingABrokenModelFailsThatModelOnly) {
   ASSERT_TRUE(Infer(*stub, AddRequest("add", 1, 2), &resp).ok());
   EXPECT_EQ(RawFloats(resp, 0), ExpectedSum(1, 2));
   const auto index = IndexByName(*stub);
-  for (const char* name : {"too_many_instances", "huge_initializer", "bad_offset"}) {
+  for (const char* name : {"too_many_instances", "huge_initializer", "bad_offset", "sequence", "escaping_file", "cold"}) {
     ASSERT_TRUE(index.count(name)) << name;
     EXPECT_EQ(index.at(name).first, "UNAVAILABLE") << name;
     EXPECT_FALSE(index.at(name).second.empty()) << name;
@@ -705,7 +881,10 @@ TEST(StartupTest, BadModelsAreUnavailableWhileTheOthersServe) {
   const std::map<std::string, std::string> reasons = {
       {"too_many_instances", "instance_group count must be in [1, 64], got 2147483647"},
       {"huge_initializer", ""},  // bad_alloc while decoding, or a size check: any reason will do
-      {"bad_offset", "offset \"abc\" is not a whole number"}};
+      {"bad_offset", "offset \"abc\" is not a whole number"},
+      {"sequence", "sequence_batching is not supported"},
+      {"escaping_file", "default_model_filename \"../model.onnx\" must be a file name inside the version folder"},
+      {"cold", "model_warmup \"five\": run 1 failed"}};
   for (const auto& [name, reason] : reasons) {
     ASSERT_TRUE(index.count(name)) << name;
     EXPECT_EQ(index.at(name).first, "UNAVAILABLE") << name;
@@ -714,7 +893,7 @@ TEST(StartupTest, BadModelsAreUnavailableWhileTheOthersServe) {
   }
   const std::string log = server->Log();
   EXPECT_NE(log.find("event=model_dir_skipped dir=escaped"), std::string::npos) << log;
-  EXPECT_NE(log.find("unavailable=bad_offset,huge_initializer,too_many_instances"), std::string::npos) << log;
+  EXPECT_NE(log.find("unavailable=bad_offset,cold,escaping_file,huge_initializer,sequence,too_many_instances"), std::string::npos) << log;
   EXPECT_EQ(server->Terminate(std::chrono::seconds(20)), 0);
   std::filesystem::remove_all(outside);
 }
@@ -874,21 +1053,25 @@ TEST(ShutdownTest, SigtermFinishesAcceptedRequestsAndExitsZero) {
   const std::string repo = MakeRepository("shutdown");
   auto server = ServerProcess::Start(repo, {"--shutdown-grace-secs", "10"});
   ASSERT_NE(server, nullptr);
-  std::atomic<bool> stop{false};
-  // "batched" holds each request up to 100 ms, so requests are queued when the signal lands.
-  auto load = std::async(std::launch::async, [&] { return Hammer(server->channel(), "batched", 6, stop, nullptr); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(700));
-  const int exit_code = server->Terminate(std::chrono::seconds(20));
-  stop = true;
-  const auto statuses = load.get();
-  EXPECT_EQ(exit_code, 0);
-  int ok = 0;
-  for (const auto& status : statuses) {
-    // Accepted requests complete; after the server stops accepting, calls fail to connect (UNAVAILABLE).
-    if (status.ok()) ++ok;
-    else EXPECT_EQ(status.error_code(), grpc::UNAVAILABLE) << status.error_message();
+  auto stub = GRPCInferenceService::NewStub(server->channel());
+  // The signal lands while one request runs (for 2 s, well within the grace period) and six wait behind it.
+  auto blocker = Occupy(*stub, "held", std::chrono::milliseconds(2000));
+  std::vector<std::future<std::pair<grpc::Status, ModelInferResponse>>> queued;
+  for (int i = 0; i < 6; ++i) {
+    queued.push_back(std::async(std::launch::async, [&stub, i] {
+      ModelInferResponse resp;
+      grpc::Status status = Infer(*stub, HeldRequest("held", 1, static_cast<float>(i), 0), &resp);
+      return std::make_pair(status, resp);
+    }));
   }
-  EXPECT_GT(ok, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(server->Terminate(std::chrono::seconds(20)), 0);
+  EXPECT_EQ(blocker.get().error_code(), grpc::DEADLINE_EXCEEDED);
+  for (int i = 0; i < 6; ++i) {
+    auto [status, resp] = queued[static_cast<size_t>(i)].get();
+    ASSERT_TRUE(status.ok()) << "queued request " << i << ": " << status.error_message();
+    EXPECT_EQ(RawFloats(resp, 0), ExpectedSum(1, static_cast<float>(i)));
+  }
   EXPECT_NE(server->Log().find("event=shutdown_complete"), std::string::npos);
 }
 

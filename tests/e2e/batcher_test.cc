@@ -1,0 +1,252 @@
+// The batcher's policy without a server: when a free instance holds requests back for company
+// (ArrivalForecast, on made-up times) and which batches the Scheduler forms (counted through VersionStats'
+// batch statistics). No assertion depends on how fast the machine is: waits for answers are bounded by
+// seconds only to fail instead of hanging.
+#include "server/batcher.h"
+
+#include <future>
+#include <map>
+
+#include "gtest/gtest.h"
+#include "server/arrival_forecast.h"
+
+namespace onnxserve::server {
+namespace {
+
+const absl::Time kStart = absl::FromUnixSeconds(1'000'000);
+
+// A forecast that saw 1 ms executions and `arrivals` requests 10 us apart from kStart; returns the last
+// arrival's time.
+absl::Time BurstAfterMillisecondExecutions(ArrivalForecast& forecast, int arrivals) {
+  forecast.OnExecution(absl::Milliseconds(1));
+  for (int i = 0; i < arrivals; ++i) forecast.OnArrival(kStart + i * absl::Microseconds(10));
+  return kStart + (arrivals - 1) * absl::Microseconds(10);
+}
+
+// ---- ArrivalForecast ------------------------------------------------------------------------------------
+
+TEST(ArrivalForecastTest, NothingIsHeldBeforeAnythingWasSeen) {
+  ArrivalForecast forecast;
+  EXPECT_FALSE(forecast.WorthHolding(1, kStart));
+  forecast.OnArrival(kStart);
+  EXPECT_FALSE(forecast.WorthHolding(1, kStart));
+  forecast.OnExecution(absl::Milliseconds(5));  // an execution, but one arrival gives no rate yet
+  EXPECT_FALSE(forecast.WorthHolding(1, kStart));
+}
+
+// A client that sends its next request when the answer comes never overlaps an execution: arrivals are
+// at least an execution apart, so a lone request is never held.
+TEST(ArrivalForecastTest, OneClientAtATimeIsNeverHeld) {
+  ArrivalForecast forecast;
+  absl::Time now = kStart;
+  for (int i = 0; i < 100; ++i) {
+    forecast.OnArrival(now);
+    EXPECT_FALSE(forecast.WorthHolding(1, now)) << "request " << i;
+    forecast.OnExecution(absl::Microseconds(500));
+    now += absl::Microseconds(600);  // the execution, then the round trip to the client
+  }
+}
+
+// Arrivals every 10 us against 1 ms executions: about 100 requests come during one execution, so a few
+// queued ones wait for them, and a hundred or more do not.
+TEST(ArrivalForecastTest, ABurstIsHeldUntilItOutnumbersWhatOneExecutionBrings) {
+  ArrivalForecast forecast;
+  const absl::Time last = BurstAfterMillisecondExecutions(forecast, 64);
+  EXPECT_NEAR(forecast.ExpectedDuringExecution(last), 100, 1);
+  EXPECT_TRUE(forecast.WorthHolding(1, last));
+  EXPECT_TRUE(forecast.WorthHolding(50, last));
+  EXPECT_FALSE(forecast.WorthHolding(100, last));
+}
+
+// Once arrivals stop, the silence counts as the gap: 4 queued requests stop waiting after a quarter of an
+// execution without an arrival, and HoldingPaysUntil says exactly when.
+TEST(ArrivalForecastTest, SilenceEndsTheHold) {
+  ArrivalForecast forecast;
+  const absl::Time last = BurstAfterMillisecondExecutions(forecast, 16);
+  EXPECT_EQ(forecast.HoldingPaysUntil(4), last + absl::Microseconds(250));
+  EXPECT_TRUE(forecast.WorthHolding(4, last + absl::Microseconds(240)));
+  EXPECT_FALSE(forecast.WorthHolding(4, last + absl::Microseconds(260)));
+}
+
+// An hour without requests must not make the next burst look slow for hundreds of arrivals: a gap counts
+// as at most two executions, so ten fast arrivals bring the average back under one execution.
+TEST(ArrivalForecastTest, ALongIdleSpellIsForgottenWithinAFewArrivals) {
+  ArrivalForecast forecast;
+  forecast.OnExecution(absl::Milliseconds(1));
+  forecast.OnArrival(kStart);
+  absl::Time now = kStart + absl::Hours(1);
+  for (int i = 0; i < 10; ++i, now += absl::Microseconds(10)) forecast.OnArrival(now);
+  EXPECT_TRUE(forecast.WorthHolding(1, now - absl::Microseconds(10)));
+}
+
+// ---- Scheduler ------------------------------------------------------------------------------------------
+
+constexpr auto kAnswerWithin = std::chrono::seconds(5);
+
+// A model whose executions return their input, and whose first execution can be held until released.
+class GatedModel {
+ public:
+  explicit GatedModel(bool hold_first) {
+    if (!hold_first) release_.set_value();
+  }
+  RunFn Fn() {
+    return [this](const std::vector<Tensor>& inputs, const RunLimits&) -> absl::StatusOr<std::vector<Tensor>> {
+      for (float v : inputs[0].values<float>()) seen_.push_back(v);
+      if (!first_started_) {
+        first_started_ = true;
+        started_.set_value();
+        release_future_.wait();
+      }
+      return inputs;
+    };
+  }
+  void WaitUntilFirstRuns() { started_.get_future().wait(); }
+  void Release() { release_.set_value(); }
+  // The values of every row run, in the order the rows ran; read once every answer has arrived.
+  const std::vector<float>& seen() const { return seen_; }
+
+ private:
+  std::vector<float> seen_;
+  bool first_started_ = false;  // touched by the one worker only
+  std::promise<void> started_;
+  std::promise<void> release_;
+  std::shared_future<void> release_future_ = release_.get_future().share();
+};
+
+SchedulerOptions OneInstance(int64_t max_batch_size, absl::Duration max_queue_delay,
+                             std::vector<int64_t> preferred = {}) {
+  SchedulerOptions options;
+  options.model = "m";
+  options.version = "1";
+  options.input_names = {"x"};
+  options.output_names = {"y"};
+  options.max_batch_size = max_batch_size;
+  options.preferred_batch_sizes = std::move(preferred);
+  options.max_queue_delay = max_queue_delay;
+  return options;
+}
+
+// Queues a one-row request holding `value`; the future gets the value it was answered with.
+std::future<absl::StatusOr<float>> Send(Scheduler& scheduler, float value, uint32_t priority_level = 1) {
+  auto answer = std::make_shared<std::promise<absl::StatusOr<float>>>();
+  auto request = std::make_unique<QueuedRequest>();
+  request->inputs = {Tensor::FromVector<float>({1, 1}, {value})};
+  request->priority_level = priority_level;
+  request->done = [answer](absl::StatusOr<std::vector<Tensor>> outputs) {
+    if (!outputs.ok()) return answer->set_value(outputs.status());
+    answer->set_value((*outputs)[0].data<float>()[0]);
+  };
+  std::future<absl::StatusOr<float>> future = answer->get_future();
+  scheduler.Enqueue(std::move(request));
+  return future;
+}
+
+void ExpectAnswered(std::future<absl::StatusOr<float>>& answer, float value) {
+  ASSERT_EQ(answer.wait_for(kAnswerWithin), std::future_status::ready) << "request " << value << " unanswered";
+  absl::StatusOr<float> got = answer.get();
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, value);
+}
+
+// Sends request 0, which the gated model holds, then requests 1..queued behind it; releases the model and
+// checks that every request got its own value back.
+void SendBehindABusyInstance(Scheduler& scheduler, GatedModel& model, int queued) {
+  std::vector<std::future<absl::StatusOr<float>>> answers;
+  answers.push_back(Send(scheduler, 0));
+  model.WaitUntilFirstRuns();
+  for (int i = 1; i <= queued; ++i) answers.push_back(Send(scheduler, static_cast<float>(i)));
+  model.Release();
+  for (int i = 0; i <= queued; ++i) ExpectAnswered(answers[static_cast<size_t>(i)], static_cast<float>(i));
+}
+
+// Executions by batch size (rows).
+std::map<uint64_t, uint64_t> Executions(const VersionStats& stats) {
+  std::map<uint64_t, uint64_t> by_size;
+  const inference::ModelStatistics snapshot = stats.Snapshot();
+  for (const auto& b : snapshot.batch_stats()) by_size[b.batch_size()] = b.compute_infer().count();
+  return by_size;
+}
+
+// The configured delay is 10 s: every answer within 5 s shows that no request waited it out.
+TEST(SchedulerTest, ALoneRequestRunsAtOnceWhateverTheQueueDelay) {
+  GatedModel model(/*hold_first=*/false);
+  VersionStats stats("m", "1");
+  Scheduler scheduler(OneInstance(8, absl::Seconds(10)), model.Fn(), &stats, nullptr);
+  for (int i = 0; i < 20; ++i) {
+    auto answer = Send(scheduler, static_cast<float>(i));
+    ExpectAnswered(answer, static_cast<float>(i));
+  }
+  EXPECT_EQ(Executions(stats), (std::map<uint64_t, uint64_t>{{1, 20}}));
+}
+
+// While the one instance runs a request, the requests that arrive meanwhile form the next batch, whether
+// it fills max_batch_size, leaves at once (delay 0), or could wait 10 s for more that never come.
+TEST(SchedulerTest, RequestsArrivingWhileTheInstanceIsBusyAreBatchedTogether) {
+  struct Case {
+    int64_t max_batch_size;
+    absl::Duration delay;
+  };
+  for (const Case& c : {Case{4, absl::Seconds(10)}, Case{8, absl::ZeroDuration()}, Case{8, absl::Seconds(10)}}) {
+    SCOPED_TRACE(absl::StrCat("max_batch_size ", c.max_batch_size, " delay ", absl::FormatDuration(c.delay)));
+    GatedModel model(/*hold_first=*/true);
+    VersionStats stats("m", "1");
+    Scheduler scheduler(OneInstance(c.max_batch_size, c.delay), model.Fn(), &stats, nullptr);
+    SendBehindABusyInstance(scheduler, model, 4);
+    EXPECT_EQ(Executions(stats), (std::map<uint64_t, uint64_t>{{1, 1}, {4, 1}}));
+  }
+}
+
+// Preferred sizes keep Triton's meaning: five waiting rows with preferred size 2 leave as 2, 2 and 1.
+TEST(SchedulerTest, QueuedRequestsLeaveInPreferredSizes) {
+  GatedModel model(/*hold_first=*/true);
+  VersionStats stats("m", "1");
+  Scheduler scheduler(OneInstance(8, absl::ZeroDuration(), {2}), model.Fn(), &stats, nullptr);
+  SendBehindABusyInstance(scheduler, model, 5);
+  EXPECT_EQ(Executions(stats), (std::map<uint64_t, uint64_t>{{1, 2}, {2, 2}}));
+}
+
+// Priority levels are served highest first (level 1), in arrival order within a level, and batches fill
+// from the top level down.
+TEST(SchedulerTest, HigherPriorityLevelsRunFirst) {
+  GatedModel model(/*hold_first=*/true);
+  VersionStats stats("m", "1");
+  SchedulerOptions options = OneInstance(1, absl::ZeroDuration());  // one row a batch: the order shows
+  options.max_queue_sizes = {0, 0, 0};
+  Scheduler scheduler(options, model.Fn(), &stats, nullptr);
+  std::vector<std::future<absl::StatusOr<float>>> answers;
+  answers.push_back(Send(scheduler, 0));
+  model.WaitUntilFirstRuns();
+  const std::pair<float, uint32_t> queued[] = {{31, 3}, {21, 2}, {32, 3}, {11, 1}, {22, 2}, {12, 1}};
+  for (const auto& [value, level] : queued) answers.push_back(Send(scheduler, value, level));
+  model.Release();
+  for (size_t i = 0; i < answers.size(); ++i) {
+    ExpectAnswered(answers[i], i == 0 ? 0.f : queued[i - 1].first);
+  }
+  EXPECT_EQ(model.seen(), (std::vector<float>{0, 11, 12, 21, 22, 31, 32}));
+}
+
+// Each level has its own bound: a full low level turns its requests away while a higher level queues.
+TEST(SchedulerTest, EachPriorityLevelHasItsOwnQueueBound) {
+  GatedModel model(/*hold_first=*/true);
+  VersionStats stats("m", "1");
+  SchedulerOptions options = OneInstance(8, absl::ZeroDuration());
+  options.max_queue_sizes = {0, 1};
+  Scheduler scheduler(options, model.Fn(), &stats, nullptr);
+  auto running = Send(scheduler, 0);
+  model.WaitUntilFirstRuns();
+  auto low = Send(scheduler, 1, 2);
+  auto refused = Send(scheduler, 2, 2);
+  auto high = Send(scheduler, 3, 1);
+  ASSERT_EQ(refused.wait_for(kAnswerWithin), std::future_status::ready);
+  const absl::StatusOr<float> answer = refused.get();
+  EXPECT_EQ(answer.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(answer.status().message().find("max_queue_size 1 of priority level 2"), std::string::npos)
+      << answer.status();
+  model.Release();
+  ExpectAnswered(running, 0);
+  ExpectAnswered(low, 1);
+  ExpectAnswered(high, 3);
+}
+
+}  // namespace
+}  // namespace onnxserve::server
