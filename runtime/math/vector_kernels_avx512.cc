@@ -9,7 +9,9 @@
 // g++ 12's AVX-512 intrinsics pass an uninitialized "undefined" vector as the unused merge operand of their
 // unmasked forms (max, sqrt, roundscale, extract), which -Wmaybe-uninitialized reports at every use.
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace onnxserve::vec {
 namespace {
