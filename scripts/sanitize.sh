@@ -11,13 +11,13 @@ build_dir=${ONNXSERVE_FUZZ_BUILD_DIR:-build-fuzz}
 jobs=${JOBS:-2}
 launcher=()
 if command -v ccache >/dev/null; then
-  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
 # -O1 with line tables: the usual sanitizer trade-off (fast enough to run, quick to build, readable stacks).
 # No benchmarks: they would only add build time.
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" \
-  -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 "${launcher[@]}" \
+  -DCMAKE_CXX_COMPILER=clang++-14 "${launcher[@]}" \
   -DONNXSERVE_SANITIZE=ON -DONNXSERVE_FUZZ=ON -DONNXSERVE_BUILD_BENCHMARKS=OFF >/dev/null
 [ "${1:-}" = --configure-only ] && exit 0
 

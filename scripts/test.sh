@@ -18,7 +18,7 @@ fi
 launcher=()
 if command -v ccache >/dev/null; then
   export CCACHE_BASEDIR=$PWD
-  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
 build_dir=${ONNXSERVE_BUILD_DIR:-build}
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}"
