@@ -1,6 +1,6 @@
 """Writes the e2e test model repository: make_models.py ROOT [--add-version N | --broken].
 
-Each model is tiny and uses only Add, Identity, Loop and Expand, so the tests exercise the server, not the
+Each model is tiny and uses only Add, Identity, Loop, Expand and SplitToSequence, so the tests exercise the server, not the
 kernels.
 """
 import os
@@ -58,6 +58,16 @@ def expand_graph():
         [helper.make_tensor_value_info("y", T.FLOAT, ["A", "B"])])
 
 
+def with_sequence_graph():
+    """y = x, and `rows`: x split into a sequence of its rows, an output the protocol cannot carry."""
+    return helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y"]),
+         helper.make_node("SplitToSequence", ["x"], ["rows"], axis=0, keepdims=0)], "with_sequence",
+        [helper.make_tensor_value_info("x", T.FLOAT, ["N", 4])],
+        [helper.make_tensor_value_info("y", T.FLOAT, ["N", 4]),
+         helper.make_tensor_sequence_value_info("rows", T.FLOAT, [4])])
+
+
 def main(root):
     # No config: the server completes it (batching on, since every first dim is dynamic).
     save(root, "add", add_graph())
@@ -83,6 +93,8 @@ def main(root):
     # A run may hold 64 KiB of tensors: an output of 16K floats or more is refused.
     save(root, "budgeted", expand_graph(),
          'parameters { key: "memory_budget_bytes" value { string_value: "65536" } }\n')
+    # A sequence output: the model loads and serves y; asking for `rows` is refused.
+    save(root, "with_sequence", with_sequence_graph())
     # Fixed shapes: no batching.
     save(root, "fixed", helper.make_graph(
         [helper.make_node("Identity", ["a"], ["b"])], "fixed",
