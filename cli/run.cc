@@ -1,4 +1,5 @@
-// onnxserve run: runs a model once on inputs read from input_K.pb files and writes output_K.pb files.
+// onnxserve run: runs a model once on inputs read from input_K.pb files and writes output_K.pb files
+// (tensors, or sequences, maps and optionals where the graph declares them).
 #include <filesystem>
 #include <iostream>
 
@@ -24,19 +25,20 @@ absl::Status Run(const Args& args) {
   }
   ASSIGN_OR_RETURN(SessionOptions options, ApplyRunOptions(args));
   ASSIGN_OR_RETURN(auto session, Session::LoadFile(args.positional[0], options));
-  std::vector<std::pair<std::string, Tensor>> feeds;
+  std::vector<std::pair<std::string, Value>> feeds;
   for (size_t i = 0; i < session->inputs().size(); ++i) {
     const std::string path = (fs::path(inputs_dir) / absl::StrCat("input_", i, ".pb")).string();
-    ASSIGN_OR_RETURN(Tensor tensor, ReadTensorFile(path));
-    feeds.push_back({session->inputs()[i].name, std::move(tensor)});
+    ASSIGN_OR_RETURN(Value value, ReadValueFile(path, session->input_types()[i].value_kind()));
+    feeds.push_back({session->inputs()[i].name, std::move(value)});
   }
-  ASSIGN_OR_RETURN(std::vector<Tensor> outputs, session->Run(feeds));
+  ASSIGN_OR_RETURN(std::vector<Value> outputs, session->RunValues(feeds));
   std::error_code ec;
   fs::create_directories(outputs_dir, ec);
   if (ec) return absl::InternalError(absl::StrCat("cannot create ", outputs_dir, ": ", ec.message()));
   for (size_t i = 0; i < outputs.size(); ++i) {
     const std::string path = (fs::path(outputs_dir) / absl::StrCat("output_", i, ".pb")).string();
-    RETURN_IF_ERROR(WriteTensorFile(path, outputs[i], session->outputs()[i].name));
+    RETURN_IF_ERROR(WriteValueFile(path, outputs[i], session->output_types()[i].value_kind(),
+                                   session->outputs()[i].name));
   }
   return absl::OkStatus();
 }

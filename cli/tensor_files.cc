@@ -4,35 +4,30 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "runtime/model/tensor_proto.h"
+#include "runtime/core/status_macros.h"
+#include "runtime/model/value_proto.h"
 
 namespace onnxserve::cli {
 
-absl::StatusOr<onnx::TensorProto> ReadTensorProtoFile(const std::string& path) {
+absl::StatusOr<Value> ReadValueFile(const std::string& path, Value::Kind declared) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
   std::stringstream bytes;
   bytes << in.rdbuf();
-  onnx::TensorProto proto;
-  if (!proto.ParseFromString(bytes.str())) {
-    return absl::InvalidArgumentError(absl::StrCat(path, " is not a serialized onnx.TensorProto"));
-  }
-  return proto;
+  auto value = ParseValue(bytes.str(), declared);
+  if (!value.ok()) return absl::Status(value.status().code(), absl::StrCat(path, ": ", value.status().message()));
+  return value;
 }
 
 absl::StatusOr<Tensor> ReadTensorFile(const std::string& path) {
-  auto proto = ReadTensorProtoFile(path);
-  if (!proto.ok()) return proto.status();
-  auto tensor = TensorFromProto(*proto);
-  if (!tensor.ok()) {
-    return absl::Status(tensor.status().code(), absl::StrCat(path, ": ", tensor.status().message()));
-  }
-  return tensor;
+  ASSIGN_OR_RETURN(Value value, ReadValueFile(path, Value::Kind::kTensor));
+  return *value.tensor();
 }
 
-absl::Status WriteTensorFile(const std::string& path, const Tensor& tensor, const std::string& name) {
+absl::Status WriteValueFile(const std::string& path, const Value& value, Value::Kind declared, const std::string& name) {
+  ASSIGN_OR_RETURN(const std::string bytes, SerializeValue(value, declared, name));
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out || !TensorToProto(tensor, name).SerializeToOstream(&out)) {
+  if (!out || !out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()))) {
     return absl::InternalError(absl::StrCat("cannot write ", path));
   }
   return absl::OkStatus();

@@ -82,8 +82,17 @@ absl::Status MergeDims(const std::string& what, const ValueInfo& info, bool batc
   return absl::OkStatus();
 }
 
+// The protocol carries tensors: a sequence, map or optional input or output cannot be listed or served.
+absl::Status RequireTensor(const std::string& what, const ValueInfo& info) {
+  if (info.is_tensor) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(what, " \"", info.name,
+                                                 "\" is not a tensor (a sequence, map or optional), which KServe "
+                                                 "cannot carry: the server serves tensor inputs and outputs only"));
+}
+
 template <typename ConfigTensor>
 absl::Status CheckTensor(const std::string& what, const ValueInfo& info, bool batching, ConfigTensor& t) {
+  RETURN_IF_ERROR(RequireTensor(what, info));
   ASSIGN_OR_RETURN(DataType dtype, DataTypeFromConfig(t.data_type()));
   if (dtype != info.dtype) {
     return absl::InvalidArgumentError(absl::StrCat(what, " \"", info.name, "\": config data_type ",
@@ -95,6 +104,7 @@ absl::Status CheckTensor(const std::string& what, const ValueInfo& info, bool ba
 
 template <typename ConfigTensor>
 absl::Status FillFromModel(const std::string& what, const ValueInfo& info, bool batching, ConfigTensor& t) {
+  RETURN_IF_ERROR(RequireTensor(what, info));
   t.set_name(info.name);
   t.set_data_type(ConfigDataType(info.dtype));
   if (t.data_type() == inference::TYPE_INVALID) {
@@ -126,7 +136,8 @@ absl::Status CompleteTensors(const std::string& what, const std::vector<ValueInf
   for (const auto& info : model) {
     bool listed = false;
     for (const auto& t : tensors) listed = listed || t.name() == info.name;
-    if (listed) continue;
+    // Outputs that are not tensors are left out of what the model serves; the model still loads.
+    if (listed || (!all_required && !info.is_tensor)) continue;
     if (listed_any) {
       return absl::InvalidArgumentError(
           absl::StrCat("config lists some inputs but not the model's input \"", info.name, "\""));
@@ -142,7 +153,7 @@ bool CanBatch(const Session& session) {
     if (!HasDynamicFirstDim(info)) return false;
   }
   for (const auto& info : session.outputs()) {
-    if (!HasDynamicFirstDim(info)) return false;
+    if (info.is_tensor && !HasDynamicFirstDim(info)) return false;
   }
   return true;
 }

@@ -105,16 +105,26 @@ absl::Status DecodeInputs(const ModelVersion& mv, const ModelInferRequest& wire,
 
 namespace {
 
+// Why `name` is not among the served outputs: not an output of the model, or one that is not a tensor.
+absl::Status UnservedOutput(const ModelVersion& mv, const std::string& name) {
+  const Session& session = *mv.session;
+  for (size_t i = 0; i < session.outputs().size(); ++i) {
+    if (session.outputs()[i].name == name && !session.outputs()[i].is_tensor) {
+      return absl::InvalidArgumentError(absl::StrCat("output \"", name, "\" of model \"", mv.name, "\" is ",
+                                                     session.output_types()[i].DebugString(),
+                                                     ", not a tensor: the server serves tensor outputs only"));
+    }
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown output \"", name, "\" requested from model \"", mv.name, "\""));
+}
+
 // Indices (into the model's outputs) of the requested outputs; all of them when none is named.
 absl::StatusOr<std::vector<size_t>> RequestedOutputs(const ModelVersion& mv, const ModelInferRequest& wire) {
   std::vector<size_t> picked;
   for (const auto& out : wire.outputs()) {
     size_t k = 0;
     while (k < mv.outputs.size() && mv.outputs[k].name != out.name()) ++k;
-    if (k == mv.outputs.size()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown output \"", out.name(), "\" requested from model \"", mv.name, "\""));
-    }
+    if (k == mv.outputs.size()) return UnservedOutput(mv, out.name());
     picked.push_back(k);
   }
   if (picked.empty()) {

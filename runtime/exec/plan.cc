@@ -35,6 +35,31 @@ void CollectUnsupported(const Model& model, const Graph& graph, std::vector<Unsu
   }
 }
 
+std::string InputName(const ir::Node& node, int index) {
+  const ir::Value* in = node.input(index);
+  return absl::StrCat("input ", index, in != nullptr ? absl::StrCat(" (\"", in->name(), "\")") : "");
+}
+
+// Whether `value` may be fed where `type` is declared: its kind (an optional also takes its element, as
+// ONNX's optional ops do), and for tensors of a sequence or optional, their element type.
+bool MatchesDeclared(const ir::Type& type, const Value& value) {
+  const Value::Kind kind = type.value_kind();
+  if (kind == Value::Kind::kNone) return true;
+  if (kind == Value::Kind::kOptional) {
+    if (!value.is_optional()) return type.inner == nullptr || MatchesDeclared(*type.inner, value);
+    return !value.has_element() || type.inner == nullptr || MatchesDeclared(*type.inner, value.element());
+  }
+  if (value.kind() != kind) return false;
+  if (kind == Value::Kind::kSequence && type.inner != nullptr && type.inner->is_tensor() &&
+      type.inner->elem != DataType::kUndefined) {
+    for (const Value& element : value.elements()) {
+      if (!MatchesDeclared(*type.inner, element)) return false;
+    }
+  }
+  if (kind == Value::Kind::kTensor && type.elem != DataType::kUndefined) return type.elem == value.tensor()->dtype();
+  return true;
+}
+
 }  // namespace
 
 std::vector<UnsupportedNode> FindUnsupportedNodes(const Model& model) {
@@ -71,12 +96,13 @@ int ExecutionPlan::SlotOf(const ir::Value* value) {
 absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Compile(const ir::Graph& graph) {
   std::unique_ptr<ExecutionPlan> plan(new ExecutionPlan);
   plan->graph_ = &graph;
+  for (const ir::Value* constant : graph.constants()) plan->kinds_[constant] = Value::Kind::kTensor;
   for (const ir::Value* in : graph.input_values()) {
     plan->input_slots_.push_back(plan->SlotOf(in));
     plan->feed_slots_[in->name()] = plan->input_slots_.back();
   }
   for (const ir::Value* constant : graph.constants()) {
-    plan->constants_.push_back({plan->SlotOf(constant), constant->constant()});
+    plan->constants_.push_back({plan->SlotOf(constant), Value(*constant->constant())});
   }
   for (const std::string& name : graph.outer_scope_reads()) {
     const int slot = plan->SlotOf(graph.FindValue(name));
@@ -101,6 +127,7 @@ absl::StatusOr<ExecutionPlan::Step> ExecutionPlan::MakeStep(const ir::Node& node
                                                  node.op_type(), " at opset ", node.opset()));
   }
   step.label = node.Label(step.def->since_version);
+  step.node = &node;
 
   std::vector<std::pair<std::string, const ExecutionPlan*>> subgraphs;
   for (const auto& [attribute, subgraph] : node.subgraphs()) {
@@ -130,7 +157,42 @@ absl::StatusOr<ExecutionPlan::Step> ExecutionPlan::MakeStep(const ir::Node& node
     return absl::Status(kernel.status().code(), absl::StrCat(step.label, ": ", kernel.status().message()));
   }
   step.kernel = *std::move(kernel);
+  RETURN_IF_ERROR(CheckInputKinds(step));
+  for (size_t o = 0; o < node.outputs().size(); ++o) {
+    const ir::Value* out = node.outputs()[o];
+    if (out == nullptr) continue;
+    const Value::Kind produced = step.kernel->OutputKind(static_cast<int>(o));
+    kinds_[out] = produced != Value::Kind::kNone ? produced : out->type().value_kind();
+  }
   return step;
+}
+
+// A kernel that takes tensors, reading a value known at load to be of another kind, is a load error.
+absl::Status ExecutionPlan::CheckInputKinds(const Step& step) const {
+  if (step.kernel->TakesValues()) return absl::OkStatus();
+  for (int i = 0; i < static_cast<int>(step.node->inputs().size()); ++i) {
+    const ir::Value* in = step.node->input(i);
+    if (in == nullptr) continue;
+    auto it = kinds_.find(in);
+    const Value::Kind kind = it != kinds_.end() ? it->second : in->type().value_kind();
+    if (kind != Value::Kind::kNone && kind != Value::Kind::kTensor) {
+      return absl::InvalidArgumentError(absl::StrCat(step.label, ": ", InputName(*step.node, i), " is a ",
+                                                     ValueKindName(kind), "; the kernel takes tensors"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The run-time side of CheckInputKinds, for values whose kind was not known at load.
+absl::Status ExecutionPlan::CheckInputValues(const Step& step, const std::vector<const Value*>& inputs) const {
+  if (step.kernel->TakesValues()) return absl::OkStatus();
+  for (int i = 0; i < static_cast<int>(inputs.size()); ++i) {
+    if (inputs[i] != nullptr && !inputs[i]->is_tensor()) {
+      return absl::InvalidArgumentError(absl::StrCat(step.label, ": ", InputName(*step.node, i), " is ",
+                                                     inputs[i]->DebugString(), "; the kernel takes tensors"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 std::vector<std::string> ExecutionPlan::StepOps() const {
@@ -161,41 +223,44 @@ void ExecutionPlan::PlanReleases() {
   }
 }
 
-absl::Status ExecutionPlan::CheckFeed(const ValueInfo& info, const Tensor& tensor) const {
-  if (!info.is_tensor) return absl::OkStatus();
-  bool ok = info.dtype == DataType::kUndefined || info.dtype == tensor.dtype();
-  if (ok && info.has_shape) {
+absl::Status ExecutionPlan::CheckFeed(size_t input, const Value& value) const {
+  const ValueInfo& info = graph_->inputs()[input];
+  const ir::Type& declared = graph_->input_values()[input]->type();
+  bool ok = MatchesDeclared(declared, value);
+  if (ok && info.is_tensor && info.has_shape) {
+    const Tensor& tensor = *value.tensor();
     ok = static_cast<int64_t>(info.dims.size()) == tensor.rank();
     for (size_t d = 0; ok && d < info.dims.size(); ++d) {
       ok = info.dims[d] < 0 || info.dims[d] == tensor.dim(static_cast<int64_t>(d));
     }
   }
   if (!ok) {
-    return absl::InvalidArgumentError(absl::StrCat("input \"", info.name, "\": expected ", info.DebugString(),
-                                                   ", got ", tensor.DebugString()));
+    const std::string expected = info.is_tensor ? info.DebugString() : declared.DebugString();
+    return absl::InvalidArgumentError(absl::StrCat("input \"", info.name, "\": expected ", expected, ", got ",
+                                                   value.DebugString()));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<Tensor>> ExecutionPlan::Run(const std::vector<NamedTensor>& feeds, ThreadPool& pool,
-                                                       const RunLimits& limits) const {
-  std::vector<const Tensor*> view(slots_.size(), nullptr);
-  std::vector<Tensor> owned(slots_.size());
-  for (const auto& [slot, tensor] : constants_) view[slot] = tensor;
-  for (const auto& [name, tensor] : feeds) {
+absl::StatusOr<std::vector<Value>> ExecutionPlan::Run(const std::vector<NamedValue>& feeds, ThreadPool& pool,
+                                                      const RunLimits& limits) const {
+  std::vector<const Value*> view(slots_.size(), nullptr);
+  std::vector<Value> owned(slots_.size());
+  for (const auto& [slot, value] : constants_) view[slot] = &value;
+  for (const auto& [name, value] : feeds) {
     auto it = feed_slots_.find(name);
     if (it == feed_slots_.end()) {
       return absl::InvalidArgumentError(absl::StrCat("\"", name, "\" is not an input of graph \"",
                                                      graph_->name(), "\""));
     }
-    view[it->second] = tensor;
+    view[it->second] = value;
   }
   for (size_t i = 0; i < input_slots_.size(); ++i) {
     const ValueInfo& info = graph_->inputs()[i];
     if (view[input_slots_[i]] == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat("missing input \"", info.name, "\""));
     }
-    RETURN_IF_ERROR(CheckFeed(info, *view[input_slots_[i]]));
+    RETURN_IF_ERROR(CheckFeed(i, *view[input_slots_[i]]));
   }
   for (const auto& [name, slot] : outer_slots_) {
     if (view[slot] == nullptr) {
@@ -207,16 +272,18 @@ absl::StatusOr<std::vector<Tensor>> ExecutionPlan::Run(const std::vector<NamedTe
     if (absl::Status status = limits.Check(); !status.ok()) {
       return absl::Status(status.code(), absl::StrCat(status.message(), " before ", step.label));
     }
-    std::vector<const Tensor*> inputs;
+    std::vector<const Value*> inputs;
     inputs.reserve(step.inputs.size());
     for (int slot : step.inputs) inputs.push_back(slot < 0 ? nullptr : view[slot]);
-    if (!inputs.empty() && inputs[0] != nullptr && !step.def->Accepts(inputs[0]->dtype())) {
+    RETURN_IF_ERROR(CheckInputValues(step, inputs));
+    const Tensor* first = inputs.empty() || inputs[0] == nullptr ? nullptr : inputs[0]->tensor();
+    if (first != nullptr && !step.def->Accepts(first->dtype())) {
       return absl::UnimplementedError(absl::StrCat(step.label, ": no kernel for element type ",
-                                                   DataTypeName(inputs[0]->dtype())));
+                                                   DataTypeName(first->dtype())));
     }
-    std::vector<std::pair<std::string, const Tensor*>> outer;
+    std::vector<std::pair<std::string, const Value*>> outer;
     for (const auto& [name, slot] : step.outer_scope) outer.push_back({name, view[slot]});
-    std::vector<Tensor> outputs(step.outputs.size());
+    std::vector<Value> outputs(step.outputs.size());
     KernelContext ctx(std::move(inputs), &outputs, step.outputs_wanted, &pool, std::move(outer), &limits);
     absl::Status status = CatchExceptions([&] { return step.kernel->Compute(ctx); });
     if (!status.ok()) {
@@ -229,15 +296,15 @@ absl::StatusOr<std::vector<Tensor>> ExecutionPlan::Run(const std::vector<NamedTe
       view[slot] = &owned[slot];
     }
     for (int slot : step.release_after) {
-      owned[slot] = Tensor();
+      owned[slot] = Value();
       view[slot] = nullptr;
     }
   }
 
-  std::vector<Tensor> results;
+  std::vector<Value> results;
   results.reserve(output_slots_.size());
   for (size_t i = 0; i < output_slots_.size(); ++i) {
-    const Tensor* value = view[output_slots_[i]];
+    const Value* value = view[output_slots_[i]];
     if (value == nullptr) {
       return absl::InternalError(absl::StrCat("output \"", graph_->outputs()[i].name, "\" was not computed"));
     }

@@ -12,6 +12,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "runtime/core/thread_pool.h"
+#include "runtime/core/value.h"
 #include "runtime/ir/graph.h"
 #include "runtime/model/model.h"
 #include "runtime/registry/registry.h"
@@ -32,7 +33,7 @@ std::vector<UnsupportedNode> FindUnsupportedNodes(const Model& model);
 // One message listing every unsupported (domain, op_type, opset) with the nodes that use it.
 std::string DescribeUnsupported(const std::vector<UnsupportedNode>& nodes);
 
-using NamedTensor = std::pair<std::string, const Tensor*>;
+using NamedValue = std::pair<std::string, const Value*>;
 
 class ExecutionPlan {
  public:
@@ -46,9 +47,10 @@ class ExecutionPlan {
 
   // Runs the graph. `feeds` holds the graph inputs and, for subgraphs, the outer-scope values the graph
   // reads, by name. Returns the graph outputs in graph order. Inputs are checked against the graph's
-  // declared types and static dims. `limits` is checked before every step.
-  absl::StatusOr<std::vector<Tensor>> Run(const std::vector<NamedTensor>& feeds, ThreadPool& pool,
-                                          const RunLimits& limits = {}) const;
+  // declared types (kind, element type, static dims); an input declared optional also takes its element.
+  // `limits` is checked before every step.
+  absl::StatusOr<std::vector<Value>> Run(const std::vector<NamedValue>& feeds, ThreadPool& pool,
+                                         const RunLimits& limits = {}) const;
 
  private:
   struct Step {
@@ -61,20 +63,25 @@ class ExecutionPlan {
     std::vector<std::pair<std::string, int>> outer_scope;  // values its subgraphs read
     std::vector<int> release_after;  // slots whose last reader this step is
     std::string label;  // "node \"name\" (Op-13)" for error messages
+    const ir::Node* node;
   };
 
   ExecutionPlan() = default;
   int SlotOf(const ir::Value* value);
   absl::StatusOr<Step> MakeStep(const ir::Node& node);
   void PlanReleases();
-  absl::Status CheckFeed(const ValueInfo& info, const Tensor& tensor) const;
+  absl::Status CheckInputKinds(const Step& step) const;
+  absl::Status CheckInputValues(const Step& step, const std::vector<const Value*>& inputs) const;
+  absl::Status CheckFeed(size_t input, const Value& value) const;
 
   const ir::Graph* graph_ = nullptr;
   absl::flat_hash_map<const ir::Value*, int> slots_;
+  // The kind of each value known at load (constants, what kernels produce), where the declaration says none.
+  absl::flat_hash_map<const ir::Value*, Value::Kind> kinds_;
   absl::flat_hash_map<std::string, int> feed_slots_;  // graph inputs and outer-scope values, by name
   std::vector<std::unique_ptr<ExecutionPlan>> subplans_;
   std::vector<Step> steps_;
-  std::vector<std::pair<int, const Tensor*>> constants_;
+  std::vector<std::pair<int, Value>> constants_;
   std::vector<int> input_slots_;   // per graph input
   std::vector<int> output_slots_;  // per graph output
   std::vector<std::pair<std::string, int>> outer_slots_;  // outer-scope values read, by name

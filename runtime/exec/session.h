@@ -43,11 +43,19 @@ class Session {
   // The graph's inputs (initializers excluded) and outputs, as declared.
   const std::vector<ValueInfo>& inputs() const { return model_->graph().inputs(); }
   const std::vector<ValueInfo>& outputs() const { return model_->graph().outputs(); }
+  // Their declared types, which say which are tensors, sequences, maps or optionals.
+  const std::vector<ir::Type>& input_types() const { return input_types_; }
+  const std::vector<ir::Type>& output_types() const { return output_types_; }
 
   // Runs the model. `output_names` picks outputs and their order; empty means all, in graph order. The run
   // stops with DEADLINE_EXCEEDED or CANCELLED between steps once `limits` says so. Each call has a memory
   // budget of its own (SessionOptions::memory_budget_bytes), subgraph runs included; the outputs it returns
   // stay charged to it until they are freed, which matters to no one once the call has returned.
+  absl::StatusOr<std::vector<Value>> RunValues(const std::vector<std::pair<std::string, Value>>& feeds,
+                                               const std::vector<std::string>& output_names = {},
+                                               const RunLimits& limits = {}) const;
+  // RunValues for tensors: every output it returns must be a tensor, and asking for one that is not (a
+  // sequence, map or optional) is INVALID_ARGUMENT naming it.
   absl::StatusOr<std::vector<Tensor>> Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
                                           const std::vector<std::string>& output_names = {},
                                           const RunLimits& limits = {}) const;
@@ -61,6 +69,8 @@ class Session {
   std::unique_ptr<ir::Graph> graph_;  // what plan_ runs
   std::vector<passes::PassReport> pass_reports_;
   std::unique_ptr<ExecutionPlan> plan_;
+  std::vector<ir::Type> input_types_;
+  std::vector<ir::Type> output_types_;
   int64_t memory_budget_bytes_;
   mutable ThreadPool pool_;
 };

@@ -7,6 +7,16 @@
 
 namespace onnxserve::ir {
 
+onnxserve::Value::Kind Type::value_kind() const {
+  switch (kind) {
+    case Kind::kTensor: return onnxserve::Value::Kind::kTensor;
+    case Kind::kSequence: return onnxserve::Value::Kind::kSequence;
+    case Kind::kMap: return onnxserve::Value::Kind::kMap;
+    case Kind::kOptional: return onnxserve::Value::Kind::kOptional;
+    default: return onnxserve::Value::Kind::kNone;
+  }
+}
+
 std::string Type::DebugString() const {
   switch (kind) {
     case Kind::kTensor:

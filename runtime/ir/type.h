@@ -8,6 +8,7 @@
 
 #include "runtime/core/data_type.h"
 #include "runtime/core/tensor.h"
+#include "runtime/core/value.h"
 
 namespace onnxserve::ir {
 
@@ -29,6 +30,8 @@ struct Type {
   }
 
   bool is_tensor() const { return kind == Kind::kTensor; }
+  // The kind of runtime value the type promises; kNone when it says nothing (undeclared, sparse tensors).
+  onnxserve::Value::Kind value_kind() const;
   // "float[1,3]", "seq(float[?])", "map(string,float[?])", "optional(int64[?])", "?".
   std::string DebugString() const;
 };

@@ -3,6 +3,7 @@
 #include <numeric>
 
 #include "runtime/ops/common.h"
+#include "runtime/ops/concat.h"
 #include "runtime/registry/registry.h"
 
 namespace onnxserve {
@@ -27,6 +28,38 @@ void ConcatRows(const std::vector<const Tensor*>& inputs, const std::vector<int6
   });
 }
 
+// Inputs agree on type, rank and every dim but the axis.
+absl::Status CheckMatches(const Tensor& first, const Tensor& in, int64_t axis, size_t index) {
+  bool ok = in.dtype() == first.dtype() && in.rank() == first.rank();
+  for (int64_t d = 0; ok && d < in.rank(); ++d) ok = d == axis || in.dim(d) == first.dim(d);
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("input ", index, " ", in.DebugString(), " does not match input 0 ",
+                                                 first.DebugString(), " outside axis ", axis));
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> ConcatAlongAxis(const std::vector<const Tensor*>& inputs, int64_t axis_attr, ThreadPool& pool) {
+  const Tensor& first = *inputs[0];
+  ASSIGN_OR_RETURN(const int64_t axis, NormalizeAxis(axis_attr, first.rank()));
+  if (first.rank() == 0) return absl::InvalidArgumentError("cannot concatenate scalars");
+  Shape shape = first.shape();
+  shape[axis] = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    RETURN_IF_ERROR(CheckMatches(first, *inputs[i], axis, i));
+    shape[axis] += inputs[i]->dim(axis);
+  }
+  const int64_t outer = NumElements(absl::MakeConstSpan(shape).subspan(0, axis));
+  const int64_t inner = NumElements(absl::MakeConstSpan(shape).subspan(axis + 1));
+  std::vector<int64_t> blocks;
+  for (const Tensor* in : inputs) blocks.push_back(in->dim(axis) * inner);
+  ASSIGN_OR_RETURN(Tensor out, Tensor::Create(first.dtype(), std::move(shape)));
+  DispatchByWidth(out.dtype(), [&](auto zero) { ConcatRows<decltype(zero)>(inputs, blocks, outer, out, pool); });
+  return out;
+}
+
+namespace {
+
 // Concat-1 defaults axis to 1; -4 requires it; -11 accepts negative axes.
 class Concat final : public OpKernel {
  public:
@@ -42,40 +75,14 @@ class Concat final : public OpKernel {
   absl::Status Compute(KernelContext& ctx) const override {
     RETURN_IF_ERROR(RequireInputs(ctx, ctx.num_inputs()));
     if (ctx.num_inputs() == 0) return absl::InvalidArgumentError("Concat needs at least one input");
-    const Tensor& first = *ctx.Input(0);
-    ASSIGN_OR_RETURN(const int64_t axis, NormalizeAxis(axis_, first.rank()));
-    if (first.rank() == 0) return absl::InvalidArgumentError("cannot concatenate scalars");
-    Shape shape = first.shape();
-    shape[axis] = 0;
     std::vector<const Tensor*> inputs;
-    for (int i = 0; i < ctx.num_inputs(); ++i) {
-      const Tensor& in = *ctx.Input(i);
-      RETURN_IF_ERROR(CheckMatches(first, in, axis, i));
-      shape[axis] += in.dim(axis);
-      inputs.push_back(&in);
-    }
-    const int64_t outer = NumElements(absl::MakeConstSpan(shape).subspan(0, axis));
-    const int64_t inner = NumElements(absl::MakeConstSpan(shape).subspan(axis + 1));
-    std::vector<int64_t> blocks;
-    for (const Tensor* in : inputs) blocks.push_back(in->dim(axis) * inner);
-    ASSIGN_OR_RETURN(Tensor* out_tensor, ctx.CheckedOutput(0, first.dtype(), std::move(shape)));
-    Tensor& out = *out_tensor;
-    DispatchByWidth(out.dtype(), [&](auto zero) {
-      ConcatRows<decltype(zero)>(inputs, blocks, outer, out, ctx.pool());
-    });
+    for (int i = 0; i < ctx.num_inputs(); ++i) inputs.push_back(ctx.Input(i));
+    ASSIGN_OR_RETURN(Tensor out, ConcatAlongAxis(inputs, axis_, ctx.pool()));
+    ctx.SetOutput(0, std::move(out));
     return absl::OkStatus();
   }
 
  private:
-  // Inputs agree on type, rank and every dim but the axis.
-  static absl::Status CheckMatches(const Tensor& first, const Tensor& in, int64_t axis, int index) {
-    bool ok = in.dtype() == first.dtype() && in.rank() == first.rank();
-    for (int64_t d = 0; ok && d < in.rank(); ++d) ok = d == axis || in.dim(d) == first.dim(d);
-    if (ok) return absl::OkStatus();
-    return absl::InvalidArgumentError(absl::StrCat("input ", index, " ", in.DebugString(), " does not match input 0 ",
-                                                   first.DebugString(), " outside axis ", axis));
-  }
-
   int64_t axis_ = 1;
 };
 

@@ -6,7 +6,8 @@
 //   Scan-8       has a leading batch axis and an optional sequence_lens input (only full lengths run).
 //   Scan-9..25   scans M inputs along scan_input_axes (either direction), stacks K outputs along
 //                scan_output_axes.
-// Sequence- and optional-typed values are not supported by the executor, so neither are bodies using them.
+// If's branches and Loop's carried values may be of any kind (sequences, optionals, maps); Scan's state
+// and scanned values are tensors, as are Loop's scan outputs.
 #include <cstring>
 #include <limits>
 
@@ -69,6 +70,14 @@ absl::StatusOr<const ExecutionPlan*> RequireSubgraph(const KernelInfo& info, con
   return plan;
 }
 
+// A subgraph output that must be a tensor (a scan output, a condition).
+absl::StatusOr<Tensor> TensorResult(Value value, const char* what) {
+  if (!value.is_tensor()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " must be a tensor, got ", value.DebugString()));
+  }
+  return *value.tensor();
+}
+
 absl::StatusOr<bool> ScalarBool(const Tensor& t, const char* what) {
   if (t.dtype() != DataType::kBool || t.NumElements() != 1) {
     return absl::InvalidArgumentError(absl::StrCat(what, " must be a single bool, got ", t.DebugString()));
@@ -88,14 +97,18 @@ class If final : public OpKernel {
     RETURN_IF_ERROR(RequireInputs(ctx, 1));
     ASSIGN_OR_RETURN(bool cond, ScalarBool(*ctx.Input(0), "cond"));
     const ExecutionPlan& branch = cond ? *then_ : *else_;
-    ASSIGN_OR_RETURN(std::vector<Tensor> outputs, branch.Run(OuterFeeds(ctx, branch), ctx.pool(), ctx.limits()));
+    ASSIGN_OR_RETURN(std::vector<Value> outputs, branch.Run(OuterFeeds(ctx, branch), ctx.pool(), ctx.limits()));
     if (static_cast<int>(outputs.size()) != ctx.num_outputs()) {
       return absl::InvalidArgumentError(absl::StrCat("branch gives ", outputs.size(), " outputs, node has ",
                                                      ctx.num_outputs()));
     }
-    for (size_t i = 0; i < outputs.size(); ++i) ctx.SetOutput(static_cast<int>(i), std::move(outputs[i]));
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      RETURN_IF_ERROR(ctx.SetOutputValue(static_cast<int>(i), std::move(outputs[i])));
+    }
     return absl::OkStatus();
   }
+  // The branches decide (a sequence, an optional...): the outputs' declared types say.
+  Value::Kind OutputKind(int) const override { return Value::Kind::kNone; }
 
  private:
   const ExecutionPlan* then_ = nullptr;
@@ -118,35 +131,44 @@ class Loop final : public OpKernel {
     return absl::OkStatus();
   }
 
+  // Loop-carried values may be sequences or optionals (a list grown one element per iteration).
+  bool TakesValues() const override { return true; }
+
   absl::Status Compute(KernelContext& ctx) const override {
     int64_t trip_count = std::numeric_limits<int64_t>::max();
-    if (const Tensor* m = ctx.Input(0)) trip_count = m->GetAsInt64(0);
+    ASSIGN_OR_RETURN(const Tensor* m, ctx.TensorInput(0));
+    if (m != nullptr) trip_count = m->GetAsInt64(0);
     bool cond = true;
-    if (const Tensor* c = ctx.Input(1)) {
+    ASSIGN_OR_RETURN(const Tensor* c, ctx.TensorInput(1));
+    if (c != nullptr) {
       ASSIGN_OR_RETURN(cond, ScalarBool(*c, "cond"));
     }
-    std::vector<Tensor> carried;
+    std::vector<Value> carried;
     for (int i = 0; i < num_carried_; ++i) {
-      if (ctx.Input(2 + i) == nullptr) return absl::InvalidArgumentError(absl::StrCat("loop-carried input ", i, " is missing"));
-      carried.push_back(*ctx.Input(2 + i));
+      if (ctx.InputValue(2 + i) == nullptr) return absl::InvalidArgumentError(absl::StrCat("loop-carried input ", i, " is missing"));
+      carried.push_back(*ctx.InputValue(2 + i));
     }
     const auto& names = body_->graph().inputs();
     std::vector<std::vector<Tensor>> scans(num_scan_);
     for (int64_t iter = 0; iter < trip_count && cond; ++iter) {
       // The body's own steps check too, but an empty body would not: a trip count of 1e13 must still stop.
       RETURN_IF_ERROR(ctx.limits().Check());
-      Tensor iter_tensor = Tensor::Scalar<int64_t>(iter);
-      Tensor cond_tensor = Tensor::Scalar<bool>(cond);
-      std::vector<NamedTensor> feeds = OuterFeeds(ctx, *body_);
-      feeds.push_back({names[0].name, &iter_tensor});
-      feeds.push_back({names[1].name, &cond_tensor});
+      const Value iter_value = Tensor::Scalar<int64_t>(iter);
+      const Value cond_value = Tensor::Scalar<bool>(cond);
+      std::vector<NamedValue> feeds = OuterFeeds(ctx, *body_);
+      feeds.push_back({names[0].name, &iter_value});
+      feeds.push_back({names[1].name, &cond_value});
       for (int i = 0; i < num_carried_; ++i) feeds.push_back({names[2 + i].name, &carried[i]});
-      ASSIGN_OR_RETURN(std::vector<Tensor> out, body_->Run(feeds, ctx.pool(), ctx.limits()));
-      ASSIGN_OR_RETURN(cond, ScalarBool(out[0], "body condition output"));
+      ASSIGN_OR_RETURN(std::vector<Value> out, body_->Run(feeds, ctx.pool(), ctx.limits()));
+      ASSIGN_OR_RETURN(const Tensor cond_out, TensorResult(std::move(out[0]), "body condition output"));
+      ASSIGN_OR_RETURN(cond, ScalarBool(cond_out, "body condition output"));
       for (int i = 0; i < num_carried_; ++i) carried[i] = std::move(out[1 + i]);
-      for (int k = 0; k < num_scan_; ++k) scans[k].push_back(std::move(out[1 + num_carried_ + k]));
+      for (int k = 0; k < num_scan_; ++k) {
+        ASSIGN_OR_RETURN(Tensor scanned, TensorResult(std::move(out[1 + num_carried_ + k]), "a scan output"));
+        scans[k].push_back(std::move(scanned));
+      }
     }
-    for (int i = 0; i < num_carried_; ++i) ctx.SetOutput(i, std::move(carried[i]));
+    for (int i = 0; i < num_carried_; ++i) RETURN_IF_ERROR(ctx.SetOutputValue(i, std::move(carried[i])));
     for (int k = 0; k < num_scan_; ++k) {
       if (scans[k].empty()) {
         const ValueInfo& info = body_->graph().outputs()[1 + num_carried_ + k];
@@ -192,23 +214,30 @@ absl::StatusOr<std::vector<Tensor>> RunScan(const ExecutionPlan& body, const Sca
     }
     length = len;
   }
-  std::vector<Tensor> state = state_in;
+  std::vector<Value> state(state_in.begin(), state_in.end());
   std::vector<std::vector<Tensor>> scans(num_scan_out);
   for (int64_t t = 0; t < std::max<int64_t>(length, 0); ++t) {
     RETURN_IF_ERROR(ctx.limits().Check());
-    std::vector<Tensor> elements;
+    std::vector<Value> elements;
     for (size_t j = 0; j < scan_in.size(); ++j) {
       const int64_t index = spec.input_directions[j] == 1 ? length - 1 - t : t;
       elements.push_back(TakeAlongAxis(scan_in[j], axes[j], index));
     }
-    std::vector<NamedTensor> feeds = OuterFeeds(ctx, body);
+    std::vector<NamedValue> feeds = OuterFeeds(ctx, body);
     for (int i = 0; i < spec.num_state; ++i) feeds.push_back({names[i].name, &state[i]});
     for (size_t j = 0; j < elements.size(); ++j) feeds.push_back({names[spec.num_state + j].name, &elements[j]});
-    ASSIGN_OR_RETURN(std::vector<Tensor> out, body.Run(feeds, ctx.pool(), ctx.limits()));
+    ASSIGN_OR_RETURN(std::vector<Value> out, body.Run(feeds, ctx.pool(), ctx.limits()));
     for (int i = 0; i < spec.num_state; ++i) state[i] = std::move(out[i]);
-    for (int k = 0; k < num_scan_out; ++k) scans[k].push_back(std::move(out[spec.num_state + k]));
+    for (int k = 0; k < num_scan_out; ++k) {
+      ASSIGN_OR_RETURN(Tensor scanned, TensorResult(std::move(out[spec.num_state + k]), "a scan output"));
+      scans[k].push_back(std::move(scanned));
+    }
   }
-  std::vector<Tensor> results = std::move(state);
+  std::vector<Tensor> results;
+  for (Value& value : state) {
+    ASSIGN_OR_RETURN(Tensor final_state, TensorResult(std::move(value), "a scan state"));
+    results.push_back(std::move(final_state));
+  }
   for (int k = 0; k < num_scan_out; ++k) {
     if (scans[k].empty()) return absl::UnimplementedError("Scan over zero-length inputs");
     if (spec.output_directions[k] == 1) std::reverse(scans[k].begin(), scans[k].end());

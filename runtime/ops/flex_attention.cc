@@ -134,14 +134,16 @@ class FlexAttention final : public OpKernel {
   static absl::StatusOr<Tensor> Modify(const KernelContext& ctx, const ExecutionPlan* plan, const char* what,
                                        Tensor x) {
     if (plan == nullptr) return x;
-    std::vector<NamedTensor> feeds = OuterFeeds(ctx, *plan);
-    feeds.push_back({plan->graph().inputs()[0].name, &x});
-    ASSIGN_OR_RETURN(std::vector<Tensor> out, plan->Run(feeds, ctx.pool(), ctx.limits()));
-    if (out[0].dtype() != x.dtype() || out[0].shape() != x.shape()) {
+    std::vector<NamedValue> feeds = OuterFeeds(ctx, *plan);
+    const Value in(std::move(x));
+    feeds.push_back({plan->graph().inputs()[0].name, &in});
+    ASSIGN_OR_RETURN(std::vector<Value> out, plan->Run(feeds, ctx.pool(), ctx.limits()));
+    const Tensor* y = out[0].tensor();
+    if (y == nullptr || y->dtype() != in.tensor()->dtype() || y->shape() != in.tensor()->shape()) {
       return absl::InvalidArgumentError(absl::StrCat(what, " must return its input's type and shape ",
-                                                     x.DebugString(), ", returned ", out[0].DebugString()));
+                                                     in.DebugString(), ", returned ", out[0].DebugString()));
     }
-    return std::move(out[0]);
+    return *y;
   }
 
   std::optional<float> scale_;

@@ -1,4 +1,4 @@
-// Identity: passes its input through without a copy (kernels never write into their inputs).
+// Identity: passes its input, of any kind, through without a copy (kernels never write into their inputs).
 #include "runtime/registry/registry.h"
 
 namespace onnxserve {
@@ -6,10 +6,11 @@ namespace {
 
 class Identity final : public OpKernel {
  public:
+  bool TakesValues() const override { return true; }
+
   absl::Status Compute(KernelContext& ctx) const override {
-    RETURN_IF_ERROR(RequireInputs(ctx, 1));
-    ctx.SetOutput(0, *ctx.Input(0));
-    return absl::OkStatus();
+    if (ctx.InputValue(0) == nullptr) return absl::InvalidArgumentError("required input 0 is missing");
+    return ctx.SetOutputValue(0, *ctx.InputValue(0));
   }
 };
 

@@ -2,11 +2,11 @@
 
 namespace onnxserve {
 
-std::vector<NamedTensor> OuterFeeds(const KernelContext& ctx, const ExecutionPlan& plan) {
-  std::vector<NamedTensor> feeds;
+std::vector<NamedValue> OuterFeeds(const KernelContext& ctx, const ExecutionPlan& plan) {
+  std::vector<NamedValue> feeds;
   for (const auto& name : plan.graph().outer_scope_reads()) {
-    for (const auto& [outer_name, tensor] : ctx.outer_scope()) {
-      if (outer_name == name) feeds.push_back({name, tensor});
+    for (const auto& [outer_name, value] : ctx.outer_scope()) {
+      if (outer_name == name) feeds.push_back({name, value});
     }
   }
   return feeds;

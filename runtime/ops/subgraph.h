@@ -9,6 +9,6 @@
 namespace onnxserve {
 
 // The enclosing-graph values `plan` reads, to be fed along with its inputs.
-std::vector<NamedTensor> OuterFeeds(const KernelContext& ctx, const ExecutionPlan& plan);
+std::vector<NamedValue> OuterFeeds(const KernelContext& ctx, const ExecutionPlan& plan);
 
 }  // namespace onnxserve

@@ -51,6 +51,52 @@ const ExecutionPlan* KernelInfo::Subgraph(std::string_view attr) const {
   return nullptr;
 }
 
+KernelContext::KernelContext(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs,
+                             std::vector<bool> outputs_wanted, ThreadPool* pool,
+                             const std::vector<std::pair<std::string, const Tensor*>>& outer_scope,
+                             const RunLimits* limits)
+    : tensor_outputs_(outputs), outputs_wanted_(std::move(outputs_wanted)), pool_(pool), limits_(limits) {
+  // Reserved first: inputs_ and outer_scope_ point into it.
+  wrapped_.reserve(inputs.size() + outer_scope.size());
+  for (const Tensor* t : inputs) {
+    inputs_.push_back(t == nullptr ? nullptr : &wrapped_.emplace_back(*t));
+  }
+  for (const auto& [name, t] : outer_scope) {
+    outer_scope_.push_back({name, t == nullptr ? nullptr : &wrapped_.emplace_back(*t)});
+  }
+}
+
+void KernelContext::SetOutput(int i, Tensor t) {
+  if (tensor_outputs_ != nullptr) {
+    (*tensor_outputs_)[i] = std::move(t);
+  } else {
+    (*outputs_)[i] = Value(std::move(t));
+  }
+}
+
+absl::Status KernelContext::SetOutputValue(int i, Value value) {
+  if (tensor_outputs_ == nullptr) {
+    (*outputs_)[i] = std::move(value);
+    return absl::OkStatus();
+  }
+  if (!value.is_tensor()) {
+    return absl::FailedPreconditionError(absl::StrCat("output ", i, " is a ", ValueKindName(value.kind()),
+                                                      " where only tensors can be held"));
+  }
+  (*tensor_outputs_)[i] = *value.tensor();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<const Tensor*> KernelContext::TensorInput(int i) const {
+  const Value* value = InputValue(i);
+  if (value == nullptr || value->is_tensor()) return value == nullptr ? nullptr : value->tensor();
+  return absl::InvalidArgumentError(absl::StrCat("input ", i, " is ", value->DebugString(), ", expected a tensor"));
+}
+
+Tensor* KernelContext::MutableOutput(int i) {
+  return tensor_outputs_ != nullptr ? &(*tensor_outputs_)[i] : (*outputs_)[i].mutable_tensor();
+}
+
 absl::Status RequireInputs(const KernelContext& ctx, int count) {
   for (int i = 0; i < count; ++i) {
     if (ctx.Input(i) == nullptr) {

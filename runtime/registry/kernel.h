@@ -15,6 +15,7 @@
 #include "runtime/core/run_limits.h"
 #include "runtime/core/tensor.h"
 #include "runtime/core/thread_pool.h"
+#include "runtime/core/value.h"
 #include "runtime/ir/graph.h"
 
 namespace onnxserve {
@@ -66,38 +67,62 @@ class KernelInfo {
 };
 
 // What a kernel sees when it runs: its inputs, space for its outputs, the intra-op thread pool.
+//
+// Slots hold Values (runtime/core/value.h). Kernels that take tensors read Input(i), a tensor, and write
+// Output(i, ...); the executor checks before Compute that such a kernel is given tensors only (an error
+// naming the node otherwise). Kernels that take other kinds (OpKernel::TakesValues) read InputValue(i) and
+// write SetOutputValue(i, ...).
 class KernelContext {
  public:
-  KernelContext(std::vector<const Tensor*> inputs, std::vector<Tensor>* outputs,
+  // The executor's form: inputs and outer-scope values as its slots hold them, nullptr where omitted.
+  KernelContext(std::vector<const Value*> inputs, std::vector<Value>* outputs, std::vector<bool> outputs_wanted,
+                ThreadPool* pool, std::vector<std::pair<std::string, const Value*>> outer_scope,
+                const RunLimits* limits = nullptr)
+      : inputs_(std::move(inputs)), outputs_(outputs), outputs_wanted_(std::move(outputs_wanted)), pool_(pool),
+        outer_scope_(std::move(outer_scope)), limits_(limits) {}
+  // Tensors only (constant folding runs a kernel on constant tensors): SetOutputValue of anything but a
+  // tensor fails, so the kernel's Compute fails.
+  KernelContext(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs,
                 std::vector<bool> outputs_wanted, ThreadPool* pool,
-                std::vector<std::pair<std::string, const Tensor*>> outer_scope, const RunLimits* limits = nullptr)
-      : inputs_(std::move(inputs)), outputs_(outputs), outputs_wanted_(std::move(outputs_wanted)),
-        pool_(pool), outer_scope_(std::move(outer_scope)), limits_(limits) {}
+                const std::vector<std::pair<std::string, const Tensor*>>& outer_scope,
+                const RunLimits* limits = nullptr);
+  KernelContext(const KernelContext&) = delete;
+  KernelContext& operator=(const KernelContext&) = delete;
 
   int num_inputs() const { return static_cast<int>(inputs_.size()); }
-  // Input i, or nullptr when it is omitted.
-  const Tensor* Input(int i) const { return i < num_inputs() ? inputs_[i] : nullptr; }
+  // Input i as a tensor, or nullptr when it is omitted (or, for kernels that take values, not a tensor).
+  const Tensor* Input(int i) const {
+    const Value* value = InputValue(i);
+    return value != nullptr ? value->tensor() : nullptr;
+  }
+  // Input i of any kind, or nullptr when it is omitted.
+  const Value* InputValue(int i) const { return i < num_inputs() ? inputs_[i] : nullptr; }
+  // For kernels that take values, input i where the spec wants a tensor: nullptr when omitted, an error
+  // naming the input when it holds another kind.
+  absl::StatusOr<const Tensor*> TensorInput(int i) const;
 
-  int num_outputs() const { return static_cast<int>(outputs_->size()); }
+  int num_outputs() const { return static_cast<int>(outputs_wanted_.size()); }
   // Whether output i exists in the node and is consumed (optional outputs may be skipped when not).
   bool OutputWanted(int i) const { return i < num_outputs() && outputs_wanted_[i]; }
   // Allocates output i with the given type and shape and returns it for writing. Throws as Tensor's
   // constructor does for a shape past the size limits; a kernel whose output shape comes from data uses
   // CheckedOutput so that the error is a value that says which input asked for it.
   Tensor& Output(int i, DataType type, Shape shape) {
-    (*outputs_)[i] = Tensor(type, std::move(shape));
-    return (*outputs_)[i];
+    SetOutput(i, Tensor(type, std::move(shape)));
+    return *MutableOutput(i);
   }
   // Output, with the shape checked against the size limits (runtime/core/checked_size.h) before anything is
   // allocated.
   absl::StatusOr<Tensor*> CheckedOutput(int i, DataType type, Shape shape) {
     absl::StatusOr<Tensor> tensor = Tensor::Create(type, std::move(shape));
     if (!tensor.ok()) return tensor.status();
-    (*outputs_)[i] = *std::move(tensor);
-    return &(*outputs_)[i];
+    SetOutput(i, *std::move(tensor));
+    return MutableOutput(i);
   }
   // Sets output i to an existing tensor (sharing storage with an input is allowed: nothing writes to it).
-  void SetOutput(int i, Tensor t) { (*outputs_)[i] = std::move(t); }
+  void SetOutput(int i, Tensor t);
+  // Sets output i to a value of any kind.
+  absl::Status SetOutputValue(int i, Value value);
 
   ThreadPool& pool() const { return *pool_; }
   // The run's deadline and cancellation: kernels that iterate (Loop, Scan) check them and pass them on to
@@ -107,14 +132,18 @@ class KernelContext {
     return limits_ != nullptr ? *limits_ : kNone;
   }
   // Values of enclosing graphs that this node's subgraphs read, by name.
-  const std::vector<std::pair<std::string, const Tensor*>>& outer_scope() const { return outer_scope_; }
+  const std::vector<std::pair<std::string, const Value*>>& outer_scope() const { return outer_scope_; }
 
  private:
-  std::vector<const Tensor*> inputs_;
-  std::vector<Tensor>* outputs_;
+  Tensor* MutableOutput(int i);
+
+  std::vector<Value> wrapped_;  // the tensors-only form's inputs and outer-scope values, as values
+  std::vector<const Value*> inputs_;
+  std::vector<Value>* outputs_ = nullptr;
+  std::vector<Tensor>* tensor_outputs_ = nullptr;  // the tensors-only form's outputs
   std::vector<bool> outputs_wanted_;
   ThreadPool* pool_;
-  std::vector<std::pair<std::string, const Tensor*>> outer_scope_;
+  std::vector<std::pair<std::string, const Value*>> outer_scope_;
   const RunLimits* limits_;
 };
 
@@ -122,6 +151,12 @@ class OpKernel {
  public:
   virtual ~OpKernel() = default;
   virtual absl::Status Compute(KernelContext& ctx) const = 0;
+  // Whether the kernel takes inputs of any kind (sequences, maps, optionals) and reads them through
+  // KernelContext::InputValue. The executor gives the others tensors only.
+  virtual bool TakesValues() const { return false; }
+  // The kind of output i, known at load so that a tensor kernel reading a sequence fails there; kNone when it
+  // depends on the inputs (the output's declared type is used then).
+  virtual Value::Kind OutputKind(int /*i*/) const { return TakesValues() ? Value::Kind::kNone : Value::Kind::kTensor; }
 };
 
 // Inputs that must be present: an error naming the input when one is not.

@@ -60,4 +60,45 @@ std::string CompareTensors(const Tensor& expected, const Tensor& actual, double 
   return absl::StrCat(mismatches, " of ", expected.NumElements(), " elements differ (", first, ")");
 }
 
+namespace {
+
+std::string CompareElements(const std::vector<Value>& expected, const std::vector<Value>& actual, double rtol,
+                            double atol) {
+  if (expected.size() != actual.size()) {
+    return absl::StrCat("length: expected ", expected.size(), ", got ", actual.size());
+  }
+  for (size_t i = 0; i < expected.size(); ++i) {
+    std::string diff = CompareValues(expected[i], actual[i], rtol, atol);
+    if (!diff.empty()) return absl::StrCat("element ", i, ": ", diff);
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string CompareValues(const Value& expected, const Value& actual, double rtol, double atol) {
+  if (expected.is_optional() && !actual.is_optional() && expected.has_element()) {
+    return CompareValues(expected.element(), actual, rtol, atol);
+  }
+  if (expected.kind() != actual.kind()) {
+    return absl::StrCat("expected ", expected.DebugString(), ", got ", actual.DebugString());
+  }
+  switch (expected.kind()) {
+    case Value::Kind::kTensor: return CompareTensors(*expected.tensor(), *actual.tensor(), rtol, atol);
+    case Value::Kind::kSequence: return CompareElements(expected.elements(), actual.elements(), rtol, atol);
+    case Value::Kind::kMap: {
+      std::string diff = CompareTensors(expected.keys(), actual.keys(), 0, 0);
+      if (!diff.empty()) return absl::StrCat("keys: ", diff);
+      return CompareElements(expected.elements(), actual.elements(), rtol, atol);
+    }
+    case Value::Kind::kOptional:
+      if (expected.has_element() != actual.has_element()) {
+        return absl::StrCat("expected ", expected.DebugString(), ", got ", actual.DebugString());
+      }
+      return expected.has_element() ? CompareValues(expected.element(), actual.element(), rtol, atol) : "";
+    case Value::Kind::kNone: return "";
+  }
+  return "";
+}
+
 }  // namespace onnxserve::conformance

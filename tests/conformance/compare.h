@@ -5,10 +5,16 @@
 #include <string>
 
 #include "runtime/core/tensor.h"
+#include "runtime/core/value.h"
 
 namespace onnxserve::conformance {
 
 // Empty when they match, else the reason ("element 3: expected 1.5, got 1.25", "dtype float vs double").
 std::string CompareTensors(const Tensor& expected, const Tensor& actual, double rtol, double atol);
+
+// CompareTensors through sequences (same length, element by element), maps (same keys) and optionals (both
+// empty or both holding matching elements). An expected optional matches its element given bare, as an
+// output declared optional may be.
+std::string CompareValues(const Value& expected, const Value& actual, double rtol, double atol);
 
 }  // namespace onnxserve::conformance

@@ -21,7 +21,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/exec/session.h"
-#include "runtime/model/tensor_proto.h"
+#include "runtime/model/value_proto.h"
 #include "tests/conformance/compare.h"
 
 namespace fs = std::filesystem;
@@ -76,15 +76,15 @@ std::vector<Case> FindCases(const fs::path& suite_dir, const std::string& suite)
   return cases;
 }
 
-absl::StatusOr<Tensor> ReadTensor(const fs::path& path) {
+// A TensorProto, or the SequenceProto, MapProto or OptionalProto of a value of that kind.
+absl::StatusOr<Value> ReadValue(const fs::path& path, const ir::Type& declared) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream bytes;
   bytes << in.rdbuf();
-  onnx::TensorProto proto;
-  if (!in || !proto.ParseFromString(bytes.str())) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot read ", path.filename().string()));
-  }
-  return TensorFromProto(proto);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat("cannot read ", path.filename().string()));
+  auto value = ParseValue(bytes.str(), declared.value_kind());
+  if (!value.ok()) return absl::InvalidArgumentError(absl::StrCat(path.filename().string(), ": ", value.status().message()));
+  return value;
 }
 
 // Runs one case; returns "" on success, else the reason.
@@ -93,30 +93,24 @@ std::string RunCase(const Case& c) {
   if (!session.ok()) return session.status().ToString();
   for (const auto& ds : c.data_sets) {
     const auto& inputs = (*session)->inputs();
-    for (const auto& in : inputs) {
-      if (!in.is_tensor) return absl::StrCat("input \"", in.name, "\" is not a tensor (sequence/optional/map)");
-    }
-    for (const auto& out : (*session)->outputs()) {
-      if (!out.is_tensor) return absl::StrCat("output \"", out.name, "\" is not a tensor (sequence/optional/map)");
-    }
     if (ds.inputs.size() != inputs.size()) {
       return absl::StrCat("data set has ", ds.inputs.size(), " inputs, model has ", inputs.size());
     }
-    std::vector<std::pair<std::string, Tensor>> feeds;
+    std::vector<std::pair<std::string, Value>> feeds;
     for (size_t i = 0; i < inputs.size(); ++i) {
-      auto t = ReadTensor(ds.inputs[i]);
-      if (!t.ok()) return t.status().ToString();
-      feeds.push_back({inputs[i].name, *std::move(t)});
+      auto value = ReadValue(ds.inputs[i], (*session)->input_types()[i]);
+      if (!value.ok()) return value.status().ToString();
+      feeds.push_back({inputs[i].name, *std::move(value)});
     }
-    auto outputs = (*session)->Run(feeds);
+    auto outputs = (*session)->RunValues(feeds);
     if (!outputs.ok()) return outputs.status().ToString();
     if (outputs->size() != ds.outputs.size()) {
       return absl::StrCat("model gave ", outputs->size(), " outputs, expected ", ds.outputs.size());
     }
     for (size_t i = 0; i < ds.outputs.size(); ++i) {
-      auto expected = ReadTensor(ds.outputs[i]);
+      auto expected = ReadValue(ds.outputs[i], (*session)->output_types()[i]);
       if (!expected.ok()) return expected.status().ToString();
-      std::string diff = conformance::CompareTensors(*expected, (*outputs)[i], kRtol, kAtol);
+      std::string diff = conformance::CompareValues(*expected, (*outputs)[i], kRtol, kAtol);
       if (!diff.empty()) return absl::StrCat("output ", i, " (\"", (*session)->outputs()[i].name, "\"): ", diff);
     }
   }

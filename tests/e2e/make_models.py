@@ -1,7 +1,7 @@
 """Writes the e2e test model repository: make_models.py ROOT [--add-version N | --broken].
 
-Each model is tiny and uses only Add, Identity, Loop, Expand, ReduceMax and Shape, so the tests exercise the
-server, not the kernels.
+Each model is tiny and uses only Add, Identity, Loop, Expand, ReduceMax, Shape and SplitToSequence, so the
+tests exercise the server, not the kernels.
 """
 import os
 import sys
@@ -74,6 +74,16 @@ def expand_graph():
         [helper.make_tensor_value_info("y", T.FLOAT, ["A", "B"])])
 
 
+def with_sequence_graph():
+    """y = x, and `rows`: x split into a sequence of its rows, an output the protocol cannot carry."""
+    return helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y"]),
+         helper.make_node("SplitToSequence", ["x"], ["rows"], axis=0, keepdims=0)], "with_sequence",
+        [helper.make_tensor_value_info("x", T.FLOAT, ["N", 4])],
+        [helper.make_tensor_value_info("y", T.FLOAT, ["N", 4]),
+         helper.make_tensor_sequence_value_info("rows", T.FLOAT, [4])])
+
+
 def main(root):
     # No config: the server completes it (batching on, since every first dim is dynamic).
     save(root, "add", add_graph())
@@ -116,6 +126,8 @@ def main(root):
          '    inputs { key: "y" value { data_type: TYPE_FP32 dims: [ 4 ] random_data: true } } }\n]\n')
     # The model file under another name (default_model_filename).
     save(root, "renamed", add_graph(), 'default_model_filename: "net.onnx"\n', filename="net.onnx")
+    # A sequence output: the model loads and serves y; asking for `rows` is refused.
+    save(root, "with_sequence", with_sequence_graph())
     # Fixed shapes: no batching.
     save(root, "fixed", helper.make_graph(
         [helper.make_node("Identity", ["a"], ["b"])], "fixed",

@@ -208,7 +208,8 @@ TEST_F(ServerTest, RepositoryIndexListsEveryModelReady) {
     EXPECT_EQ(m.version(), "1");
   }
   EXPECT_EQ(names, (std::vector<std::string>{"add", "batched", "budgeted", "fixed", "held", "prioritized", "renamed",
-                                             "spin", "spin_limited", "strings", "timeout", "tiny_queue", "warmed"}));
+                                             "spin", "spin_limited", "strings", "timeout", "tiny_queue", "warmed",
+                                             "with_sequence"}));
 }
 
 TEST_F(ServerTest, InferRawAddsAndEchoesId) {
@@ -245,6 +246,25 @@ TEST_F(ServerTest, InferTypedContentsAndRequestedOutputSubset) {
   ASSERT_EQ(resp.outputs_size(), 1);
   EXPECT_EQ(resp.outputs(0).name(), "w");
   EXPECT_EQ(RawFloats(resp, 0), (std::vector<float>{1, 2, 3, 4}));
+}
+
+TEST_F(ServerTest, ANonTensorOutputIsRefusedByNameWhileTheTensorOutputsServe) {
+  ModelInferRequest req;
+  req.set_model_name("with_sequence");
+  AddRawInput(req, "x", {2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
+  ModelInferResponse resp;
+  grpc::Status status = Infer(*stub_, req, &resp);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(resp.outputs_size(), 1);  // every served output: the sequence is not one
+  EXPECT_EQ(resp.outputs(0).name(), "y");
+  EXPECT_EQ(RawFloats(resp, 0), (std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8}));
+
+  req.add_outputs()->set_name("rows");
+  status = Infer(*stub_, req, &resp);
+  EXPECT_EQ(status.error_code(), grpc::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("output \"rows\" of model \"with_sequence\" is seq(float"),
+            std::string::npos)
+      << status.error_message();
 }
 
 TEST_F(ServerTest, BytesTensorsRoundTripWithLengthPrefixes) {

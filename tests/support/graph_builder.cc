@@ -103,4 +103,31 @@ onnx::AttributeProto GraphAttr(const std::string& name, const onnx::GraphProto& 
   return attr;
 }
 
+onnx::NodeProto NodeOf(const std::string& op, const std::vector<std::string>& inputs, const std::string& output) {
+  onnx::NodeProto node;
+  node.set_op_type(op);
+  for (const auto& in : inputs) node.add_input(in);
+  node.add_output(output);
+  return node;
+}
+
+onnx::ValueInfoProto Declared(const std::string& name, const onnx::TypeProto& type) {
+  onnx::ValueInfoProto info;
+  info.set_name(name);
+  *info.mutable_type() = type;
+  return info;
+}
+
+onnx::TypeProto TensorTypeOf(int elem_type) {
+  onnx::TypeProto type;
+  type.mutable_tensor_type()->set_elem_type(elem_type);
+  return type;
+}
+
+onnx::TypeProto SequenceTypeOf(int elem_type) {
+  onnx::TypeProto type;
+  *type.mutable_sequence_type()->mutable_elem_type() = TensorTypeOf(elem_type);
+  return type;
+}
+
 }  // namespace onnxserve::testing

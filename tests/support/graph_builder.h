@@ -56,4 +56,11 @@ onnx::AttributeProto IntAttr(const std::string& name, int64_t value);
 onnx::AttributeProto IntsAttr(const std::string& name, const std::vector<int64_t>& values);
 onnx::AttributeProto GraphAttr(const std::string& name, const onnx::GraphProto& graph);
 
+// Pieces of hand-written subgraphs: a node with one output ("" skips an input), a graph input or output of
+// a type, and the types of tensors and sequences of tensors of an element type (onnx::TensorProto numbering).
+onnx::NodeProto NodeOf(const std::string& op, const std::vector<std::string>& inputs, const std::string& output);
+onnx::ValueInfoProto Declared(const std::string& name, const onnx::TypeProto& type);
+onnx::TypeProto TensorTypeOf(int elem_type);
+onnx::TypeProto SequenceTypeOf(int elem_type);
+
 }  // namespace onnxserve::testing

@@ -10,16 +10,46 @@
 namespace onnxserve::testing {
 namespace {
 
-onnx::ValueInfoProto TensorValueInfo(const std::string& name, const Tensor* t) {
+// Outputs are declared as tensors of no particular type; the kernel decides.
+onnx::ValueInfoProto OutputInfo(const std::string& name) {
   onnx::ValueInfoProto info;
   info.set_name(name);
-  auto* tensor_type = info.mutable_type()->mutable_tensor_type();
-  if (t != nullptr) {
-    tensor_type->set_elem_type(static_cast<int32_t>(t->dtype()));
-    auto* shape = tensor_type->mutable_shape();
-    for (int64_t d : t->shape()) shape->add_dim()->set_dim_value(d);
-  }
+  info.mutable_type()->mutable_tensor_type();
   return info;
+}
+
+// The type `value` has; tensors with their shape, the tensors inside others with their element type only.
+void DeclareTypeOf(const Value& value, onnx::TypeProto& type, bool with_shape) {
+  switch (value.kind()) {
+    case Value::Kind::kTensor: {
+      auto* tensor_type = type.mutable_tensor_type();
+      tensor_type->set_elem_type(static_cast<int32_t>(value.tensor()->dtype()));
+      if (with_shape) {
+        auto* shape = tensor_type->mutable_shape();
+        for (int64_t d : value.tensor()->shape()) shape->add_dim()->set_dim_value(d);
+      }
+      return;
+    }
+    case Value::Kind::kSequence: {
+      auto* elem = type.mutable_sequence_type()->mutable_elem_type();
+      if (!value.elements().empty()) {
+        DeclareTypeOf(value.elements()[0], *elem, false);
+      } else {
+        elem->mutable_tensor_type()->set_elem_type(static_cast<int32_t>(value.elem_type()));
+      }
+      return;
+    }
+    case Value::Kind::kOptional: {
+      auto* elem = type.mutable_optional_type()->mutable_elem_type();
+      if (value.has_element()) {
+        DeclareTypeOf(value.element(), *elem, false);
+      } else {
+        elem->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+      }
+      return;
+    }
+    default: return;
+  }
 }
 
 }  // namespace
@@ -32,6 +62,12 @@ OpTest::OpTest(std::string op_type, int opset, std::string domain) {
 }
 
 OpTest& OpTest::Input(const std::string& name, Tensor value) {
+  node_.add_input(name);
+  feeds_.push_back({name, std::move(value)});
+  return *this;
+}
+
+OpTest& OpTest::ValueInput(const std::string& name, Value value) {
   node_.add_input(name);
   feeds_.push_back({name, std::move(value)});
   return *this;
@@ -114,20 +150,36 @@ onnx::ModelProto OpTest::BuildModel() const {
   auto* graph = model.mutable_graph();
   graph->set_name(absl::StrCat(node_.op_type(), "_test"));
   *graph->add_node() = node_;
-  for (const auto& [name, tensor] : feeds_) *graph->add_input() = TensorValueInfo(name, &tensor);
+  for (const auto& [name, value] : feeds_) {
+    auto* input = graph->add_input();
+    input->set_name(name);
+    DeclareTypeOf(value, *input->mutable_type(), true);
+  }
   for (const auto& [name, tensor] : constants_) *graph->add_initializer() = TensorToProto(tensor, name);
   for (const auto& out : node_.output()) {
-    if (!out.empty()) *graph->add_output() = TensorValueInfo(out, nullptr);
+    if (!out.empty()) *graph->add_output() = OutputInfo(out);
   }
   return model;
 }
 
-absl::StatusOr<std::vector<Tensor>> OpTest::Run(const RunLimits& limits) const {
+absl::StatusOr<std::vector<Value>> OpTest::RunValues(const RunLimits& limits) const {
   auto model = Model::FromProto(BuildModel(), "");
   if (!model.ok()) return model.status();
   auto session = Session::Create(*std::move(model), {.intra_op_threads = threads_});
   if (!session.ok()) return session.status();
-  return (*session)->Run(feeds_, {}, limits);
+  return (*session)->RunValues(feeds_, {}, limits);
+}
+
+absl::StatusOr<std::vector<Tensor>> OpTest::Run(const RunLimits& limits) const {
+  auto values = RunValues(limits);
+  if (!values.ok()) return values.status();
+  std::vector<Tensor> tensors;
+  for (size_t i = 0; i < values->size(); ++i) {
+    const Tensor* tensor = (*values)[i].tensor();
+    if (tensor == nullptr) return absl::InvalidArgumentError(absl::StrCat("output ", i, " is not a tensor"));
+    tensors.push_back(*tensor);
+  }
+  return tensors;
 }
 
 ::testing::AssertionResult TensorsClose(const Tensor& expected, const Tensor& actual, double rtol,

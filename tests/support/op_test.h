@@ -14,6 +14,7 @@
 #include "onnx/onnx_pb.h"
 #include "runtime/core/run_limits.h"
 #include "runtime/core/tensor.h"
+#include "runtime/core/value.h"
 
 namespace onnxserve::testing {
 
@@ -23,6 +24,9 @@ class OpTest {
 
   // A graph input fed at run time.
   OpTest& Input(const std::string& name, Tensor value);
+  // A graph input of any kind (a sequence, an optional), declared with the type the value has (an empty
+  // optional as optional(tensor(float))).
+  OpTest& ValueInput(const std::string& name, Value value);
   // An initializer (known at load time, as kernels that pre-pack weights see it).
   OpTest& Constant(const std::string& name, Tensor value);
   // A graph input the node does not take, for subgraphs that read it from the enclosing graph.
@@ -49,10 +53,12 @@ class OpTest {
   onnx::ModelProto BuildModel() const;
   // Loads, compiles and runs; the outputs in the node's output order (omitted ones skipped).
   absl::StatusOr<std::vector<Tensor>> Run(const RunLimits& limits = {}) const;
+  // Run for outputs of any kind.
+  absl::StatusOr<std::vector<Value>> RunValues(const RunLimits& limits = {}) const;
 
  private:
   onnx::NodeProto node_;
-  std::vector<std::pair<std::string, Tensor>> feeds_;
+  std::vector<std::pair<std::string, Value>> feeds_;
   std::vector<std::pair<std::string, Tensor>> constants_;
   std::vector<std::pair<std::string, int>> opsets_;
   int threads_ = 1;
