@@ -581,7 +581,7 @@ TEST(ExplicitModeTest, LoadAndUnloadDriveReadinessAndHealth) {
 
   inference::RepositoryIndexResponse index;
   ASSERT_TRUE(stub->RepositoryIndex(Context().get(), {}, &index).ok());
-  EXPECT_EQ(index.models_size(), 9);  // listed, none loaded
+  EXPECT_EQ(index.models_size(), 10);  // listed, none loaded
   ModelInferResponse resp;
   EXPECT_EQ(Infer(*stub, AddRequest("add", 1, 0), &resp).error_code(), grpc::NOT_FOUND);
 
