@@ -102,6 +102,7 @@ constexpr int64_t kColumnBlockBytes = int64_t{512} << 10;
 int64_t ColumnBlockRows(const ConvGeometry& geo, int64_t depth, int64_t group_maps, size_t element_bytes) {
   if (geo.image.size() != 2) return 0;
   const int64_t row_bytes = depth * geo.grid[1] * static_cast<int64_t>(element_bytes);
+  if (row_bytes == 0) return 0;  // no input channels or an empty grid: nothing to block
   const int64_t rows = std::max<int64_t>(1, kColumnBlockBytes / row_bytes);
   const int64_t blocks = (geo.grid[0] + rows - 1) / rows;
   const int64_t weight_bytes = group_maps * depth * static_cast<int64_t>(element_bytes);

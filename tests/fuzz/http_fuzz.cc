@@ -49,15 +49,21 @@ bool HasCompleteHeader(const uint8_t* bytes, size_t size) {
   return text.find("\n\n") != std::string_view::npos || text.find("\n\r\n") != std::string_view::npos;
 }
 
-// Sends `bytes`, half-closes, and reads the answer until the server closes or goes quiet.
-void Exchange(int port, const uint8_t* bytes, size_t size) {
+// A socket bound to `source`, with a send timeout and reset on close (thousands of connections a second must
+// not pile up in TIME_WAIT on this side).
+int OpenSocket(const sockaddr_in& source) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) std::abort();
   timeval timeout{0, 200 * 1000};
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
-  // Reset on close: thousands of connections a second must not pile up in TIME_WAIT.
   linger reset{1, 0};
   setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+  if (bind(fd, reinterpret_cast<const sockaddr*>(&source), sizeof(source)) != 0) std::abort();
+  return fd;
+}
+
+// Sends `bytes`, half-closes, and reads the answer until the server closes or goes quiet.
+void Exchange(int port, const uint8_t* bytes, size_t size) {
   // The server closes first, so each connection leaves a TIME_WAIT entry on its side for a minute; at a
   // thousand connections a second one source address runs out of ports (connect fails with EADDRNOTAVAIL)
   // within seconds. Rotating over 127.1.0.0/16 gives each source address few connections a minute.
@@ -65,12 +71,18 @@ void Exchange(int port, const uint8_t* bytes, size_t size) {
   sockaddr_in source{};
   source.sin_family = AF_INET;
   source.sin_addr.s_addr = htonl((127u << 24) | (1u << 16) | (next_source++ & 0xffffu));
-  if (bind(fd, reinterpret_cast<sockaddr*>(&source), sizeof(source)) != 0) std::abort();
+  int fd = OpenSocket(source);
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_port = htons(static_cast<uint16_t>(port));
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) std::abort();
+  // Under load (CI's sanitizer build next to the fuzzer) accept can lag past the 200 ms timeout: a
+  // connection the server never took is no input to judge, so try again a while before giving up.
+  for (int attempt = 0; connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0; ++attempt) {
+    if (attempt == 100) std::abort();
+    close(fd);
+    fd = OpenSocket(source);
+  }
   size_t sent = 0;
   while (sent < size) {
     const ssize_t n = send(fd, bytes + sent, size - sent, MSG_NOSIGNAL);

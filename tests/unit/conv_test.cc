@@ -425,3 +425,22 @@ TEST(ConvTest, ZeroSizedSpatialInputs) {
 
 }  // namespace
 }  // namespace onnxserve
+
+namespace onnxserve {
+namespace {
+
+// Found by the model fuzzer (through ConvInteger): with no input channels the im2col block size divided by
+// a zero row size. The sum over no channels is 0 everywhere.
+TEST(ConvTest, NoInputChannelsGiveZeros) {
+  auto y = testing::OpTest("Conv", 11)
+               .Input("x", Tensor(DataType::kFloat, {1, 0, 40, 40}))
+               .Input("w", Tensor(DataType::kFloat, {2, 0, 3, 3}))
+               .Output("y")
+               .Run();
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_TRUE(testing::TensorsClose(Tensor::FromVector<float>({1, 2, 38, 38}, std::vector<float>(2 * 38 * 38, 0.f)),
+                                    (*y)[0]));
+}
+
+}  // namespace
+}  // namespace onnxserve
