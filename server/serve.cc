@@ -1,12 +1,20 @@
 // onnxserve serve: the KServe v2 gRPC server over a model repository, plus the HTTP metrics/health endpoint.
 //
 // Lifecycle: listen (not ready) -> load the repository -> ready -> on SIGTERM/SIGINT: not ready, health
-// NOT_SERVING, stop accepting, finish queued and in-flight requests within --shutdown-grace-secs, exit 0.
+// NOT_SERVING, stop accepting, finish queued and in-flight requests within --shutdown-grace-secs, exit 0. A
+// signal during startup is honoured once the loads end; whatever still runs a second past the grace period
+// (a load, a kernel) ends with the process, exit 1.
+#include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 
+#include <cerrno>
+
+#include <cstdlib>
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
@@ -23,6 +31,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "health.pb.h"
 #include "runtime/core/checked_size.h"
@@ -140,23 +149,70 @@ absl::Status ParseFlags(int argc, char** argv, SecurityConfig& security) {
   return absl::OkStatus();
 }
 
-// Blocks the shutdown signals in this thread and every thread it creates later, so that WaitForSignal
-// receives them synchronously instead of an async handler.
-sigset_t BlockShutdownSignals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  return set;
+// The write end of the pipe that carries shutdown signals to ShutdownSignal's thread.
+int signal_pipe_writer = -1;
+
+extern "C" void OnShutdownSignal(int signal) {
+  const int saved_errno = errno;
+  const unsigned char number = static_cast<unsigned char>(signal);
+  [[maybe_unused]] const ssize_t written = write(signal_pipe_writer, &number, 1);
+  errno = saved_errno;
 }
 
-int WaitForSignal(const sigset_t& set) {
-  int signal = 0;
-  while (sigwait(&set, &signal) != 0) {
-  }
-  return signal;
+// SIGTERM and SIGINT go through a handler that writes their number to a pipe: the kernel hands a process's
+// signal to any thread that does not block it, and libraries start threads of their own before main (OpenBLAS's
+// workers), so blocking the signals in main's threads and waiting with sigwait does not see them all.
+// Returns the pipe's read end.
+int RouteShutdownSignalsToPipe() {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return -1;
+  signal_pipe_writer = fds[1];
+  struct sigaction action {};
+  action.sa_handler = OnShutdownSignal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGINT, &action, nullptr);
+  return fds[0];
 }
+
+int WaitForSignal(int pipe_reader) {
+  unsigned char number = 0;
+  while (read(pipe_reader, &number, 1) != 1) {
+  }
+  return number;
+}
+
+// The shutdown signal, taken on a thread of its own from before the repository loads, so that a signal during
+// startup counts too. From the signal on, the process has the grace period (and a second to unwind) to exit:
+// a model load or a kernel that cannot be interrupted must not keep a pod in Terminating, so past that the
+// process ends itself whatever still runs.
+class ShutdownSignal {
+ public:
+  ShutdownSignal(int pipe_reader, absl::Duration grace) {
+    std::thread([this, pipe_reader, grace] {
+      const int signal = WaitForSignal(pipe_reader);
+      {
+        absl::MutexLock lock(&mu_);
+        signal_ = signal;
+      }
+      absl::SleepFor(grace + absl::Seconds(1));
+      Log(LogLevel::kError, "shutdown_grace_exceeded", {{"grace_secs", absl::StrCat(grace / absl::Seconds(1))}});
+      std::_Exit(1);
+    }).detach();  // never joined: it either ends the process or sleeps through the normal exit
+  }
+
+  // Blocks until a signal came; returns its number.
+  int Wait() {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(+[](int* signal) { return *signal != 0; }, &signal_));
+    return signal_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  int signal_ ABSL_GUARDED_BY(mu_) = 0;
+};
 
 // Everything a running server owns, in construction order (destroyed in reverse).
 struct Server {
@@ -313,18 +369,24 @@ void Shutdown(Server& s, int signal) {
 }  // namespace
 
 int ServeCommand(int argc, char** argv) {
-  const sigset_t signals = BlockShutdownSignals();
+  const int signals = RouteShutdownSignalsToPipe();
+  if (signals < 0) {
+    Log(LogLevel::kError, "start_failed", {{"error", "no pipe for shutdown signals"}});
+    return 1;
+  }
   Server s;
   if (absl::Status status = ParseFlags(argc, argv, s.security); !status.ok()) {
     Log(LogLevel::kError, "bad_flags", {{"error", std::string(status.message())}});
     return 2;
   }
+  // Leaked on purpose: its thread may still be sleeping when this function returns.
+  auto* shutdown = new ShutdownSignal(signals, absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_secs)));
   if (absl::Status status = Start(s); !status.ok()) {
     Log(LogLevel::kError, "start_failed", {{"error", status.ToString()}});
     if (s.grpc) s.grpc->Shutdown(std::chrono::system_clock::now());
     return 1;
   }
-  Shutdown(s, WaitForSignal(signals));
+  Shutdown(s, shutdown->Wait());
   return 0;
 }
 

@@ -168,10 +168,26 @@ def broken(root):
     save(root, "escaping_file", add_graph(), 'default_model_filename: "../model.onnx"\n')
 
 
+def stuck_warmup(root):
+    """A model whose warmup never ends: a Loop of 10^13 trips of a constant count, whatever the input. Its load
+    can only end with the process (no execution_timeout_ms), so a starting server must still obey SIGTERM."""
+    graph = spin_graph()
+    graph.name = "stuck"
+    graph.node[0].input[0] = "forever"
+    graph.initializer.append(helper.make_tensor("forever", T.INT64, [1], [10 ** 13]))
+    del graph.input[:]
+    graph.input.append(helper.make_tensor_value_info("x", T.FLOAT, [1]))
+    save(root, "stuck", graph,
+         'model_warmup [ { name: "forever" batch_size: 1\n'
+         '  inputs { key: "x" value { data_type: TYPE_FP32 dims: [ 1 ] zero_data: true } } } ]\n')
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[2] == "--add-version":
         save(sys.argv[1], "add", add_graph(), version=int(sys.argv[3]))
     elif len(sys.argv) == 3 and sys.argv[2] == "--broken":
         broken(sys.argv[1])
+    elif len(sys.argv) == 3 and sys.argv[2] == "--stuck-warmup":
+        stuck_warmup(sys.argv[1])
     else:
         main(sys.argv[1])

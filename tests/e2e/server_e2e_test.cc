@@ -1046,6 +1046,21 @@ TEST(ShutdownTest, SigtermExitsWithinTheGracePeriodWhileARunWouldNeverEnd) {
   EXPECT_FALSE(call.get().ok());
 }
 
+// A load cannot be cancelled: the server still ends a second past the grace period, status 1, even when the
+// signal comes while the repository is loading at startup (it used to wait for a signal only once ready).
+TEST(ShutdownTest, SigtermDuringAStartupLoadThatNeverEndsExitsOneSecondPastTheGracePeriod) {
+  const std::string repo = MakeRepository("shutdown_stuck");
+  AddStuckWarmupModel(repo);
+  auto server = ServerProcess::Spawn(repo, {"--shutdown-grace-secs", "1"});
+  ASSERT_TRUE(server->WaitForLog("event=server_listening", std::chrono::seconds(30))) << server->Log();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto signalled = std::chrono::steady_clock::now();
+  EXPECT_EQ(server->Terminate(std::chrono::seconds(10)), 1) << server->Log();
+  EXPECT_LT(std::chrono::steady_clock::now() - signalled, std::chrono::seconds(5));
+  EXPECT_NE(server->Log().find("event=shutdown_grace_exceeded"), std::string::npos) << server->Log();
+  EXPECT_EQ(server->Log().find("event=server_ready"), std::string::npos) << server->Log();
+}
+
 TEST(ShutdownTest, SigtermWithModelLoadsQueuedAnswersEveryLoadAndExitsZero) {
   const std::string repo = MakeRepository("shutdown_loads");
   auto server = ServerProcess::Start(repo, {"--model-control-mode", "explicit", "--shutdown-grace-secs", "5"});

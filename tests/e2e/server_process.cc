@@ -48,6 +48,10 @@ void AddBrokenModels(const std::string& repository) {
   EXPECT_EQ(std::system(Shell({ONNXSERVE_PYTHON, ONNXSERVE_MAKE_MODELS, repository, "--broken"}).c_str()), 0);
 }
 
+void AddStuckWarmupModel(const std::string& repository) {
+  EXPECT_EQ(std::system(Shell({ONNXSERVE_PYTHON, ONNXSERVE_MAKE_MODELS, repository, "--stuck-warmup"}).c_str()), 0);
+}
+
 std::string HttpGet(int port, const std::string& path) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in address{};

@@ -19,6 +19,8 @@ void AddVersion(const std::string& repository, int version);
 // Adds the models that must fail to load (make_models.py --broken): too_many_instances, huge_initializer,
 // bad_offset.
 void AddBrokenModels(const std::string& repository);
+// Adds "stuck", a model whose warmup never ends (tests/e2e/make_models.py --stuck-warmup).
+void AddStuckWarmupModel(const std::string& repository);
 // GET http://127.0.0.1:`port``path`: the whole response, headers included ("" when it cannot connect).
 std::string HttpGet(int port, const std::string& path);
 
@@ -31,6 +33,8 @@ class ServerProcess {
   // became ready or kept running instead) and fills `log`.
   static int RunToExit(const std::string& repository, std::vector<std::string> flags,
                        std::chrono::milliseconds timeout, std::string* log);
+  // Starts the server without waiting for anything.
+  static std::unique_ptr<ServerProcess> Spawn(const std::string& repository, std::vector<std::string> flags);
   ~ServerProcess();  // SIGKILL when still running
 
   std::shared_ptr<grpc::Channel> channel() const { return channel_; }
@@ -38,13 +42,13 @@ class ServerProcess {
   int Terminate(std::chrono::milliseconds timeout);
   // Everything the server logged so far.
   std::string Log() const;
+  // Whether the log shows `needle` within `timeout`.
+  bool WaitForLog(const std::string& needle, std::chrono::milliseconds timeout);
   // The HTTP port it logged (start it with --http-port 0), or -1.
   int http_port() const;
 
  private:
   ServerProcess() = default;
-  static std::unique_ptr<ServerProcess> Spawn(const std::string& repository, std::vector<std::string> flags);
-  bool WaitForLog(const std::string& needle, std::chrono::milliseconds timeout);
   // True (and the exit status kept) once the process has exited.
   bool Reaped();
 
