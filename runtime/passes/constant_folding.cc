@@ -2,7 +2,14 @@
 // become constants (light models rebuild all their weights with ConstantOfShape; exported graphs compute
 // shapes from constants). A node that fails on its constants, or throws (say, an allocation too big to
 // make), stays in the graph, so that the error surfaces, naming the node, when the model runs.
+//
+// Folding has a time budget: a model can spell hours of work on constants (a chain of large MatMuls of
+// ConstantOfShape outputs), and a load cannot be cancelled, so an unbounded fold would keep a model, or a
+// starting server, LOADING forever. Past the budget the remaining nodes stay in the graph and run per request,
+// where deadlines and execution_timeout_ms reach them.
 #include <set>
+
+#include "absl/time/clock.h"
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/exception_status.h"
@@ -50,11 +57,19 @@ std::optional<std::vector<Tensor>> Evaluate(const ir::Node& node) {
 
 class ConstantFolding final : public Pass {
  public:
+  explicit ConstantFolding(absl::Duration budget) : budget_(budget) {}
+
   std::string_view name() const override { return "constant-folding"; }
 
   absl::Status Run(ir::Graph& graph, std::vector<std::string>& changes) const override {
+    const absl::Time stop = absl::Now() + budget_;
     for (ir::Node* node : graph.nodes()) {
       if (!node->subgraphs().empty() || !IsDeterministic(*node) || !InputsAreConstant(*node)) continue;
+      if (absl::Now() >= stop) {
+        changes.push_back(absl::StrCat("stopped at ", node->Label(), ": the ", absl::FormatDuration(budget_),
+                                       " budget is spent, the rest runs per request"));
+        break;
+      }
       std::optional<std::vector<Tensor>> outputs = Evaluate(*node);
       if (!outputs) continue;
       changes.push_back(absl::StrCat("folded ", node->Label()));
@@ -66,10 +81,13 @@ class ConstantFolding final : public Pass {
     }
     return absl::OkStatus();
   }
+
+ private:
+  const absl::Duration budget_;
 };
 
 }  // namespace
 
-std::unique_ptr<Pass> MakeConstantFolding() { return std::make_unique<ConstantFolding>(); }
+std::unique_ptr<Pass> MakeConstantFolding(absl::Duration budget) { return std::make_unique<ConstantFolding>(budget); }
 
 }  // namespace onnxserve::passes

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "runtime/ir/graph.h"
 
 namespace onnxserve::passes {
@@ -36,7 +37,9 @@ absl::StatusOr<std::vector<PassReport>> Optimize(ir::Graph& graph,
                                                  const std::vector<std::unique_ptr<Pass>>& passes);
 
 std::unique_ptr<Pass> MakeIdentityElimination();
-std::unique_ptr<Pass> MakeConstantFolding();
+// Folding stops once `budget` of wall time is spent (see constant_folding.cc).
+inline constexpr absl::Duration kConstantFoldingBudget = absl::Seconds(10);
+std::unique_ptr<Pass> MakeConstantFolding(absl::Duration budget = kConstantFoldingBudget);
 std::unique_ptr<Pass> MakeConvFusion();
 std::unique_ptr<Pass> MakeLayerNormFusion();
 std::unique_ptr<Pass> MakeGeluFusion();

@@ -74,5 +74,23 @@ TEST(ConstantFoldingTest, RandomOpsAndFailingNodesStayForTheRun) {
   EXPECT_NE(out.status().message().find("\"broken\""), std::string::npos) << out.status();
 }
 
+// A load cannot be cancelled, so folding is what bounds the work a model spells on constants. With the budget
+// spent, the next foldable node and everything after it stay in the graph for the run.
+TEST(ConstantFoldingTest, FoldingStopsOnceItsBudgetIsSpent) {
+  auto model = GraphBuilder()
+                   .Initializer("shape", Tensor::FromVector<int64_t>({1}, {3}))
+                   .Node("ConstantOfShape", {"shape"}, "zeros")
+                   .Node("Shape", {"zeros"}, "y")
+                   .Output("y")
+                   .Load();
+  auto result = RunPass(*model, *passes::MakeConstantFolding(absl::ZeroDuration()));
+  EXPECT_EQ(result.ops, (std::vector<std::string>{"ConstantOfShape", "Shape"}));
+  ASSERT_EQ(result.changes.size(), 1u);
+  EXPECT_NE(result.changes[0].find("budget is spent"), std::string::npos) << result.changes[0];
+
+  auto unspent = RunPass(*model, *passes::MakeConstantFolding(absl::Seconds(60)));
+  EXPECT_TRUE(unspent.ops.empty());
+}
+
 }  // namespace
 }  // namespace onnxserve
