@@ -22,8 +22,9 @@ fi
 [ -d "$work/seeds" ] || /usr/bin/python3 scripts/fuzz_seeds.py "$work/seeds" >/dev/null
 mkdir -p "$work/artifacts" "$work/logs"
 
-# Allocations past 1 GiB fail (bad_alloc) instead of aborting: the targets let those pass, since sizes from
-# data are limited where they are computed (branch hard-sizes), and a fuzzer should look for corruption.
+# Allocations past 1 GiB fail (bad_alloc) instead of aborting, as a failed allocation does in the server:
+# the runtime must turn it into an error (CatchExceptions), and the targets no longer catch anything, so one
+# that escapes is a finding. Tensors are bounded lower still (tests/fuzz/fuzz_limits.h).
 export ASAN_OPTIONS=${ASAN_OPTIONS:-"allocator_may_return_null=1:max_allocation_size_mb=1024:detect_leaks=1"}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-"print_stacktrace=1:halt_on_error=1"}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-"suppressions=$PWD/tests/fuzz/lsan.supp"}
