@@ -4,13 +4,22 @@
 // Per direction, the input projection of every time step is one GEMM (X * W^T plus biases); each step then
 // adds H_{t-1} * R^T (one GEMM over the batch) and applies the gate math row by row. float16/bfloat16
 // compute in float.
+//
+// Float W and R that are constants are packed once at load for the packed GEMM: at batch 1 every step is a
+// matrix-vector product, and OpenBLAS repacked the whole of R for each of them. The default activations
+// (sigmoid, tanh, relu) of float runs go through the vector kernels.
 #include <algorithm>
 #include <cmath>
+#include <memory>
+#include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/math/packed_gemm.h"
+#include "runtime/math/vector_kernels.h"
 #include "runtime/ops/blas.h"
 #include "runtime/ops/common.h"
 #include "runtime/registry/registry.h"
@@ -33,6 +42,9 @@ struct Activation {
   // Applies the function in place to n values (one switch per span, not per element).
   template <typename T>
   void Apply(T* v, int64_t n) const {
+    if constexpr (std::is_same_v<T, float>) {
+      if (ApplyVectorized(v, n)) return;
+    }
     const T a = static_cast<T>(alpha), b = static_cast<T>(beta);
     auto each = [&](auto f) { for (int64_t i = 0; i < n; ++i) v[i] = f(v[i]); };
     switch (kind) {
@@ -47,6 +59,18 @@ struct Activation {
       case Kind::kElu: each([&](T x) { return x >= 0 ? x : a * (std::exp(x) - T{1}); }); break;
       case Kind::kSoftsign: each([](T x) { return x / (T{1} + std::abs(x)); }); break;
       case Kind::kSoftplus: each([](T x) { return std::log1p(std::exp(x)); }); break;
+    }
+  }
+
+  // The functions the vector kernels have; false for the others.
+  bool ApplyVectorized(float* v, int64_t n) const {
+    const vec::VectorKernels& k = vec::Kernels();
+    switch (kind) {
+      case Kind::kTanh: k.tanh(v, v, n); return true;
+      case Kind::kSigmoid: k.sigmoid(v, v, n); return true;
+      case Kind::kRelu: k.relu(v, v, n); return true;
+      case Kind::kHardSigmoid: k.hard_sigmoid(v, v, n, alpha, beta); return true;
+      default: return false;
     }
   }
 };
@@ -135,6 +159,14 @@ absl::Status ParseConfig(const KernelInfo& info, Cell cell, RnnConfig* c) {
   return absl::OkStatus();
 }
 
+// One direction's W and R packed for the packed GEMM, as right operands (W^T and R^T). GRU's R is two
+// blocks, since its h gate multiplies the reset-gated state (or is gated after the product).
+struct PackedWeights {
+  PackedColumns w;                     // W^T: [I x G*H]
+  PackedColumns r;                     // R^T: [H x G*H], or GRU's z and r rows: [H x 2*H]
+  std::optional<PackedColumns> r_h;    // GRU's h rows: [H x H]
+};
+
 // One direction's weights and state, all in [seq, batch, ...] order. Pointers may be null for omitted
 // inputs (bias, initial states, peepholes) and unwanted outputs.
 template <typename T>
@@ -145,6 +177,7 @@ struct DirectionData {
   const T* init_h = nullptr;  // [batch, H]
   const T* init_c = nullptr;  // [batch, H]
   const T* peep = nullptr;    // [3*H]: i, o, f
+  const PackedWeights* packed = nullptr;  // W and R packed at load, when they are float constants
   T* y = nullptr;             // [seq, directions, batch, H] at this direction's offset
   T* y_h = nullptr;           // [batch, H]
   T* y_c = nullptr;           // [batch, H]
@@ -161,7 +194,8 @@ class DirectionRunner {
   void Run(const T* x, const DirectionData<T>& d, bool reverse) {
     const int64_t H = c_.hidden;
     std::vector<T> xw(static_cast<size_t>(seq_ * batch_ * gh_));
-    Gemm<T>(false, true, seq_ * batch_, gh_, input_, T{1}, x, input_, d.w, input_, T{0}, xw.data(), gh_, &pool_);
+    packed_ = d.packed;
+    MultiplyTransposed(x, seq_ * batch_, input_, d.w, packed_ ? &packed_->w : nullptr, gh_, T{0}, xw.data(), gh_);
     if (d.bias != nullptr) AddBiases(d.bias, xw.data());
     h_.assign(static_cast<size_t>(batch_ * H), T{0});
     c_state_.assign(static_cast<size_t>(batch_ * H), T{0});
@@ -205,10 +239,30 @@ class DirectionRunner {
     a.Apply(v, n);
   }
 
-  // gates[:, cols) += H_{t-1} * R[rows]^T
-  void AddRecurrent(const T* r, int64_t rows, T* out) {
-    Gemm<T>(false, true, batch_, rows, c_.hidden, T{1}, h_.data(), c_.hidden, r, c_.hidden, T{1}, out, gh_, &pool_);
+  // out[m x cols] = beta * out + A[m x depth] * B[cols x depth]^T, on B's packed copy when there is one
+  // (beta 0 or 1).
+  void MultiplyTransposed(const T* a, int64_t m, int64_t depth, const T* b, const PackedColumns* packed,
+                          int64_t cols, T beta, T* out, int64_t ldo) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (packed != nullptr) {
+        GemmEpilogue epilogue;
+        if (beta != T{0}) {
+          epilogue.z = out;
+          epilogue.ldz = ldo;
+        }
+        PackedGemm(a, m, depth, /*transposed_a=*/false, *packed, out, ldo, epilogue, &pool_);
+        return;
+      }
+    }
+    Gemm<T>(false, true, m, cols, depth, T{1}, a, depth, b, depth, beta, out, ldo, &pool_);
   }
+
+  // gates[:, cols) += H_{t-1} * R[rows]^T, R's first `rows` rows (all of them, or GRU's z and r)
+  void AddRecurrent(const T* r, int64_t rows, T* out) {
+    MultiplyTransposed(h_.data(), batch_, c_.hidden, r, packed_ ? &packed_->r : nullptr, rows, T{1}, out, gh_);
+  }
+
+  const PackedColumns* PackedRh() const { return packed_ && packed_->r_h ? &*packed_->r_h : nullptr; }
 
   void StepRnn(const DirectionData<T>& d, int64_t t) {
     const int64_t H = c_.hidden;
@@ -228,7 +282,7 @@ class DirectionRunner {
     const T* rh = d.r + 2 * H * H;
     if (c_.linear_before_reset) {
       // h~ = g(Xt*Wh^T + Wbh + r * (H*Rh^T + Rbh))
-      Gemm<T>(false, true, batch_, H, H, T{1}, h_.data(), H, rh, H, T{0}, scratch_.data(), H, &pool_);
+      MultiplyTransposed(h_.data(), batch_, H, rh, PackedRh(), H, T{0}, scratch_.data(), H);
       for (int64_t b = 0; b < batch_; ++b) {
         T* g = gates_.data() + b * gh_;
         for (int64_t j = 0; j < H; ++j) {
@@ -239,7 +293,7 @@ class DirectionRunner {
     } else {
       // h~ = g(Xt*Wh^T + (r * H)*Rh^T + Rbh + Wbh)
       for (int64_t i = 0; i < batch_ * H; ++i) scratch_[i] = gates_[(i / H) * gh_ + H + i % H] * h_[i];
-      Gemm<T>(false, true, batch_, H, H, T{1}, scratch_.data(), H, rh, H, T{1}, gates_.data() + 2 * H, gh_, &pool_);
+      MultiplyTransposed(scratch_.data(), batch_, H, rh, PackedRh(), H, T{1}, gates_.data() + 2 * H, gh_);
     }
     for (int64_t b = 0; b < batch_; ++b) {
       if (!Active(b, t)) continue;
@@ -297,6 +351,7 @@ class DirectionRunner {
   const std::vector<int64_t>& lens_;
   ThreadPool& pool_;
   const int64_t gh_;
+  const PackedWeights* packed_ = nullptr;
   std::vector<T> h_, c_state_, gates_, scratch_;
 };
 
@@ -311,7 +366,11 @@ void SwapLeadingDims(const T* in, int64_t a, int64_t b, int64_t rest, T* out) {
 template <Cell kCell>
 class Recurrent final : public OpKernel {
  public:
-  absl::Status Init(const KernelInfo& info) { return ParseConfig(info, kCell, &config_); }
+  absl::Status Init(const KernelInfo& info) {
+    RETURN_IF_ERROR(ParseConfig(info, kCell, &config_));
+    PackConstantWeights(info.ConstantInput(1), info.ConstantInput(2));
+    return absl::OkStatus();
+  }
 
   absl::Status Compute(KernelContext& ctx) const override {
     RETURN_IF_ERROR(RequireInputs(ctx, 3));
@@ -410,6 +469,7 @@ class Recurrent final : public OpKernel {
       if (!h0.empty()) data.init_h = h0.data() + d * batch * H;
       if (!c0.empty()) data.init_c = c0.data() + d * batch * H;
       if (peep != nullptr) data.peep = peep->data<T>() + d * 3 * H;
+      if (!packed_.empty() && std::is_same_v<T, float>) data.packed = packed_[static_cast<size_t>(d)].get();
       if (!y.empty()) data.y = y.data() + d * batch * H;
       data.y_h = y_h.data() + d * batch * H;
       data.y_c = y_c.data() + d * batch * H;
@@ -450,7 +510,29 @@ class Recurrent final : public OpKernel {
     if (kCell == Cell::kLstm) state(2, y_c);
   }
 
+  // Packs W and R per direction when both are float constants of the shapes the attributes imply (a shape
+  // that does not match is left for Compute to report).
+  void PackConstantWeights(const Tensor* w, const Tensor* r) {
+    if (!PackedGemmSupported() || w == nullptr || r == nullptr || w->dtype() != DataType::kFloat ||
+        r->dtype() != DataType::kFloat || w->rank() != 3) {
+      return;
+    }
+    const int64_t H = config_.hidden, D = config_.directions, gh = config_.gates * H, in_size = w->dim(2);
+    if (w->shape() != Shape{D, gh, in_size} || r->shape() != Shape{D, gh, H} || in_size == 0 || H == 0) return;
+    const int64_t r_rows = kCell == Cell::kGru ? 2 * H : gh;
+    for (int64_t d = 0; d < D; ++d) {
+      const float* wd = w->data<float>() + d * gh * in_size;
+      const float* rd = r->data<float>() + d * gh * H;
+      auto packed = std::make_unique<PackedWeights>(PackedWeights{
+          PackedColumns(wd, in_size, gh, in_size, /*transposed=*/true, 1.0f),
+          PackedColumns(rd, H, r_rows, H, /*transposed=*/true, 1.0f), std::nullopt});
+      if (kCell == Cell::kGru) packed->r_h.emplace(rd + 2 * H * H, H, H, H, /*transposed=*/true, 1.0f);
+      packed_.push_back(std::move(packed));
+    }
+  }
+
   RnnConfig config_;
+  std::vector<std::unique_ptr<const PackedWeights>> packed_;  // per direction; empty when not packed
 };
 
 using Rnn = Recurrent<Cell::kRnn>;
