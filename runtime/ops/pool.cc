@@ -212,6 +212,24 @@ bool HasFloatPlanePath(const PoolGeometry& g) {
          (g.out[2] == 0 || g.windows[2].start[0] <= 0);
 }
 
+// Whether every plane has one window, exactly the plane (a global pool spelled as MaxPool or AveragePool,
+// as exporters write the head of a small CNN): then one reduction over the plane replaces the row walk.
+bool IsWholePlaneWindow(const PoolGeometry& g) {
+  for (int d = 0; d < kMaxSpatial; ++d) {
+    if (g.out[d] != 1 || g.kernel[d] != g.in[d] || g.dilation[d] != 1 || g.windows[d].start[0] != 0) return false;
+  }
+  return true;
+}
+
+// y[p] = max or mean of plane p, for planes [begin, end) of `size` floats each.
+void ReduceWholePlanes(bool max, int64_t begin, int64_t end, int64_t size, const float* x, float* y) {
+  const vec::VectorKernels& k = vec::Kernels();
+  for (int64_t p = begin; p < end; ++p) {
+    const float* plane = x + p * size;
+    y[p] = max ? k.max(plane, size) : static_cast<float>(k.sum(plane, size) / static_cast<double>(size));
+  }
+}
+
 class FloatPoolPlanes {
  public:
   // col_divisors: AveragePool's ColumnDivisors, or null for MaxPool.
@@ -340,6 +358,12 @@ class MaxPool final : public OpKernel {
     T* y = ctx.Output(0, x.dtype(), g.out_shape).template data<T>();
     int64_t* indices = ctx.OutputWanted(1) ? ctx.Output(1, DataType::kInt64, g.out_shape).data<int64_t>() : nullptr;
     if constexpr (std::is_same_v<T, float>) {
+      if (indices == nullptr && IsWholePlaneWindow(g)) {
+        ForEachPlaneRange(ctx.pool(), g, [&](int64_t begin, int64_t end) {
+          ReduceWholePlanes(/*max=*/true, begin, end, in_plane, x.data<float>(), y);
+        });
+        return;
+      }
       if (indices == nullptr && HasFloatPlanePath(g)) {
         const FloatPoolPlanes planes(g, nullptr, false);
         ForEachPlaneRange(ctx.pool(), g, [&](int64_t begin, int64_t end) { planes.Run(begin, end, x.data<float>(), y); });
@@ -409,6 +433,12 @@ class AveragePool final : public OpKernel {
         const int64_t out_plane = g.out[0] * g.out[1] * g.out[2];
         T* y = ctx.Output(0, x.dtype(), g.out_shape).template data<T>();
         if constexpr (std::is_same_v<T, float>) {
+          if (IsWholePlaneWindow(g)) {
+            ForEachPlaneRange(ctx.pool(), g, [&](int64_t begin, int64_t end) {
+              ReduceWholePlanes(/*max=*/false, begin, end, in_plane, x.data<float>(), y);
+            });
+            return;
+          }
           if (HasFloatPlanePath(g)) {
             const std::vector<float> col_divisors = FloatPoolPlanes::ColumnDivisors(g, count_include_pad_);
             const FloatPoolPlanes planes(g, &col_divisors, count_include_pad_);

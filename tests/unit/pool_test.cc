@@ -230,6 +230,34 @@ TEST(PoolTest, FloatMaxAndAveragePoolMatchTheReferenceOnRandomGeometries) {
   }
 }
 
+// A window that is the whole plane (a global pool spelled as MaxPool/AveragePool) takes a path of its own:
+// it must give the reference's values, including when end padding leaves a single window.
+TEST(PoolTest, WholePlaneWindowsMatchTheReference) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> value(-10, 10);
+  for (const auto& [height, width, pad_end, stride] : std::vector<std::array<int64_t, 4>>{
+           {25, 5, 0, 1}, {7, 7, 0, 1}, {1, 1, 0, 1}, {3, 40, 0, 1}, {6, 9, 1, 2}}) {
+    const Pool2D p{4, height, width, {height, width}, {stride, stride}, {0, 0}, {pad_end, pad_end}, false, false};
+    std::vector<float> values(static_cast<size_t>(p.planes * height * width));
+    for (float& v : values) v = value(rng);
+    const Tensor x = Tensor::FromVector<float>({1, p.planes, height, width}, values);
+    const auto attrs = [&](OpTest t) {
+      return t.Input("x", x)
+          .Attr("kernel_shape", std::vector<int64_t>{height, width})
+          .Attr("strides", std::vector<int64_t>{stride, stride})
+          .Attr("pads", std::vector<int64_t>{0, 0, pad_end, pad_end})
+          .Output("y");
+    };
+    const std::string what = absl::StrCat(height, "x", width, " pad_end ", pad_end);
+    auto max = attrs(OpTest("MaxPool", 12)).Run();
+    ASSERT_TRUE(max.ok()) << what << ": " << max.status();
+    EXPECT_TRUE(TensorsClose(ReferencePool(p, x, true), (*max)[0], 0, 0)) << what;
+    auto avg = attrs(OpTest("AveragePool", 19)).Run();
+    ASSERT_TRUE(avg.ok()) << what << ": " << avg.status();
+    EXPECT_TRUE(TensorsClose(ReferencePool(p, x, false), (*avg)[0], 1e-6, 1e-6)) << what;
+  }
+}
+
 // Planes holding the same values pool to the same bits whatever their place in the tensor (vector lanes
 // and the scalar tail reduce taps in one order).
 TEST(PoolTest, EqualPlanesGiveBitEqualOutputs) {
