@@ -148,7 +148,14 @@ absl::Status Graph::CheckNodesAndOrder(const std::set<std::string>& outer_scope,
   for (int i = 0; i < num_nodes; ++i) {
     const auto& node = proto_->node(i);
     std::vector<const Graph*> node_subgraphs;
+    std::set<std::string_view> attribute_names;
     for (const auto& attr : node.attribute()) {
+      // Attributes are looked up by name, and a second subgraph of the same name would replace (and free)
+      // the first one while node_subgraphs still points to it.
+      if (!attribute_names.insert(attr.name()).second) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("node ", NodeLabel(node, i), ": attribute \"", attr.name(), "\" appears twice"));
+      }
       std::vector<const onnx::GraphProto*> bodies;
       if (attr.has_g()) bodies.push_back(&attr.g());
       for (const auto& g : attr.graphs()) bodies.push_back(&g);

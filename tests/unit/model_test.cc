@@ -75,6 +75,20 @@ TEST(ModelTest, RejectsDuplicateOutputs) {
   ExpectError(model, absl::StatusCode::kInvalidArgument, "output \"v1\" is already defined");
 }
 
+// Found by the model fuzzer: a node with two subgraph attributes of one name freed the first subgraph while
+// the graph check still read it (heap use after free).
+TEST(ModelTest, RejectsAttributesNamedTwiceOnANode) {
+  auto model = IdentityChain(1);
+  auto* node = model.mutable_graph()->mutable_node(0);
+  for (int copy = 0; copy < 2; ++copy) {
+    auto* attr = node->add_attribute();
+    attr->set_name("body");
+    attr->set_type(onnx::AttributeProto::GRAPH);
+    attr->mutable_g()->set_name(absl::StrCat("body", copy));
+  }
+  ExpectError(model, absl::StatusCode::kInvalidArgument, "node \"n0\" (Identity): attribute \"body\" appears twice");
+}
+
 TEST(ModelTest, RejectsGraphOutputsNobodyProduces) {
   auto model = IdentityChain(1);
   model.mutable_graph()->add_output()->set_name("ghost");
