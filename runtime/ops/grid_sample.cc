@@ -77,6 +77,13 @@ class AxisSampler {
       if (options_.padding == Padding::kBorder) x = std::clamp(x, 0.0f, static_cast<float>(size_ - 1));
       if (options_.padding == Padding::kReflection) x = Reflect(x, lo_, hi_);
     }
+    // A NaN coordinate samples nothing; a huge one (past any tensor) stays just as far outside but within
+    // int64, since converting a float beyond it is undefined behaviour.
+    if (std::isnan(x)) {
+      taps = ZeroTaps();
+      return;
+    }
+    x = std::clamp(x, -kFarOutside, kFarOutside);
     switch (options_.mode) {
       case Mode::kNearest:
         taps.index[0] = Resolve(static_cast<int64_t>(x));
@@ -100,6 +107,17 @@ class AxisSampler {
   }
 
  private:
+  static constexpr float kFarOutside = 0x1p40f;
+
+  static AxisTaps ZeroTaps() {
+    AxisTaps taps;
+    for (int k = 0; k < 4; ++k) {
+      taps.index[k] = -1;
+      taps.weight[k] = 0.0f;
+    }
+    return taps;
+  }
+
   // An integer tap index under the padding mode; -1 when it reads the zero padding.
   int64_t Resolve(int64_t i) const {
     if (i >= 0 && i < size_) return i;

@@ -1,5 +1,7 @@
 // GridSample and AffineGrid: values worked out by hand from the coordinate maps of the spec
 // (align_corners: -1/1 are corner pixel centers; otherwise corner edges) and the padding modes.
+#include <limits>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -51,6 +53,25 @@ TEST(GridSampleTest, PaddingModesAtTheCornerEdge) {
   EXPECT_FLOAT_EQ(Value(zeros), 0.25f);
   EXPECT_FLOAT_EQ(Value(border), 1.0f);
   EXPECT_FLOAT_EQ(Value(reflection), 1.0f);
+}
+
+// Found by the model fuzzer: a NaN or huge grid coordinate was converted to int64 (undefined behaviour).
+// NaN samples nothing; a coordinate far outside reads the padding as any coordinate outside does.
+TEST(GridSampleTest, NanAndHugeCoordinatesReadThePadding) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (const std::string mode : {"nearest", "linear", "cubic"}) {
+    auto not_a_number = SampleAt(nan, 0, 0, mode, "zeros");
+    ASSERT_TRUE(not_a_number.ok()) << mode << ": " << not_a_number.status();
+    EXPECT_EQ(Value(not_a_number), 0.0f) << mode;
+    auto huge = SampleAt(1e30f, 0, 0, mode, "zeros");
+    ASSERT_TRUE(huge.ok()) << mode << ": " << huge.status();
+    EXPECT_EQ(Value(huge), 0.0f) << mode;
+    auto border = SampleAt(-inf, -1e30f, 1, mode, "border");
+    ASSERT_TRUE(border.ok()) << mode << ": " << border.status();
+    EXPECT_FLOAT_EQ(Value(border), 1.0f) << mode;  // clamped to the first pixel
+    auto reflection = SampleAt(inf, 0, 0, mode, "reflection");
+    ASSERT_TRUE(reflection.ok()) << mode << ": " << reflection.status();
+  }
 }
 
 TEST(GridSampleTest, NearestPicksThePixelAndSixteenUsesTheOldModeNames) {
