@@ -37,6 +37,13 @@ void FillZero(Tensor& y) {
   });
 }
 
+// The kernels that take one map (input "X") and give a tensor.
+class MapToTensor : public OpKernel {
+ public:
+  bool TakesValues() const override { return true; }
+  Value::Kind OutputKind(int) const override { return Value::Kind::kTensor; }
+};
+
 // Input 0 as a map: an error naming it when it is missing or of another kind.
 absl::StatusOr<const Value*> MapInput(const KernelContext& ctx) {
   const Value* value = ctx.InputValue(0);
@@ -132,7 +139,7 @@ std::vector<size_t> AscendingKeyOrder(const Tensor& keys) {
   return order;
 }
 
-class CastMap final : public OpKernel {
+class CastMap final : public MapToTensor {
  public:
   absl::Status Init(const KernelInfo& info) {
     ASSIGN_OR_RETURN(std::string cast_to, info.Attr<std::string>("cast_to", "TO_FLOAT"));
@@ -157,8 +164,6 @@ class CastMap final : public OpKernel {
     }
     return absl::OkStatus();
   }
-  bool TakesValues() const override { return true; }
-  Value::Kind OutputKind(int) const override { return Value::Kind::kTensor; }
 
   absl::Status Compute(KernelContext& ctx) const override {
     ASSIGN_OR_RETURN(const Value* map, MapInput(ctx));
@@ -221,7 +226,7 @@ class CastMap final : public OpKernel {
   int64_t max_map_ = 1;
 };
 
-class DictVectorizer final : public OpKernel {
+class DictVectorizer final : public MapToTensor {
  public:
   absl::Status Init(const KernelInfo& info) {
     ASSIGN_OR_RETURN(vocabulary_, LabelsAttr(info, "string_vocabulary", "int64_vocabulary"));
@@ -239,8 +244,6 @@ class DictVectorizer final : public OpKernel {
     }
     return absl::OkStatus();
   }
-  bool TakesValues() const override { return true; }
-  Value::Kind OutputKind(int) const override { return Value::Kind::kTensor; }
 
   absl::Status Compute(KernelContext& ctx) const override {
     ASSIGN_OR_RETURN(const Value* map, MapInput(ctx));

@@ -8,6 +8,8 @@
 //
 // Versions: 1 (float16, float, double) and 22 (adds bfloat16); the math is the same.
 #include <optional>
+#include <tuple>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/ops/common.h"
@@ -36,15 +38,20 @@ absl::StatusOr<DataType> RandomOutputType(const KernelInfo& info, DataType absen
   return *type;
 }
 
+// Two float attributes, each with its default, as doubles: a distribution's parameters.
+absl::StatusOr<std::pair<double, double>> Parameters(const KernelInfo& info, const char* first, float first_default,
+                                                      const char* second, float second_default) {
+  ASSIGN_OR_RETURN(float a, info.Attr<float>(first, first_default));
+  ASSIGN_OR_RETURN(float b, info.Attr<float>(second, second_default));
+  return std::pair<double, double>(a, b);
+}
+
 struct Normal {
   double mean = 0;
   double scale = 1;
 
   absl::Status Init(const KernelInfo& info) {
-    ASSIGN_OR_RETURN(float mean, info.Attr<float>("mean", 0.0f));
-    ASSIGN_OR_RETURN(float scale, info.Attr<float>("scale", 1.0f));
-    this->mean = mean;
-    this->scale = scale;
+    ASSIGN_OR_RETURN(std::tie(mean, scale), Parameters(info, "mean", 0.0f, "scale", 1.0f));
     return absl::OkStatus();
   }
   double Draw(NumpyRandom& random) const { return mean + scale * random.Gauss(); }
@@ -55,10 +62,7 @@ struct Uniform {
   double high = 1;
 
   absl::Status Init(const KernelInfo& info) {
-    ASSIGN_OR_RETURN(float low, info.Attr<float>("low", 0.0f));
-    ASSIGN_OR_RETURN(float high, info.Attr<float>("high", 1.0f));
-    this->low = low;
-    this->high = high;
+    ASSIGN_OR_RETURN(std::tie(low, high), Parameters(info, "low", 0.0f, "high", 1.0f));
     return absl::OkStatus();
   }
   double Draw(NumpyRandom& random) const { return low + (high - low) * random.Uniform(); }
