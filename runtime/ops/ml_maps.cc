@@ -16,7 +16,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/ops/common.h"
-#include "runtime/ops/sequence/sequence.h"
 #include "runtime/registry/registry.h"
 
 namespace onnxserve {
@@ -113,7 +112,12 @@ class ZipMap final : public OpKernel {
       return absl::InvalidArgumentError(absl::StrCat("input \"X\" ", x->DebugString(), " has ", columns,
                                                      " columns for ", keys_.NumElements(), " labels"));
     }
-    RETURN_IF_ERROR(CheckSequenceLength(rows));
+    // Each entry is a tensor handle of its own, far bigger than its float: bound them as a sequence's values.
+    ASSIGN_OR_RETURN(int64_t entries, CheckedMul(rows, columns));
+    if (entries > kMaxSequenceLength) {
+      return absl::ResourceExhaustedError(absl::StrCat("input \"X\" ", x->DebugString(), " would make ", entries,
+                                                       " map entries, past the limit of ", kMaxSequenceLength));
+    }
     std::vector<Value> maps;
     maps.reserve(static_cast<size_t>(rows));
     const float* in = x->data<float>();

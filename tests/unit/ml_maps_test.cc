@@ -71,6 +71,18 @@ TEST(ZipMapTest, LabelsMustMatchTheColumnsAndBeOneKind) {
                    .Output("z").RunValues().ok());
 }
 
+TEST(ZipMapTest, EntriesPastTheSequenceLimitAreAnErrorNotAnAllocation) {
+  // 2^23 + 1 rows of 2 columns: 2^24 + 2 map entries, one past kMaxSequenceLength and then some.
+  const int64_t rows = (int64_t{1} << 23) + 1;
+  auto out = OpTest("ZipMap", 1, kMl)
+                 .Input("x", Tensor(DataType::kFloat, {rows, 2}))
+                 .Attr("classlabels_int64s", std::vector<int64_t>{0, 1})
+                 .Output("z")
+                 .RunValues();
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted) << out.status();
+}
+
 TEST(CastMapTest, DenseOrdersValuesByAscendingKey) {
   // {5: 1.5, 1: -2, 3: 4} -> keys 1, 3, 5 -> [-2, 4, 1.5]
   auto out = OpTest("CastMap", 1, kMl).ValueInput("x", MapOf<int64_t, float>({5, 1, 3}, {1.5f, -2.0f, 4.0f}))
