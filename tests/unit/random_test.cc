@@ -247,6 +247,12 @@ TEST(BernoulliTest, DtypeSetsTheOutputTypeAndTheShapeIsTheInputs) {
   auto as_int = OpTest("Bernoulli", 22).Input("p", p).Attr("dtype", int64_t{7}).Output("y").Run();
   ASSERT_TRUE(as_int.ok()) << as_int.status();
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<int64_t>({2, 2}, {0, 1, 1, 0}), (*as_int)[0]));
+  // Version 15's outputs already include bfloat16 (its inputs do from 22).
+  auto as_bf16 = OpTest("Bernoulli", 15).Input("p", p).Attr("dtype", int64_t{16}).Output("y").Run();
+  ASSERT_TRUE(as_bf16.ok()) << as_bf16.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<BFloat16>({2, 2}, {BFloat16(0.0f), BFloat16(1.0f), BFloat16(1.0f),
+                                                                  BFloat16(0.0f)}),
+                           (*as_bf16)[0]));
   EXPECT_FALSE(OpTest("Bernoulli", 22).Input("p", p).Attr("dtype", int64_t{8}).Output("y").Run().ok());  // string
 }
 

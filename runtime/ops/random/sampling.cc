@@ -7,8 +7,8 @@
 // reference to follow: each sample is the first class whose cumulative probability exceeds u * total for
 // one uniform u, a row's probabilities being exp(x - max(x)).
 //
-// Versions: Bernoulli 15 and 22, Multinomial 7 and 22; version 22 adds bfloat16 inputs (and, for Bernoulli,
-// outputs). Constant folding never runs these ops (runtime/passes/constant_folding.cc).
+// Versions: Bernoulli 15 and 22, Multinomial 7 and 22; version 22 adds bfloat16 inputs. Constant folding
+// never runs these ops (runtime/passes/constant_folding.cc).
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -25,16 +25,17 @@ namespace {
 // The input types before version 22 (kFloatTypes, which adds bfloat16, from 22); the registry checks them.
 inline constexpr DataType kFloatTypesBefore22[] = {DataType::kFloat, DataType::kDouble, DataType::kFloat16};
 
-
 // y = 1 with probability p, else 0, for each p of the input; `dtype` (default: the input's) may be any
-// numeric type or bool.
+// numeric type (bfloat16 included from version 15 on) or bool.
 class Bernoulli final : public OpKernel {
  public:
   absl::Status Init(const KernelInfo& info) {
     ASSIGN_OR_RETURN(seed_, SeedAttr(info));
     ASSIGN_OR_RETURN(dtype_, DtypeAttr(info));
-    opset_ = info.opset();
-    if (dtype_) RETURN_IF_ERROR(CheckOutputType(*dtype_));
+    if (dtype_ && !DispatchNumeric(*dtype_, [](auto) {})) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("attribute \"dtype\" must be a numeric type or bool, got ", DataTypeName(*dtype_)));
+    }
     return absl::OkStatus();
   }
 
@@ -62,17 +63,8 @@ class Bernoulli final : public OpKernel {
   }
 
  private:
-  absl::Status CheckOutputType(DataType type) const {
-    bool numeric = DispatchNumeric(type, [](auto) {});
-    if (type == DataType::kBFloat16 && opset_ < 22) numeric = false;
-    if (numeric) return absl::OkStatus();
-    return absl::InvalidArgumentError(absl::StrCat(
-        "attribute \"dtype\" must be a numeric type or bool, got ", DataTypeName(type)));
-  }
-
   std::optional<uint32_t> seed_;
   std::optional<DataType> dtype_;
-  int opset_ = 0;
 };
 
 // input [batch, classes] of unnormalized log-probabilities -> output [batch, sample_size] of class indices,
