@@ -1,7 +1,8 @@
 // The ai.onnx.ml operators on maps (all version 1):
 //   ZipMap          tensor [N, C] (or [C]) -> a sequence of N maps {label_c: x[n, c]}, keys in attribute order
 //   CastMap         map(int64, string|float) -> tensor [1, K], values in ascending key order
-//   DictVectorizer  map(string|int64, value) -> tensor [1, V], value of vocabulary[v] at v, 0 where absent
+//   DictVectorizer  map(string|int64, value) -> tensor [1, V], value of vocabulary[v] at v, 0 (or "") where
+//                   absent
 // A map value here is a one-element tensor (MapProto stores a map's values as a sequence of 0-D tensors).
 // The outputs of CastMap and DictVectorizer are [1, K] and [1, V] as ONNX Runtime writes them (and as the
 // DictVectorizer spec's T2 text says; its type line calls them 1-D).
@@ -26,12 +27,12 @@ bool IsIntegerKey(DataType type) {
   return std::find(std::begin(kIntegerTypes), std::end(kIntegerTypes), type) != std::end(kIntegerTypes);
 }
 
-// Every element of `y` set to zero ("0" for strings): what a position no key fills holds.
-void FillZero(Tensor& y) {
+// Every element of `y` set to zero (`string_zero` for strings): what a position no key fills holds.
+void FillZero(Tensor& y, const std::string& string_zero) {
   DispatchAny(y.dtype(), [&](auto tag) {
     using T = decltype(tag);
     T zero{};
-    if constexpr (std::is_same_v<T, std::string>) zero = "0";
+    if constexpr (std::is_same_v<T, std::string>) zero = string_zero;
     for (T& v : y.mutable_values<T>()) v = zero;
   });
 }
@@ -74,9 +75,9 @@ absl::Status NotDistinct(const std::string& name) {
   return absl::InvalidArgumentError(absl::StrCat("the labels of \"", name, "\" must be distinct"));
 }
 
-// One of two label attributes (`strings_name` or `ints_name`), as a 1-D tensor of distinct keys.
+// One of two label attributes (`strings_name` or `ints_name`) as a 1-D tensor, its labels `distinct` or not.
 absl::StatusOr<Tensor> LabelsAttr(const KernelInfo& info, const std::string& strings_name,
-                                  const std::string& ints_name) {
+                                  const std::string& ints_name, bool distinct) {
   ASSIGN_OR_RETURN(auto strings, info.Attr<std::vector<std::string>>(strings_name, {}));
   ASSIGN_OR_RETURN(auto ints, info.Attr<std::vector<int64_t>>(ints_name, {}));
   if (strings.empty() == ints.empty()) {
@@ -84,17 +85,17 @@ absl::StatusOr<Tensor> LabelsAttr(const KernelInfo& info, const std::string& str
         absl::StrCat("exactly one of \"", strings_name, "\" and \"", ints_name, "\" must be given"));
   }
   if (!strings.empty()) {
-    if (!AllDistinct(strings)) return NotDistinct(strings_name);
+    if (distinct && !AllDistinct(strings)) return NotDistinct(strings_name);
     return Tensor::FromVector<std::string>({static_cast<int64_t>(strings.size())}, strings);
   }
-  if (!AllDistinct(ints)) return NotDistinct(ints_name);
+  if (distinct && !AllDistinct(ints)) return NotDistinct(ints_name);
   return Tensor::FromVector<int64_t>({static_cast<int64_t>(ints.size())}, ints);
 }
 
 class ZipMap final : public OpKernel {
  public:
   absl::Status Init(const KernelInfo& info) {
-    ASSIGN_OR_RETURN(keys_, LabelsAttr(info, "classlabels_strings", "classlabels_int64s"));
+    ASSIGN_OR_RETURN(keys_, LabelsAttr(info, "classlabels_strings", "classlabels_int64s", /*distinct=*/true));
     return absl::OkStatus();
   }
   bool TakesValues() const override { return true; }
@@ -178,7 +179,7 @@ class CastMap final : public MapToTensor {
     const std::vector<size_t> order = AscendingKeyOrder(keys);
     const int64_t width = sparse_ ? max_map_ : keys.NumElements();
     ASSIGN_OR_RETURN(Tensor * y, ctx.CheckedOutput(0, to_, {1, width}));
-    FillZero(*y);  // a position no key fills reads as a value of 0 would
+    FillZero(*y, "0");  // a position no key fills reads as a value of 0 would
     for (size_t n = 0; n < order.size(); ++n) {
       const int64_t key = keys.GetAsInt64(order[n]);
       const int64_t at = sparse_ ? key : static_cast<int64_t>(n);
@@ -233,12 +234,13 @@ class CastMap final : public MapToTensor {
 class DictVectorizer final : public MapToTensor {
  public:
   absl::Status Init(const KernelInfo& info) {
-    ASSIGN_OR_RETURN(vocabulary_, LabelsAttr(info, "string_vocabulary", "int64_vocabulary"));
+    // Converters have written vocabularies that repeat a key; each of its positions takes the value.
+    ASSIGN_OR_RETURN(vocabulary_, LabelsAttr(info, "string_vocabulary", "int64_vocabulary", /*distinct=*/false));
     for (int64_t i = 0; i < vocabulary_.NumElements(); ++i) {
       if (vocabulary_.dtype() == DataType::kString) {
-        string_index_[vocabulary_.data<std::string>()[i]] = i;
+        string_positions_[vocabulary_.data<std::string>()[i]].push_back(i);
       } else {
-        int_index_[vocabulary_.data<int64_t>()[i]] = i;
+        int_positions_[vocabulary_.data<int64_t>()[i]].push_back(i);
       }
     }
     // An empty map says nothing of its value type: the graph's declared type does, else float.
@@ -263,29 +265,29 @@ class DictVectorizer final : public MapToTensor {
       type = first->dtype();
     }
     Tensor& y = ctx.Output(0, type, {1, vocabulary_.NumElements()});
-    FillZero(y);
+    FillZero(y, "");  // an absent string is empty, as ONNX Runtime writes it
     for (size_t i = 0; i < map->elements().size(); ++i) {
-      // Keys outside the vocabulary are dropped, as scikit-learn's DictVectorizer and ONNX Runtime drop them.
-      const int64_t at = IndexOf(keys, static_cast<int64_t>(i));
-      if (at < 0) continue;
       ASSIGN_OR_RETURN(const Tensor* value, MapValue(*map, i));
       if (value->dtype() != type) {
         return absl::InvalidArgumentError(absl::StrCat("map value ", i, " is ", value->DebugString(),
                                                        ", value 0 is ", DataTypeName(type)));
       }
-      RETURN_IF_ERROR(CopyElement(*value, y, at));
+      // Keys outside the vocabulary are dropped, as scikit-learn's DictVectorizer and ONNX Runtime drop them.
+      for (int64_t at : PositionsOf(keys, static_cast<int64_t>(i))) RETURN_IF_ERROR(CopyElement(*value, y, at));
     }
     return absl::OkStatus();
   }
 
  private:
-  int64_t IndexOf(const Tensor& keys, int64_t i) const {
+  // Where key i of `keys` goes in the output: none, one or (a repeated vocabulary entry) more positions.
+  const std::vector<int64_t>& PositionsOf(const Tensor& keys, int64_t i) const {
+    static const std::vector<int64_t> kNowhere;
     if (keys.dtype() == DataType::kString) {
-      auto it = string_index_.find(keys.data<std::string>()[i]);
-      return it == string_index_.end() ? -1 : it->second;
+      auto it = string_positions_.find(keys.data<std::string>()[i]);
+      return it == string_positions_.end() ? kNowhere : it->second;
     }
-    auto it = int_index_.find(keys.GetAsInt64(i));
-    return it == int_index_.end() ? -1 : it->second;
+    auto it = int_positions_.find(keys.GetAsInt64(i));
+    return it == int_positions_.end() ? kNowhere : it->second;
   }
 
   static absl::Status CopyElement(const Tensor& value, Tensor& y, int64_t at) {
@@ -299,8 +301,8 @@ class DictVectorizer final : public MapToTensor {
   }
 
   Tensor vocabulary_;
-  absl::flat_hash_map<std::string, int64_t> string_index_;
-  absl::flat_hash_map<int64_t, int64_t> int_index_;
+  absl::flat_hash_map<std::string, std::vector<int64_t>> string_positions_;
+  absl::flat_hash_map<int64_t, std::vector<int64_t>> int_positions_;
   DataType declared_value_type_ = DataType::kFloat;
 };
 

@@ -145,7 +145,18 @@ TEST(DictVectorizerTest, IntKeysKeepTheValueTypeAndUnknownKeysAreDropped) {
                      .Output("y")
                      .Run();
   ASSERT_TRUE(strings.ok()) << strings.status();
-  EXPECT_TRUE(TensorsClose(Tensor::FromVector<std::string>({1, 2}, {"0", "nine"}), (*strings)[0]));
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<std::string>({1, 2}, {"", "nine"}), (*strings)[0]));
+}
+
+TEST(DictVectorizerTest, ARepeatedVocabularyEntryFillsEachOfItsPositions) {
+  // int64_vocabulary [5, 6, 5], {5: 2, 6: -1} -> [2, -1, 2]
+  auto out = OpTest("DictVectorizer", 1, kMl)
+                 .ValueInput("x", MapOf<int64_t, float>({5, 6}, {2.0f, -1.0f}))
+                 .Attr("int64_vocabulary", std::vector<int64_t>{5, 6, 5})
+                 .Output("y")
+                 .Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1, 3}, {2, -1, 2}), (*out)[0]));
 }
 
 TEST(DictVectorizerTest, KeysMustBeOfTheVocabularysType) {
