@@ -5,24 +5,18 @@
 //   7       ratio attribute; no is_test: always inference; mask has the input's type.
 //   10      as 7 but the mask is bool.
 //   12+     ratio and training_mode are optional inputs (0.5 and false by default), seed attribute.
-// The mask draws uniform doubles from MT19937 exactly as numpy's legacy np.random.uniform does, so a
+// The mask draws uniform doubles from numpy's legacy stream (runtime/ops/random/numpy_random.h), so a
 // seeded Dropout reproduces the ONNX reference implementation bit for bit. Without a seed every run draws
 // a fresh one.
 #include <cstdint>
-#include <random>
+#include <optional>
 
 #include "runtime/ops/common.h"
+#include "runtime/ops/random/numpy_random.h"
 #include "runtime/registry/registry.h"
 
 namespace onnxserve {
 namespace {
-
-// numpy's random_sample: 53 random bits from two 32-bit draws.
-double NumpyUniform(std::mt19937& gen) {
-  const uint32_t a = gen() >> 5;
-  const uint32_t b = gen() >> 6;
-  return (a * 67108864.0 + b) / 9007199254740992.0;
-}
 
 struct DropoutMode {
   bool training = false;
@@ -45,7 +39,6 @@ class Dropout final : public OpKernel {
     if (opset_ >= 12 && info.HasAttr("seed")) {
       ASSIGN_OR_RETURN(int64_t seed, info.Attr<int64_t>("seed"));
       seed_ = static_cast<uint32_t>(seed);
-      has_seed_ = true;
     }
     return absl::OkStatus();
   }
@@ -122,7 +115,7 @@ class Dropout final : public OpKernel {
   template <typename T>
   void DropRandomly(KernelContext& ctx, const Tensor& x, double ratio, bool bool_mask) const {
     using C = ComputeType<T>;
-    std::mt19937 gen(has_seed_ ? seed_ : std::random_device{}());
+    NumpyRandom gen(seed_);
     const C scale = static_cast<C>(1.0 / (1.0 - ratio));
     const T* in = x.data<T>();
     T* out = ctx.Output(0, x.dtype(), x.shape()).template data<T>();
@@ -132,7 +125,7 @@ class Dropout final : public OpKernel {
     T* typed_out = want_mask && !bool_mask ? ctx.Output(1, x.dtype(), x.shape()).template data<T>() : nullptr;
     // Sequential on purpose: the mask is one stream of draws so a seed reproduces it.
     for (int64_t i = 0; i < x.NumElements(); ++i) {
-      const bool keep = NumpyUniform(gen) >= ratio;
+      const bool keep = gen.Uniform() >= ratio;
       // Multiplying (rather than selecting 0) keeps NaN and the sign of zero as the spec's formula does.
       out[i] = FromCompute<T>(ToCompute(in[i]) * static_cast<C>(keep) * scale);
       if (bool_out != nullptr) bool_out[i] = keep;
@@ -143,8 +136,7 @@ class Dropout final : public OpKernel {
   int opset_ = 0;
   double ratio_attr_ = 0.5;
   bool training_attr_ = false;
-  bool has_seed_ = false;
-  uint32_t seed_ = 0;
+  std::optional<uint32_t> seed_;
 };
 
 REGISTER_KERNEL(kOnnx, "Dropout", 1, 5, kFloatTypes, Dropout);

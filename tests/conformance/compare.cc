@@ -18,9 +18,7 @@ bool ExactEqual(const Tensor& a, const Tensor& b, int64_t i) {
   return a.data<T>()[i] == b.data<T>()[i];
 }
 
-}  // namespace
-
-std::string CompareTensors(const Tensor& expected, const Tensor& actual, double rtol, double atol) {
+std::string CompareTensorTypes(const Tensor& expected, const Tensor& actual) {
   if (expected.dtype() != actual.dtype()) {
     return absl::StrCat("dtype: expected ", DataTypeName(expected.dtype()), ", got ",
                         DataTypeName(actual.dtype()));
@@ -29,6 +27,20 @@ std::string CompareTensors(const Tensor& expected, const Tensor& actual, double 
     return absl::StrCat("shape: expected ", ShapeToString(expected.shape()), ", got ",
                         ShapeToString(actual.shape()));
   }
+  return "";
+}
+
+}  // namespace
+
+std::string CompareTypeAndShape(const Value& expected, const Value& actual) {
+  if (!expected.is_tensor() || !actual.is_tensor()) {
+    return absl::StrCat("expected a tensor like ", expected.DebugString(), ", got ", actual.DebugString());
+  }
+  return CompareTensorTypes(*expected.tensor(), *actual.tensor());
+}
+
+std::string CompareTensors(const Tensor& expected, const Tensor& actual, double rtol, double atol) {
+  if (std::string diff = CompareTensorTypes(expected, actual); !diff.empty()) return diff;
   int64_t mismatches = 0;
   std::string first;
   for (int64_t i = 0; i < expected.NumElements(); ++i) {

@@ -17,6 +17,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -31,6 +32,18 @@ namespace {
 
 constexpr double kRtol = 1e-3;
 constexpr double kAtol = 1e-7;
+
+// Tests whose expected output is one draw of a random op. ONNX generated them from numpy's global stream,
+// ignoring the seed attribute, and its spec says implementations may differ even with a seed; a value
+// comparison would fail on every run, or (unseeded) pass by chance about one run in 160. Their outputs are
+// compared by dtype and shape only; tests/unit/random_test.cc checks the values (numpy's RandomState(seed)
+// stream, and each distribution).
+const std::set<std::string>& RandomOutputTests() {
+  static const std::set<std::string> kTests = {
+      "node/test_bernoulli",          "node/test_bernoulli_double", "node/test_bernoulli_double_expanded",
+      "node/test_bernoulli_expanded", "node/test_bernoulli_seed",   "node/test_bernoulli_seed_expanded"};
+  return kTests;
+}
 
 struct DataSet {
   std::vector<fs::path> inputs;
@@ -110,7 +123,9 @@ std::string RunCase(const Case& c) {
     for (size_t i = 0; i < ds.outputs.size(); ++i) {
       auto expected = ReadValue(ds.outputs[i], (*session)->output_types()[i]);
       if (!expected.ok()) return expected.status().ToString();
-      std::string diff = conformance::CompareValues(*expected, (*outputs)[i], kRtol, kAtol);
+      std::string diff = RandomOutputTests().contains(c.name)
+                             ? conformance::CompareTypeAndShape(*expected, (*outputs)[i])
+                             : conformance::CompareValues(*expected, (*outputs)[i], kRtol, kAtol);
       if (!diff.empty()) return absl::StrCat("output ", i, " (\"", (*session)->outputs()[i].name, "\"): ", diff);
     }
   }
@@ -227,13 +242,14 @@ int main(int argc, char** argv) {
   }
   const auto ledger = ReadLedger(ledger_path);
   std::map<std::string, std::string> failures;
-  int passed = 0, regressions = 0, stale = 0;
+  int passed = 0, regressions = 0, stale = 0, typed_only = 0;
   for (const Case& c : FindCases(suite_dir, suite)) {
     if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
     const std::string verdict = OneLine(RunIsolated(c, timeout_secs));
     const bool known = ledger.contains(c.name);
     if (verdict.empty()) {
       ++passed;
+      if (RandomOutputTests().contains(c.name)) ++typed_only;
       if (known) {
         ++stale;
         std::cout << "NOW PASSING " << c.name << " (remove it from the ledger)\n";
@@ -247,6 +263,7 @@ int main(int argc, char** argv) {
   if (write_ledger && filter.empty()) WriteLedger(ledger_path, suite, ledger, failures);
   std::cout << suite << ": " << regressions << " unexpected failure(s), " << stale
             << " ledger entr(ies) now passing\n";
-  std::cout << passed << " passed, " << failures.size() << " failed\n";
+  std::cout << passed << " passed (" << typed_only << " of them random outputs compared by dtype and shape only), "
+            << failures.size() << " failed\n";
   return (regressions == 0 && stale == 0) || write_ledger ? 0 : 1;
 }

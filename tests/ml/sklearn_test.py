@@ -5,7 +5,7 @@ Each case trains a small model on one of scikit-learn's bundled datasets (iris, 
 diabetes), converts it BY HAND into an ai.onnx.ml graph with onnx.helper (no converter package exists in
 Debian), runs the graph with the onnxserve CLI on input_K.pb files, and compares: labels exactly, and
 scores, probabilities and transformed features with predict_proba / decision_function / transform / predict
-within RTOL relative (plus ATOL_SCALE times the largest expected magnitude of the output, so that values that
+within RTOL relative (probabilities that ZipMap turns into a sequence of maps, one per row, too) (plus ATOL_SCALE times the largest expected magnitude of the output, so that values that
 cancel to nearly zero are judged against the output's scale, not their own).
 
 The converters follow the layouts the ai.onnx.ml spec and ONNX Runtime use: libsvm's one-vs-one
@@ -25,7 +25,7 @@ try:
     import onnx
     from onnx import TensorProto, helper, numpy_helper
     import sklearn
-    from sklearn import datasets, ensemble, linear_model, preprocessing, svm, tree
+    from sklearn import datasets, ensemble, feature_extraction, linear_model, preprocessing, svm, tree
     from sklearn.impute import SimpleImputer
 except ImportError as e:  # pragma: no cover - depends on the machine
     print(f"SKIPPED: {e.name} is not installed (Debian: python3-numpy python3-onnx python3-sklearn)")
@@ -58,11 +58,27 @@ ELEM = {np.dtype(np.float64): TensorProto.DOUBLE, np.dtype(np.float32): TensorPr
         np.dtype(np.int64): TensorProto.INT64, np.dtype(object): TensorProto.STRING}
 
 
+def input_info(name, value):
+    """A graph input for a numpy array, or for a dict (a map of its key type to double)."""
+    if isinstance(value, dict):
+        return helper.make_value_info(name, map_type(next(iter(value)), TensorProto.DOUBLE))
+    return helper.make_tensor_value_info(name, ELEM[value.dtype], [None] * value.ndim)
+
+
+def map_type(key, value_elem_type):
+    """The TypeProto map(key's type, tensor(value_elem_type)), for a sample key (str or int)."""
+    t = onnx.TypeProto()
+    t.map_type.key_type = TensorProto.STRING if isinstance(key, str) else TensorProto.INT64
+    t.map_type.value_type.tensor_type.elem_type = value_elem_type
+    return t
+
+
 def graph_model(nodes, inputs, outputs, initializers=(), ml_opset=ML_OPSET, onnx_opset=13):
-    """A model of `nodes`; inputs are (name, numpy array) pairs, outputs (name, elem type, rank) triples."""
+    """A model of `nodes`; inputs are (name, numpy array or dict) pairs, outputs (name, elem type, rank)
+    triples."""
     graph = helper.make_graph(
         nodes, "sklearn",
-        [helper.make_tensor_value_info(n, ELEM[a.dtype], [None] * a.ndim) for n, a in inputs],
+        [input_info(n, a) for n, a in inputs],
         [helper.make_tensor_value_info(n, t, [None] * rank) for n, t, rank in outputs],
         initializer=list(initializers))
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", onnx_opset),
@@ -117,6 +133,33 @@ def linear_regressor(model, x_name="X", y_name="Y"):
     coef = np.atleast_2d(model.coef_)
     return ml_node("LinearRegressor", [x_name], [y_name], coefficients=floats(coef),
                    intercepts=floats(np.atleast_1d(model.intercept_)), targets=coef.shape[0])
+
+
+def with_zipmap(model, classes):
+    """A classifier model (outputs label, scores) plus ZipMap: its scores as one map {class: score} per row,
+    graph output "probabilities" of type seq(map(label type, float))."""
+    model.graph.node.append(ml_node("ZipMap", ["scores"], ["probabilities"],
+                                    **label_attrs(classes, "classlabels_int64s")))
+    sequence = onnx.TypeProto()
+    key = str(classes[0]) if classes.dtype.kind in "OUS" else int(classes[0])
+    sequence.sequence_type.elem_type.CopyFrom(map_type(key, TensorProto.FLOAT))
+    model.graph.output.append(helper.make_value_info("probabilities", sequence))
+    return model
+
+
+def zipmap_cases(r):
+    """LogisticRegression -> ZipMap, as converters end classifier pipelines: predict_proba as maps."""
+    x, y = dataset("iris")
+    names = datasets.load_iris().target_names
+    mn = linear_model.LogisticRegression(max_iter=5000).fit(x, names[y])
+    r.check("LogisticRegression multinomial -> ZipMap, string labels",
+            with_zipmap(linear_classifier(mn, x, "SOFTMAX"), mn.classes_), [x],
+            [("labels", mn.predict(x)), None, ("maps", (mn.classes_, mn.predict_proba(x)))])
+    x, y = standardized("breast_cancer")
+    lr = linear_model.LogisticRegression(max_iter=5000).fit(x, y)
+    r.check("LogisticRegression binary -> ZipMap, int labels",
+            with_zipmap(linear_classifier(lr, x, "LOGISTIC"), lr.classes_), [x],
+            [("labels", lr.predict(x)), None, ("maps", (lr.classes_, lr.predict_proba(x)))])
 
 
 # ---------------------------------------------------------------------------------------------- svm
@@ -275,30 +318,39 @@ class Runner:
         path = os.path.join(folder, "model.onnx")
         onnx.save(model, path)
         for k, value in enumerate(inputs):
+            proto = map_proto(value) if isinstance(value, dict) else numpy_helper.from_array(value)
             with open(os.path.join(folder, "inputs", f"input_{k}.pb"), "wb") as f:
-                f.write(numpy_helper.from_array(value).SerializeToString())
+                f.write(proto.SerializeToString())
         outputs = os.path.join(folder, "outputs")
         result = subprocess.run([self.onnxserve, "run", path, "--inputs-dir", os.path.join(folder, "inputs"),
                                  "--outputs-dir", outputs], capture_output=True, text=True)
         if result.returncode != 0:
             raise RuntimeError(f"onnxserve run failed ({result.returncode}): {result.stderr.strip()}")
         values = []
-        for k in range(len(model.graph.output)):
-            tensor = TensorProto()
+        for k, declared in enumerate(model.graph.output):
             with open(os.path.join(outputs, f"output_{k}.pb"), "rb") as f:
-                tensor.ParseFromString(f.read())
-            values.append(numpy_helper.to_array(tensor))
+                data = f.read()
+            if declared.type.HasField("sequence_type"):
+                sequence = onnx.SequenceProto()
+                sequence.ParseFromString(data)
+                values.append([map_items(m) for m in sequence.map_values])
+            else:
+                tensor = TensorProto()
+                tensor.ParseFromString(data)
+                values.append(numpy_helper.to_array(tensor))
         return values
 
     def check(self, name, model, inputs, expected, atol_scale=ATOL_SCALE):
-        """expected: one entry per graph output, ("labels", array) or ("close", array) or None (unchecked)."""
+        """expected: one entry per graph output, ("labels", array) or ("close", array) or None (unchecked), or
+        ("maps", (labels, probabilities)) for a sequence of maps {label: probability}, one per row."""
         worst = 0.0  # the largest error / tolerance of the "close" outputs
         try:
             actual = self.run(name, model, inputs)
             problems = []
             for k, spec in enumerate(expected):
                 if spec is not None:
-                    problem, ratio = compare(spec[0], np.asarray(spec[1]), actual[k], atol_scale)
+                    want = spec[1] if spec[0] == "maps" else np.asarray(spec[1])
+                    problem, ratio = compare(spec[0], want, actual[k], atol_scale)
                     worst = max(worst, ratio)
                     if problem:
                         problems.append(f"output {k} ({model.graph.output[k].name}): {problem}")
@@ -312,8 +364,41 @@ class Runner:
             print(f"ok   {name} (worst error {worst:.2f} of the tolerance)")
 
 
+def map_proto(d):
+    """A MapProto of a dict of str or int keys to float64 values, each value a 0-D tensor (as
+    numpy_helper.from_dict writes them; onnx 1.12's from_dict cannot take str keys)."""
+    proto = onnx.MapProto()
+    keys = list(d)
+    if isinstance(keys[0], str):
+        proto.key_type = TensorProto.STRING
+        proto.string_keys.extend(k.encode() for k in keys)
+    else:
+        proto.key_type = TensorProto.INT64
+        proto.keys.extend(int(k) for k in keys)
+    proto.values.elem_type = onnx.SequenceProto.TENSOR
+    proto.values.tensor_values.extend(numpy_helper.from_array(np.array(d[k], dtype=np.float64)) for k in keys)
+    return proto
+
+
+def map_items(proto):
+    """A MapProto as a list of (key, value) pairs in its order."""
+    keys = ([k.decode() for k in proto.string_keys] if proto.key_type == TensorProto.STRING else list(proto.keys))
+    values = [numpy_helper.to_array(t) for t in proto.values.tensor_values]
+    if any(v.shape != () for v in values):
+        raise ValueError(f"map values must be 0-D tensors, got shapes {[v.shape for v in values]}")
+    return list(zip(keys, [float(v) for v in values]))
+
+
 def compare(kind, expected, actual, atol_scale):
     """(a problem or None, the largest error / tolerance)."""
+    if kind == "maps":  # expected (labels, probabilities [N, C]); actual one list of (key, value) per row
+        labels, expected = expected
+        want = [str(c) if labels.dtype.kind in "OUS" else int(c) for c in labels]
+        for i, row in enumerate(actual):
+            if [k for k, _ in row] != want:
+                return f"map {i} has keys {[k for k, _ in row]}, expected {want}", 0.0
+        actual = np.array([[v for _, v in row] for row in actual]).reshape(len(actual), len(want))
+        kind = "close"
     if expected.shape != actual.shape:
         return f"shape {actual.shape}, expected {expected.shape}", 0.0
     if kind == "labels":
@@ -361,6 +446,8 @@ def linear_cases(r):
     model.graph.output.append(helper.make_tensor_value_info("proba", TensorProto.FLOAT, [None, None]))
     r.check("LogisticRegression one-vs-rest + Normalizer L1", model, [x],
             [("labels", ovr.predict(x)), None, ("close", ovr.predict_proba(x))])
+
+    zipmap_cases(r)
 
     x, y = dataset("iris")
     lsvc = svm.LinearSVC(max_iter=100000, random_state=SEED).fit(x, y)
@@ -507,6 +594,7 @@ def preprocessing_cases(r):
                 [holes], [("close", imputer.transform(holes))])
 
     one_hot_cases(r)
+    dict_vectorizer_cases(r)
 
 
 def one_hot_cases(r):
@@ -540,6 +628,27 @@ def one_hot_cases(r):
     r.check("LabelEncoder as CategoryMapper",
             graph_model([node], [("S", species)], [("Y", TensorProto.INT64, 1)]), [species],
             [("labels", labels.transform(species))])
+
+
+def dict_vectorizer_cases(r):
+    """scikit-learn's DictVectorizer on dicts of iris measurements, each dict leaving out the measurements
+    under 1.0 (so rows have different keys) and the test dicts holding a key never fitted (dropped): one
+    DictVectorizer node per dict (its input is one map), the [1, V] rows concatenated."""
+    x, _ = dataset("iris")
+    names = [str(n) for n in datasets.load_iris().feature_names] + ["never fitted"]
+    for key_kind, key_of in [("string", lambda j: names[j]), ("int64", lambda j: 10 * j + 3)]:
+        dicts = [{key_of(j): float(v) for j, v in enumerate(row) if v >= 1.0} for row in x]
+        dv = feature_extraction.DictVectorizer(sparse=False).fit(dicts)
+        vocabulary = {"string_vocabulary": [str(f) for f in dv.feature_names_]} if key_kind == "string" else \
+            {"int64_vocabulary": [int(f) for f in dv.feature_names_]}
+        tests = [dict(d) for d in dicts[::25]]
+        for d in tests:
+            d[key_of(len(names) - 1)] = 123.0  # a feature the vectorizer never saw
+        inputs = [(f"D{k}", d) for k, d in enumerate(tests)]
+        nodes = [ml_node("DictVectorizer", [n], [f"row{k}"], **vocabulary) for k, (n, _) in enumerate(inputs)]
+        nodes.append(helper.make_node("Concat", [f"row{k}" for k in range(len(tests))], ["Y"], axis=0))
+        model = graph_model(nodes, inputs, [("Y", TensorProto.DOUBLE, 2)])
+        r.check(f"DictVectorizer, {key_kind} keys", model, tests, [("close", dv.transform(tests))])
 
 
 def main():

@@ -53,6 +53,7 @@ void ExpectSameResultWithAndWithoutPasses(std::shared_ptr<const onnxserve::Model
                                           const std::vector<std::pair<std::string, Tensor>>& feeds);
 
 onnx::AttributeProto IntAttr(const std::string& name, int64_t value);
+onnx::AttributeProto FloatAttr(const std::string& name, float value);
 onnx::AttributeProto IntsAttr(const std::string& name, const std::vector<int64_t>& values);
 onnx::AttributeProto GraphAttr(const std::string& name, const onnx::GraphProto& graph);
 

@@ -39,6 +39,17 @@ void DeclareTypeOf(const Value& value, onnx::TypeProto& type, bool with_shape) {
       }
       return;
     }
+    case Value::Kind::kMap: {
+      auto* map_type = type.mutable_map_type();
+      map_type->set_key_type(static_cast<int32_t>(value.keys().dtype()));
+      auto* elem = map_type->mutable_value_type();
+      if (!value.elements().empty()) {
+        DeclareTypeOf(value.elements()[0], *elem, false);
+      } else {
+        elem->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+      }
+      return;
+    }
     case Value::Kind::kOptional: {
       auto* elem = type.mutable_optional_type()->mutable_elem_type();
       if (value.has_element()) {

@@ -24,7 +24,7 @@ class OpTest {
 
   // A graph input fed at run time.
   OpTest& Input(const std::string& name, Tensor value);
-  // A graph input of any kind (a sequence, an optional), declared with the type the value has (an empty
+  // A graph input of any kind (a sequence, a map, an optional), declared with the type the value has (an empty
   // optional as optional(tensor(float))).
   OpTest& ValueInput(const std::string& name, Value value);
   // An initializer (known at load time, as kernels that pre-pack weights see it).

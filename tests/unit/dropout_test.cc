@@ -125,6 +125,35 @@ TEST(Dropout13Test, SameSeedSameMaskOnEveryRun) {
   EXPECT_TRUE(TensorsClose((*first)[1], (*second)[1]));
 }
 
+TEST(Dropout13Test, TrainingDropsTheRatioOfElementsAndScalesTheRest) {
+  // 100000 ones, ratio 0.3: the dropped count is Binomial(n, 0.3); its one-degree-of-freedom chi-square
+  // (k - n r)^2 / (n r (1 - r)) stays below 10.83 (the 0.1% critical value) at this fixed seed, and every
+  // kept element is 1 / (1 - 0.3).
+  constexpr int64_t n = 100000;
+  constexpr double ratio = 0.3;
+  auto out = OpTest("Dropout", 13)
+                 .Input("x", Tensor::FromVector<float>({n}, std::vector<float>(n, 1.0f)))
+                 .Input("ratio", Tensor::Scalar(0.3f))
+                 .Input("training_mode", Tensor::Scalar(true))
+                 .Attr("seed", int64_t{7})
+                 .Output("y")
+                 .Output("mask")
+                 .Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  const Tensor& y = (*out)[0];
+  const Tensor& mask = (*out)[1];
+  double dropped = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!mask.data<bool>()[i]) {
+      dropped += 1;
+      EXPECT_EQ(y.data<float>()[i], 0.0f);
+    } else {
+      EXPECT_FLOAT_EQ(y.data<float>()[i], static_cast<float>(1 / (1 - ratio)));
+    }
+  }
+  EXPECT_LT((dropped - n * ratio) * (dropped - n * ratio) / (n * ratio * (1 - ratio)), 10.83) << dropped;
+}
+
 TEST(Dropout13Test, AcceptsBFloat16) {
   const Tensor x = Tensor::FromVector<BFloat16>({2}, {BFloat16(1.5f), BFloat16(-2.0f)});
   auto out = OpTest("Dropout", 13).Input("x", x).Output("y").Run();

@@ -53,18 +53,26 @@ TEST(ConstantFoldingTest, ChainsFoldAndAFoldedGraphOutputIsServed) {
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<int64_t>({2}, {2, 3}), (*out)[0]));
 }
 
-// Dropout stands for the ops whose result may be random (the Random* ops have no kernels yet).
+// Random ops have constant inputs (or none) and must still run each time; so must a node that fails.
 TEST(ConstantFoldingTest, RandomOpsAndFailingNodesStayForTheRun) {
   auto model = GraphBuilder()
                    .Initializer("c", Tensor::FromVector<float>({2}, {1.f, 2.f}))
+                   .Initializer("p", Tensor::FromVector<float>({2}, {0.5f, 0.5f}))
                    .Initializer("bad", Tensor::FromVector<int64_t>({1}, {-1}))
                    .Node("Dropout", {"c"}, "noise")
+                   .NodeWith("RandomNormal", {}, {"normal"}, {testing::IntsAttr("shape", {2})})
+                   .Node("RandomUniformLike", {"c"}, "uniform")
+                   .Node("Bernoulli", {"p"}, "coin")
                    .Node("ConstantOfShape", {"bad"}, "broken")
                    .Output("noise")
+                   .Output("normal")
+                   .Output("uniform")
+                   .Output("coin")
                    .Output("broken")
                    .Load();
   auto result = RunPass(*model, *passes::MakeConstantFolding());
-  EXPECT_EQ(result.ops, (std::vector<std::string>{"Dropout", "ConstantOfShape"}));
+  EXPECT_EQ(result.ops, (std::vector<std::string>{"Dropout", "RandomNormal", "RandomUniformLike", "Bernoulli",
+                                                  "ConstantOfShape"}));
   EXPECT_TRUE(result.changes.empty());
   // The failure surfaces when the model runs, naming the node.
   auto session = Session::Create(model);
