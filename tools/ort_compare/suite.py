@@ -5,6 +5,7 @@ class we serve, at 1 and 2 threads, on each of onnxserve's ISA paths this CPU ha
 RSS) and the geometric mean of the ratios per (threads, ISA).
 
   /usr/bin/python3 tools/ort_compare/suite.py [--out DIR] [--models a,b] [--json FILE]
+  /usr/bin/python3 tools/ort_compare/suite.py --report RUN1.json RUN2.json ...   # rounds of several runs
 
 Env: ONNXSERVE (default build/cli/onnxserve), ROUNDS (3), ITERATIONS (overrides every model's default
 count), ITER_SCALE (scales the defaults, 1), THREADS ("1 2"), ISAS (default: avx512 and avx2 where the
@@ -220,13 +221,33 @@ def measure(runner, ready, threads_list, isas, iterations_of):
                 log(f"suite: {m.name} threads={threads}: {e}")
                 results += [dict(row, isa=isa, error=str(e).splitlines()[0]) for isa in isas]
                 continue
-            for isa in isas:
-                ours = [x["p50_ms"] for x in runs[isa]]
-                theirs = [x["p50_ms"] for x in runs["ort"]]
-                results.append(dict(row, isa=isa, onnxserve=runs[isa], ort=runs["ort"],
-                                    ratio=statistics.median(ours) / statistics.median(theirs),
-                                    round_ratios=[a / b for a, b in zip(ours, theirs)]))
+            results += [summarize(dict(row, isa=isa, onnxserve=runs[isa], ort=runs["ort"])) for isa in isas]
     return results
+
+
+def summarize(row):
+    """Adds the ratio of the medians of rounds and each round's own ratio (rounds pair up by index)."""
+    ours = [x["p50_ms"] for x in row["onnxserve"]]
+    theirs = [x["p50_ms"] for x in row["ort"]]
+    row["ratio"] = statistics.median(ours) / statistics.median(theirs)
+    row["round_ratios"] = [a / b for a, b in zip(ours, theirs)]
+    return row
+
+
+def merge(files):
+    """The rows of several --json files, each (model, threads, isa) with the rounds of all of them."""
+    merged = {}
+    for name in files:
+        with open(name) as f:
+            for row in json.load(f)["results"]:
+                key = (row["model"], row["threads"], row["isa"])
+                if "error" in row or key not in merged:
+                    merged.setdefault(key, row)
+                    continue
+                if "error" not in merged[key]:
+                    merged[key]["onnxserve"] = merged[key]["onnxserve"] + row["onnxserve"]
+                    merged[key]["ort"] = merged[key]["ort"] + row["ort"]
+    return [row if "error" in row else summarize(row) for row in merged.values()]
 
 
 def table(results):
@@ -269,7 +290,15 @@ def main():
     parser.add_argument("--out", help="keep the generated models and inputs here (default: a temp dir, removed)")
     parser.add_argument("--models", help="comma-separated subset of: " + ",".join(m.name for m in MODELS))
     parser.add_argument("--json", help="also write every round's figures to this file")
+    parser.add_argument("--report", nargs="+", metavar="JSON",
+                        help="measure nothing: print the table of the rounds of these --json files together")
     args = parser.parse_args()
+    if args.report:
+        results = merge(args.report)
+        print(table(results))
+        print()
+        print(geomeans(results))
+        return
 
     onnxserve = os.environ.get("ONNXSERVE", os.path.join(ROOT, "build", "cli", "onnxserve"))
     if not os.access(onnxserve, os.X_OK):
@@ -303,6 +332,8 @@ def main():
     out_dir = args.out or tempfile.mkdtemp(prefix="onnxserve-suite-")
     os.makedirs(out_dir, exist_ok=True)
     start = time.monotonic()
+    with open("/proc/loadavg") as f:
+        load_before = " ".join(f.read().split()[:3])
     try:
         ready = generate(models, out_dir, shared_light)
         runner = Runner(onnxserve, rounds)
@@ -317,7 +348,8 @@ def main():
     with open("/proc/loadavg") as f:
         load_average = " ".join(f.read().split()[:3])
     print(f"CPU: {cpu_model()}, {os.cpu_count()} cores, ISA paths {', '.join(available)}; "
-          f"onnxruntime-node {ort_version}; ROUNDS={rounds}; load average at the end {load_average}; "
+          f"onnxruntime-node {ort_version}; ROUNDS={rounds}; load average {load_before} before, "
+          f"{load_average} after; "
           f"{elapsed / 60:.1f} min\n")
     print(table(results))
     print()
@@ -328,7 +360,7 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"cpu": cpu_model(), "isas": available, "rounds": rounds, "elapsed_s": elapsed,
-                       "results": results}, f, indent=1)
+                       "load_average": [load_before, load_average], "results": results}, f, indent=1)
 
 
 if __name__ == "__main__":
