@@ -10,32 +10,13 @@ The batch dim is symbolic (make_inputs.py --batch N picks it); the input is [bat
 import argparse
 
 import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
+
+import graph_builder
 
 FRAMES, COEFFICIENTS = 49, 10
 
 
-class Builder:
-    def __init__(self, rng):
-        self.rng = rng
-        self.nodes, self.inits = [], []
-        self.count = 0
-
-    def name(self, prefix):
-        self.count += 1
-        return f"{prefix}{self.count}"
-
-    def const(self, array, prefix):
-        name = self.name(prefix)
-        self.inits.append(numpy_helper.from_array(np.asarray(array, dtype=np.float32), name))
-        return name
-
-    def node(self, op, inputs, **attrs):
-        out = self.name(op.lower())
-        self.nodes.append(helper.make_node(op, inputs, [out], **attrs))
-        return out
-
+class Builder(graph_builder.Builder):
     def conv_bn_relu(self, x, cin, cout, kernel, stride, pads, group=1):
         fan_in = cin // group * kernel[0] * kernel[1]
         w = self.const(self.rng.standard_normal((cout, cin // group, *kernel)) * np.sqrt(2.0 / fan_in), "w")
@@ -66,15 +47,8 @@ def main():
     x = b.node("Flatten", [b.node("AveragePool", [x], kernel_shape=[(FRAMES + 1) // 2, (COEFFICIENTS + 1) // 2])])
     w = b.const(b.rng.standard_normal((args.classes, c)) / np.sqrt(c), "fc_w")
     x = b.node("Gemm", [x, w, b.const(np.zeros(args.classes), "fc_b")], transB=1)
-    graph = helper.make_graph(
-        b.nodes, "ds_cnn_kws",
-        [helper.make_tensor_value_info("mfcc", TensorProto.FLOAT, ["batch", 1, FRAMES, COEFFICIENTS])],
-        [helper.make_tensor_value_info(x, TensorProto.FLOAT, ["batch", args.classes])], b.inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", args.opset)])
-    model.ir_version = 7
-    onnx.checker.check_model(model)
-    onnx.save(model, args.out)
-
+    graph_builder.save_model(args.out, "ds_cnn_kws", b.nodes, b.inits, {"mfcc": ["batch", 1, FRAMES, COEFFICIENTS]},
+                             {x: ["batch", args.classes]}, args.opset, 7)
 
 if __name__ == "__main__":
     main()

@@ -11,8 +11,9 @@ The batch dim is symbolic (make_inputs.py --batch N picks it); the input is [bat
 import argparse
 
 import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
+
+import graph_builder
 
 
 def lstm_layer(i, x, fan_in, hidden, rng):
@@ -61,15 +62,9 @@ def main():
     b = (0.1 * rng.standard_normal(args.classes)).astype(np.float32)
     inits += [numpy_helper.from_array(w, "fc_w"), numpy_helper.from_array(b, "fc_b")]
     nodes.append(helper.make_node("Gemm", ["last", "fc_w", "fc_b"], ["logits"], transB=1))
-    graph = helper.make_graph(
-        nodes, "lstm_classifier",
-        [helper.make_tensor_value_info("features", TensorProto.FLOAT, ["batch", args.steps, args.features])],
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", args.classes])], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", args.opset)])
-    model.ir_version = 7
-    onnx.checker.check_model(model)
-    onnx.save(model, args.out)
-
+    graph_builder.save_model(args.out, "lstm_classifier", nodes, inits,
+                             {"features": ["batch", args.steps, args.features]}, {"logits": ["batch", args.classes]},
+                             args.opset, 7)
 
 if __name__ == "__main__":
     main()

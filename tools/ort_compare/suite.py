@@ -189,7 +189,7 @@ def generate(models, out_dir, shared_light):
             path = source  # read in place: nothing of ../shared is copied
         elif not os.path.exists(path):
             argv = [PYTHON, os.path.join(HERE, m.generate[0])] + [a.format(out=path) for a in m.generate[1:]]
-            subprocess.run(argv, check=True)
+            subprocess.run(argv, check=True, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
         inputs = os.path.join(out_dir, f"{m.name}_inputs")
         if not os.path.isdir(inputs):
             subprocess.run([PYTHON, os.path.join(HERE, "make_inputs.py"), path, inputs, "--batch", str(m.batch)],
