@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // ONNX Runtime's side of `onnxserve bench`: the same inputs (an --inputs-dir of input_K.pb TensorProto
 // files, see make_inputs.py), warmup, iterations and percentiles, and the same JSON summary on the last
-// stdout line.
+// stdout line, plus load_ms: how long InferenceSession.create took (read, optimize, prepack the model).
 //
 //   node bench.js MODEL.onnx --inputs-dir DIR [--threads 1] [--iterations 100] [--warmup 10]
 'use strict';
@@ -89,10 +89,12 @@ function percentile(sorted, p) {
 
 async function main() {
   const args = parseArgs(process.argv.slice(2));
+  const loadStart = process.hrtime.bigint();
   const session = await ort.InferenceSession.create(args.model, {
     intraOpNumThreads: args.threads, interOpNumThreads: 1, executionMode: 'sequential',
     graphOptimizationLevel: 'all',
   });
+  const loadMs = Number(process.hrtime.bigint() - loadStart) / 1e6;
   const feeds = {};
   session.inputNames.forEach((name, k) => {
     feeds[name] = decodeTensorProto(fs.readFileSync(path.join(args.dir, `input_${k}.pb`)));
@@ -114,6 +116,7 @@ async function main() {
     threads: args.threads, batch: items, iterations: args.iterations, warmup: args.warmup,
     p50_ms: f(percentile(ms, 50)), p90_ms: f(percentile(ms, 90)), p99_ms: f(percentile(ms, 99)), mean_ms: f(mean),
     min_ms: f(ms[0]), max_ms: f(ms[ms.length - 1]), items_per_second: +(items * 1000 / mean).toFixed(2),
+    load_ms: f(loadMs),
   }));
 }
 

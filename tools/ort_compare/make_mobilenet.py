@@ -11,8 +11,8 @@ The batch dim is symbolic, so `onnxserve bench --batch N` and make_inputs.py --b
 import argparse
 
 import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
+
+import graph_builder
 
 # MobileNetV2's stages: expansion, output channels, repeats, first stride; then V3's kernel size,
 # squeeze-and-excitation and activation per stage.
@@ -31,26 +31,7 @@ HEAD = 1280
 CLASSES = 1000
 
 
-class Builder:
-    def __init__(self, rng):
-        self.rng = rng
-        self.nodes, self.inits = [], []
-        self.count = 0
-
-    def name(self, prefix):
-        self.count += 1
-        return f"{prefix}{self.count}"
-
-    def const(self, array, prefix):
-        name = self.name(prefix)
-        self.inits.append(numpy_helper.from_array(array.astype(np.float32), name))
-        return name
-
-    def node(self, op, inputs, **attrs):
-        out = self.name(op.lower())
-        self.nodes.append(helper.make_node(op, inputs, [out], **attrs))
-        return out
-
+class Builder(graph_builder.Builder):
     def conv(self, x, cin, cout, k=1, stride=1, group=1, bias=False):
         # He-style scale keeps activations O(1) through the depth, so no layer saturates or vanishes.
         fan_in = cin // group * k * k
@@ -104,15 +85,9 @@ def main():
     x = b.node("Flatten", [b.node("GlobalAveragePool", [x])])
     w = b.const(b.rng.standard_normal((CLASSES, HEAD)) / np.sqrt(HEAD), "fc_w")
     x = b.node("Gemm", [x, w, b.const(np.zeros(CLASSES), "fc_b")], transB=1)
-    graph = helper.make_graph(
-        b.nodes, "mobilenet_like",
-        [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["batch", 3, args.size, args.size])],
-        [helper.make_tensor_value_info(x, TensorProto.FLOAT, ["batch", CLASSES])], b.inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", args.opset)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    onnx.save(model, args.out)
-
+    graph_builder.save_model(args.out, "mobilenet_like", b.nodes, b.inits,
+                             {"image": ["batch", 3, args.size, args.size]}, {x: ["batch", CLASSES]},
+                             args.opset, 8)
 
 if __name__ == "__main__":
     main()
