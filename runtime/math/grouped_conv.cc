@@ -28,12 +28,38 @@ const grouped::Kernels& KernelsFor(Isa isa) {
 
 int64_t RoundUp(int64_t n, int64_t multiple) { return (n + multiple - 1) / multiple * multiple; }
 
+int Lanes(Isa isa) {
+  switch (std::min(isa, DetectedIsa())) {
+    case Isa::kAvx512:
+      return 16;
+    case Isa::kAvx2:
+      return 8;
+    case Isa::kBaseline:
+      break;
+  }
+  return 4;
+}
+
+// Whether `shape` takes the flat layout on `isa`: strides 1 and rows of at most half a vector, where the
+// row-by-row kernel would leave half its lanes or more idle.
+bool IsFlat(const GroupedConvShape& s, Isa isa) {
+  return s.stride_h == 1 && s.stride_w == 1 && 2 * s.out_w <= Lanes(isa);
+}
+
 // The source layout (grouped_conv_kernels.h) for `shape`; plane_floats and tap_offsets are left to the
 // caller.
-grouped::GroupGeometry GeometryOf(const GroupedConvShape& s) {
+grouped::GroupGeometry GeometryOf(const GroupedConvShape& s, Isa isa) {
   // Rows and phase columns the outputs reach, plus room for the last vector of a row to load whole.
-  const int64_t rows = (s.out_h - 1) * s.stride_h + (s.kernel_h - 1) * s.dilation_h + 1;
-  const int64_t row_stride = RoundUp(s.out_w, grouped::kMaxLanes) + (s.kernel_w - 1) * s.dilation_w / s.stride_w;
+  int64_t rows = (s.out_h - 1) * s.stride_h + (s.kernel_h - 1) * s.dilation_h + 1;
+  int64_t row_stride = RoundUp(s.out_w, grouped::kMaxLanes) + (s.kernel_w - 1) * s.dilation_w / s.stride_w;
+  const bool flat = IsFlat(s, isa);
+  if (flat) {
+    // Rows at their padded width, and enough zero rows below for the last block's loads past the map.
+    row_stride = s.out_w + (s.kernel_w - 1) * s.dilation_w;
+    const int64_t reach = RoundUp(s.out_h * row_stride, grouped::kFlatBlock) +
+                          (s.kernel_h - 1) * s.dilation_h * row_stride + (s.kernel_w - 1) * s.dilation_w;
+    rows = std::max(rows, (reach + row_stride - 1) / row_stride);
+  }
   const bool depthwise = s.group_channels == 1;
   return {
       .in_h = s.in_h,
@@ -52,6 +78,7 @@ grouped::GroupGeometry GeometryOf(const GroupedConvShape& s) {
       .taps = s.group_channels * s.kernel_h * s.kernel_w,
       .depthwise3 = depthwise && s.kernel_h == 3 && s.kernel_w == 3,
       .depthwise5 = depthwise && s.kernel_h == 5 && s.kernel_w == 5,
+      .flat = flat,
       .tap_offsets = nullptr,
   };
 }
@@ -67,10 +94,10 @@ int64_t PlaneFloats(const GroupedConvShape& shape, const grouped::GroupGeometry&
 
 }  // namespace
 
-int64_t GroupedConvScratchFloats(const GroupedConvShape& shape) {
+int64_t GroupedConvScratchFloats(const GroupedConvShape& shape, Isa isa) {
   // The planes, and room for a row's last copy to write whole vectors (CopyImage).
   int64_t planes = 0, floats = 0;
-  if (__builtin_mul_overflow(PlaneFloats(shape, GeometryOf(shape)), shape.group_channels, &planes) ||
+  if (__builtin_mul_overflow(PlaneFloats(shape, GeometryOf(shape, isa)), shape.group_channels, &planes) ||
       __builtin_add_overflow(planes, grouped::kMaxLanes, &floats)) {
     return INT64_MAX;
   }
@@ -81,7 +108,7 @@ void GroupedConv2D(const GroupedConvShape& shape, const float* x, const float* w
                    float* y, ThreadPool& pool, Isa isa) {
   const int64_t units = shape.batch * shape.groups, map_size = shape.out_h * shape.out_w;
   if (units == 0 || map_size == 0) return;
-  grouped::GroupGeometry g = GeometryOf(shape);
+  grouped::GroupGeometry g = GeometryOf(shape, isa);
   g.plane_floats = PlaneFloats(shape, g);
   std::vector<int64_t> tap_offsets;
   for (int64_t c = 0; c < shape.group_channels; ++c) {
@@ -97,10 +124,12 @@ void GroupedConv2D(const GroupedConvShape& shape, const float* x, const float* w
   const grouped::Kernels& kernels = KernelsFor(isa);
   const int64_t in_size = shape.in_h * shape.in_w;
   const int64_t channels = shape.groups * shape.group_channels, maps = shape.groups * shape.group_maps;
-  const int64_t scratch = GroupedConvScratchFloats(shape);
+  const int64_t scratch = GroupedConvScratchFloats(shape, isa);
   auto convolve = [&](int64_t begin, int64_t end) {
     float* source = ThreadScratch(ScratchSlot::kGroupPlanes, scratch);
     std::fill(source, source + scratch, 0.0f);
+    float* flat_out =
+        g.flat ? ThreadScratch(ScratchSlot::kFlatMap, RoundUp(g.out_h * g.row_stride, grouped::kFlatBlock)) : nullptr;
     for (int64_t i = begin; i < end; ++i) {
       const int64_t n = i / shape.groups, group = i % shape.groups, map = group * shape.group_maps;
       const int64_t out = (n * maps + map) * map_size;
@@ -112,6 +141,7 @@ void GroupedConv2D(const GroupedConvShape& shape, const float* x, const float* w
                                     .relu = epilogue.relu,
                                     .y = y + out,
                                     .source = source,
+                                    .flat_out = flat_out,
                                 });
     }
   };

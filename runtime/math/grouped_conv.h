@@ -39,7 +39,7 @@ struct GroupedConvEpilogue {
 // Floats of per-thread scratch GroupedConv2D takes for `shape` (a padded copy of one group's input
 // planes), so that callers can prefer another path when huge pads or dilations would make it large;
 // INT64_MAX when the count does not fit in int64.
-int64_t GroupedConvScratchFloats(const GroupedConvShape& shape);
+int64_t GroupedConvScratchFloats(const GroupedConvShape& shape, Isa isa = ActiveIsa());
 
 // Y = relu?(conv(X, W) + bias + z) with X [batch, groups * group_channels, in_h, in_w], W [groups *
 // group_maps, group_channels, kernel_h, kernel_w] (ONNX's layout), Y [batch, groups * group_maps, out_h,

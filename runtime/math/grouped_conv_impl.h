@@ -147,9 +147,69 @@ void ConvolveMap(const GroupGeometry& g, const float* source, const MapOutput<V>
   }
 }
 
+// One narrow output map in the flat layout (grouped_conv_kernels.h): blocks of 4 vectors over f into
+// `flat`, then each row's out_w columns to Y with Z and Relu.
+template <class V, int kTaps>
+void ConvolveFlatMap(const GroupGeometry& g, const float* source, const MapOutput<V>& out, float* flat) {
+  using T = typename V::T;
+  constexpr int kLanes = V::kLanes, kVectors = 4;
+  const int64_t total = g.out_h * g.row_stride, taps = kTaps > 0 ? kTaps : g.taps;
+  for (int64_t f = 0; f < total; f += kVectors * kLanes) {
+    T acc[kVectors];
+#pragma GCC unroll 4
+    for (int v = 0; v < kVectors; ++v) acc[v] = out.bias;
+#pragma GCC unroll 25
+    for (int64_t t = 0; t < taps; ++t) {
+      const T weight = V::Broadcast(out.w[t]);
+      const float* src = source + f + g.tap_offsets[t];
+#pragma GCC unroll 4
+      for (int v = 0; v < kVectors; ++v) acc[v] = V::MulAdd(weight, V::Load(src + v * kLanes), acc[v]);
+    }
+#pragma GCC unroll 4
+    for (int v = 0; v < kVectors; ++v) V::Store(flat + f + v * kLanes, acc[v]);
+  }
+  // Rows in order, each stored whole while that stays inside the map: its extra lanes land on the next
+  // rows, written after it (masked stores are slow on AMD's cores; the map's last rows use them).
+  const float* y_end = out.y + g.out_h * g.out_w;
+  for (int64_t oh = 0; oh < g.out_h; ++oh) {
+    for (int64_t ow = 0; ow < g.out_w; ow += kLanes) {
+      const int64_t at = oh * g.out_w + ow;
+      const bool whole = out.y + at + kLanes <= y_end;
+      const int64_t n = g.out_w - ow < kLanes ? g.out_w - ow : kLanes;
+      T v = V::Load(flat + oh * g.row_stride + ow);
+      if (out.z != nullptr) v = V::Add(v, whole ? V::Load(out.z + at) : V::LoadPartial(out.z + at, n));
+      if (out.relu) v = V::Max(V::Zero(), v);
+      if (whole) {
+        V::Store(out.y + at, v);
+      } else {
+        V::StorePartial(out.y + at, v, n);
+      }
+    }
+  }
+}
+
+// The flat layout's copy: each image row to its place (a few floats each), no spill.
+inline void CopyImageFlat(const GroupGeometry& g, const float* x, float* source) {
+  const int64_t rows = g.in_h < g.rows - g.pad_top ? g.in_h : g.rows - g.pad_top;
+  const int64_t columns = g.in_w < g.row_stride - g.pad_left ? g.in_w : g.row_stride - g.pad_left;
+  if (columns <= 0) return;
+  for (int64_t ih = 0; ih < rows; ++ih) {
+    __builtin_memcpy(source + (ih + g.pad_top) * g.row_stride + g.pad_left, x + ih * g.in_w,
+                     static_cast<size_t>(columns) * sizeof(float));
+  }
+}
+
 template <class V>
 void ConvolveGroup(const GroupGeometry& g, const GroupData& d) {
-  for (int64_t c = 0; c < g.channels; ++c) CopyImage<V>(g, d.x + c * g.in_h * g.in_w, d.source + c * g.plane_floats);
+  for (int64_t c = 0; c < g.channels; ++c) {
+    const float* x = d.x + c * g.in_h * g.in_w;
+    float* source = d.source + c * g.plane_floats;
+    if (g.flat) {
+      CopyImageFlat(g, x, source);
+    } else {
+      CopyImage<V>(g, x, source);
+    }
+  }
   const int64_t map_size = g.out_h * g.out_w;
   for (int64_t m = 0; m < g.maps; ++m) {
     const MapOutput<V> out{
@@ -159,7 +219,13 @@ void ConvolveGroup(const GroupGeometry& g, const GroupData& d) {
         .relu = d.relu,
         .y = d.y + m * map_size,
     };
-    if (g.depthwise3) {
+    if (g.flat) {
+      if (g.depthwise3) {
+        ConvolveFlatMap<V, 9>(g, d.source, out, d.flat_out);
+      } else {
+        ConvolveFlatMap<V, 0>(g, d.source, out, d.flat_out);
+      }
+    } else if (g.depthwise3) {
       ConvolveMap<V, 9>(g, d.source, out);
     } else if (g.depthwise5) {
       ConvolveMap<V, 25>(g, d.source, out);

@@ -17,6 +17,11 @@ inline constexpr int kMaxLanes = 16;
 // each padded row. Output element (oh, ow) then reads tap t (over channels, then kernel rows and columns)
 // at source[oh * stride_h * row_stride + ow + tap_offsets[t]], so the taps of a run of adjacent outputs
 // are contiguous loads whatever the stride and dilation.
+//
+// Narrow maps (`flat`: strides 1, at most half a vector of columns) lay the padded rows end to end at their
+// true width instead of a vector's: output (oh, ow) reads source[f + tap_offsets[t]] with f = oh *
+// row_stride + ow, so whole vectors run over f across row ends (the row_stride - out_w columns between are
+// computed into `flat_out` and dropped). A 5-wide map then fills every lane instead of 5 of 16.
 struct GroupGeometry {
   int64_t in_h, in_w;
   int64_t pad_top, pad_left;
@@ -28,6 +33,7 @@ struct GroupGeometry {
   int64_t out_h, out_w;
   int64_t taps;                 // channels * kernel_h * kernel_w
   bool depthwise3, depthwise5;  // one channel, 3x3 / 5x5: the kernels unroll these
+  bool flat;                    // the narrow-map layout above
   const int64_t* tap_offsets;   // taps of them, in W's order
 };
 
@@ -40,7 +46,11 @@ struct GroupData {
   bool relu;
   float* y;           // maps maps of out_h x out_w
   float* source;      // channels * plane_floats floats, zero but where the images go
+  float* flat_out;    // with geometry.flat: kFlatBlock-rounded out_h * row_stride floats for one map
 };
+
+// Flat maps are computed in blocks of this many floats (4 vectors of the widest kernel).
+inline constexpr int kFlatBlock = 4 * kMaxLanes;
 
 struct Kernels {
   // Copies the planes into the source, whose padding is zero, then convolves it into each output map.

@@ -142,6 +142,28 @@ TEST_P(GroupedConvTest, ThreeByThreeStrideOneOverEveryTail) {
                       .pad_right = 1});
 }
 
+TEST_P(GroupedConvTest, NarrowMapsRunInTheFlatLayout) {
+  // Stride-1 maps of at most half a vector's columns lay their rows end to end (grouped_conv_kernels.h):
+  // a keyword-spotting model's 25x5 maps, tall and one-column maps, 5x5 and 7x1 kernels, dilation, pads
+  // wider than the kernel, several channels per group and maps per channel, two threads.
+  const Case cases[] = {
+      {.batch = 1, .groups = 4, .group_maps = 1, .in_h = 25, .in_w = 5, .kernel_h = 3, .kernel_w = 3,
+       .stride_h = 1, .stride_w = 1, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1},
+      {.batch = 2, .groups = 3, .group_maps = 2, .in_h = 40, .in_w = 1, .kernel_h = 3, .kernel_w = 3,
+       .stride_h = 1, .stride_w = 1, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1, .threads = 2},
+      {.batch = 1, .groups = 2, .group_maps = 1, .in_h = 9, .in_w = 4, .kernel_h = 5, .kernel_w = 5,
+       .stride_h = 1, .stride_w = 1, .pad_top = 2, .pad_left = 2, .pad_bottom = 2, .pad_right = 2},
+      {.batch = 1, .groups = 2, .group_maps = 1, .in_h = 12, .in_w = 3, .kernel_h = 7, .kernel_w = 1,
+       .stride_h = 1, .stride_w = 1, .dilation_h = 2, .pad_top = 6, .pad_bottom = 6},
+      {.batch = 1, .groups = 2, .group_maps = 1, .in_h = 6, .in_w = 2, .kernel_h = 3, .kernel_w = 3,
+       .stride_h = 1, .stride_w = 1, .pad_top = 4, .pad_left = 3, .pad_bottom = 0, .pad_right = 2},
+      {.batch = 1, .groups = 3, .group_maps = 4, .in_h = 7, .in_w = 7, .kernel_h = 3, .kernel_w = 3,
+       .stride_h = 1, .stride_w = 1, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1,
+       .group_channels = 4},
+  };
+  for (const Case& c : cases) CheckEveryEpilogue(c);
+}
+
 TEST_P(GroupedConvTest, StrideTwoSplitsColumnsIntoPhases) {
   // MobileNet's downsampling layers (pad 1 for 3x3, 2 for 5x5) on even and odd sizes, and a valid one.
   for (int64_t width : {7, 8, 15, 16, 17, 33, 34, 64, 67}) {
