@@ -69,6 +69,8 @@ struct MapOutput {
   typename V::T bias;
   const float* z;  // the map's Z, or null
   bool relu;
+  const vec::VectorKernels* vec;  // non-null when an activation runs on each finished strip of rows
+  Activation activation;
   float* y;
 };
 
@@ -128,7 +130,8 @@ void ConvolveBlock(const GroupGeometry& g, const float* source, const MapOutput<
 
 // One output map from the filled source, in blocks of 4 rows x 2 vectors (8 independent sums), each block
 // of rows from its right end to its left: a partial last vector stored whole then spills only onto
-// columns written later.
+// columns written later. Once a strip of rows is final (spills reach only later strips), the activation
+// that is not applied in the registers runs on it while it is in L1.
 template <class V, int kTaps>
 void ConvolveMap(const GroupGeometry& g, const float* source, const MapOutput<V>& out) {
   constexpr int kLanes = V::kLanes, kRows = 4;
@@ -144,6 +147,7 @@ void ConvolveMap(const GroupGeometry& g, const float* source, const MapOutput<V>
       ConvolveBlock<V, kTaps, kRows, 2>(g, source, out, oh, rows, v * kLanes, kLanes + last_lanes);
     }
     for (; v > 0; v -= 2) ConvolveBlock<V, kTaps, kRows, 2>(g, source, out, oh, rows, (v - 2) * kLanes, 2 * kLanes);
+    if (out.vec != nullptr) ApplyActivation(*out.vec, out.activation, out.y + oh * g.out_w, rows * g.out_w);
   }
 }
 
@@ -157,6 +161,8 @@ void ConvolveGroup(const GroupGeometry& g, const GroupData& d) {
         .bias = V::Broadcast(d.bias != nullptr ? d.bias[m] : 0.0f),
         .z = d.z != nullptr ? d.z + m * map_size : nullptr,
         .relu = d.relu,
+        .vec = AppliedAfterStore(d.activation) ? d.vec : nullptr,
+        .activation = d.activation,
         .y = d.y + m * map_size,
     };
     if (g.depthwise3) {

@@ -218,7 +218,7 @@ class GemmOp final : public OpKernel {
     if constexpr (std::is_same_v<T, float>) {
       if (packed_b_ && packed_b_->Packs(b)) {
         // Y already holds beta * C: the first depth block adds it as Z, which is Y itself.
-        const GemmEpilogue epilogue{.z = with_bias ? y.data<float>() : nullptr, .ldz = n};
+        const GemmEpilogue epilogue{.z = with_bias ? y.data<float>() : nullptr, .ldz = n, .activation = {}};
         return PackedGemm(a.data<float>(), m, a.dim(1), trans_a_, packed_b_->columns, y.data<float>(), n, epilogue,
                           &pool);
       }
