@@ -27,8 +27,8 @@ struct PassReport {
   std::vector<std::string> changes;
 };
 
-// In order: identity elimination, constant folding, Conv fusion, LayerNormalization and Gelu fusion,
-// dead-node elimination.
+// In order: identity elimination, constant folding, Gelu fusion (so that a Gelu can then fuse into the
+// Conv before it), Conv fusion, LayerNormalization fusion, dead-node elimination.
 std::vector<std::unique_ptr<Pass>> DefaultPasses();
 
 // Runs each pass over `graph`, subgraphs first; one report per pass.
