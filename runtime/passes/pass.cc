@@ -23,6 +23,7 @@ std::vector<std::unique_ptr<Pass>> DefaultPasses() {
   passes.push_back(MakeConstantFolding());
   passes.push_back(MakeGeluFusion());
   passes.push_back(MakeConvFusion());
+  passes.push_back(MakeGemmFusion());
   passes.push_back(MakeLayerNormFusion());
   passes.push_back(MakeDeadNodeElimination());
   return passes;

@@ -28,7 +28,7 @@ struct PassReport {
 };
 
 // In order: identity elimination, constant folding, Gelu fusion (so that a Gelu can then fuse into the
-// Conv before it), Conv fusion, LayerNormalization fusion, dead-node elimination.
+// Conv or MatMul before it), Conv fusion, Gemm fusion, LayerNormalization fusion, dead-node elimination.
 std::vector<std::unique_ptr<Pass>> DefaultPasses();
 
 // Runs each pass over `graph`, subgraphs first; one report per pass.
@@ -38,6 +38,7 @@ absl::StatusOr<std::vector<PassReport>> Optimize(ir::Graph& graph,
 std::unique_ptr<Pass> MakeIdentityElimination();
 std::unique_ptr<Pass> MakeConstantFolding();
 std::unique_ptr<Pass> MakeConvFusion();
+std::unique_ptr<Pass> MakeGemmFusion();
 std::unique_ptr<Pass> MakeLayerNormFusion();
 std::unique_ptr<Pass> MakeGeluFusion();
 std::unique_ptr<Pass> MakeDeadNodeElimination();
