@@ -1,8 +1,10 @@
 // The activation a fused GEMM or convolution applies to its output as it stores it (GemmEpilogue,
-// GroupedConvEpilogue): the ones ONNX models put right after Conv, Gemm and MatMul. Relu runs in the
-// micro-kernels' registers; the others run on each finished tile of C while it is still in L1, through
-// the same vector kernels (runtime/math/vector_kernels.h) the standalone operators use, so a fused node
-// gives bit-for-bit what the unfused graph gives on the same instruction set.
+// GroupedConvEpilogue): the ones ONNX models put right after Conv, Gemm and MatMul. The packed GEMM's
+// micro-kernels apply Relu, Clip, LeakyRelu, HardSigmoid and HardSwish in their registers, with the vector
+// kernels' very operations; the transcendental ones run on each finished tile of C while it is in L1, and
+// the depthwise kernel's (but Relu) on each run of finished output rows, through the same vector kernels
+// (runtime/math/vector_kernels.h) the standalone operators use. Either way a fused node gives bit for bit
+// what the unfused graph gives on the same instruction set.
 //
 // Like packed_gemm_kernels.h, this header holds no inline functions: the per-ISA kernel files include it.
 #pragma once
@@ -32,8 +34,7 @@ struct Activation {
   float beta = 0.0f;   // Clip's max, HardSigmoid's beta
 };
 
-// Whether `a` is applied after the micro-kernels store a tile (every kind but none and Relu, which they
-// apply in their registers).
+// Whether `a` is more than the in-register Relu every kernel has: every kind but none and Relu.
 bool AppliedAfterStore(const Activation& a);
 
 // y[i] = f(y[i]) for i in [0, n), in place, with `kernels`' loop for a's kind.

@@ -69,8 +69,23 @@ bool SplitColumns(int64_t m, int64_t n, int threads) {
   return Imbalance(n, kPanelColumns, threads) <= kColumnPreference * Imbalance(m, kPanelRows, threads);
 }
 
+// The activations the micro-kernels apply in their registers (PanelOutput); MultiplyTile applies the
+// others (the transcendental ones, whose cost dwarfs a pass over a tile in L1).
+bool AppliedInRegisters(const Activation& a) {
+  switch (a.kind) {
+    case ActivationKind::kRelu:
+    case ActivationKind::kClip:
+    case ActivationKind::kLeakyRelu:
+    case ActivationKind::kHardSigmoid:
+    case ActivationKind::kHardSwish:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // Where the tile of C at (row, column) goes in a depth block: the first block writes the product with bias
-// and Z, later ones add to it, and the last applies Relu (other activations: FinishTile).
+// and Z, later ones add to it, and the last applies the activation when the micro-kernels can.
 packed::PanelOutput OutputAt(float* c, int64_t ldc, int64_t row, int64_t column, const GemmEpilogue& epilogue,
                              bool first, bool last) {
   return {
@@ -80,7 +95,7 @@ packed::PanelOutput OutputAt(float* c, int64_t ldc, int64_t row, int64_t column,
       .bias = first && epilogue.bias != nullptr ? epilogue.bias + row : nullptr,
       .z = first && epilogue.z != nullptr ? epilogue.z + row * epilogue.ldz + column : nullptr,
       .ldz = epilogue.ldz,
-      .relu = last && epilogue.activation.kind == ActivationKind::kRelu,
+      .activation = last && AppliedInRegisters(epilogue.activation) ? epilogue.activation : Activation{},
   };
 }
 
@@ -89,7 +104,7 @@ packed::PanelOutput OutputAt(float* c, int64_t ldc, int64_t row, int64_t column,
 void MultiplyTile(const float* a_panel, const float* b_panel, int64_t depth, int64_t columns, int rows,
                   const packed::PanelOutput& out, const GemmEpilogue& epilogue, bool last) {
   Kernels().multiply_tile(a_panel, b_panel, depth, columns, rows, out);
-  if (last && AppliedAfterStore(epilogue.activation)) {
+  if (last && epilogue.activation.kind != ActivationKind::kNone && !AppliedInRegisters(epilogue.activation)) {
     ApplyActivationToRows(vec::Kernels(), epilogue.activation, out.c, rows, columns, out.ldc);
   }
 }

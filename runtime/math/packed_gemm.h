@@ -1,9 +1,10 @@
 // A float GEMM for products with one operand known at load: convolution weights (the left operand, W x
 // columns) and MatMul/Gemm weights (the right one, X x W). The weights are packed once, into the layout
 // the micro-kernel streams, when a model compiles; each run packs only the other operand (im2col columns,
-// the input itself), block by cache-sized block. Bias, a residual and Relu are applied as each tile of C
-// leaves the registers, other activations (runtime/math/activation.h) on each finished tile while it is in
-// L1, so C is written once per depth block and never re-read from memory for them.
+// the input itself), block by cache-sized block. Bias, a residual and the piecewise-linear activations
+// (runtime/math/activation.h) are applied as each tile of C leaves the registers, the transcendental ones
+// on each finished tile while it is in L1, so C is written once per depth block and never re-read from
+// memory for them.
 //
 // Micro-kernels exist for AVX2 + FMA and for AVX-512F (runtime/math/isa.h picks one); on a CPU with
 // neither, PackedGemmSupported() is false and callers keep their OpenBLAS path.

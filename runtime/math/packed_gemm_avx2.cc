@@ -26,7 +26,32 @@ __m256i TailMask(int64_t n) {
 
 int64_t RoundUpToPanelAlignment(int64_t n) { return (n + kPanelAlignment - 1) / kPanelAlignment * kPanelAlignment; }
 
-// Writes one vector of C = acc (+ C | + bias + z), then Relu, to the lanes [0, lanes).
+// The in-register activations of PanelOutput, in vector_kernels_avx2.cc's operations: Clamp(x, lo, hi) is
+// min(hi, max(lo, x)), LeakyRelu a blend on x < 0. vmaxps returns its second operand when either is NaN,
+// so NaN survives Relu as it does the operator.
+inline __m256 Activate(__m256 v, const Activation& a) {
+  const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
+  switch (a.kind) {
+    case ActivationKind::kRelu:
+      return _mm256_max_ps(zero, v);
+    case ActivationKind::kClip:
+      return _mm256_min_ps(_mm256_set1_ps(a.beta), _mm256_max_ps(_mm256_set1_ps(a.alpha), v));
+    case ActivationKind::kLeakyRelu:
+      return _mm256_blendv_ps(v, _mm256_mul_ps(_mm256_set1_ps(a.alpha), v), _mm256_cmp_ps(v, zero, _CMP_LT_OQ));
+    case ActivationKind::kHardSigmoid: {
+      const __m256 linear = _mm256_fmadd_ps(_mm256_set1_ps(a.alpha), v, _mm256_set1_ps(a.beta));
+      return _mm256_min_ps(one, _mm256_max_ps(zero, linear));
+    }
+    case ActivationKind::kHardSwish: {
+      const __m256 gate = _mm256_fmadd_ps(v, _mm256_set1_ps(1.0f / 6.0f), _mm256_set1_ps(0.5f));
+      return _mm256_mul_ps(v, _mm256_min_ps(one, _mm256_max_ps(zero, gate)));
+    }
+    default:
+      return v;  // kNone, and the kinds the caller applies
+  }
+}
+
+// Writes one vector of C = acc (+ C | + bias + z), then the activation, to the lanes [0, lanes).
 inline void StoreVector(__m256 acc, int row, int64_t column, int64_t lanes, const PanelOutput& out) {
   float* c = out.c + row * out.ldc + column;
   const bool full = lanes >= kLanes;
@@ -40,8 +65,7 @@ inline void StoreVector(__m256 acc, int row, int64_t column, int64_t lanes, cons
       acc = _mm256_add_ps(acc, full ? _mm256_loadu_ps(z) : _mm256_maskload_ps(z, mask));
     }
   }
-  // vmaxps returns its second operand when either is NaN, so NaN survives as it does in Relu.
-  if (out.relu) acc = _mm256_max_ps(_mm256_setzero_ps(), acc);
+  if (out.activation.kind != ActivationKind::kNone) acc = Activate(acc, out.activation);
   if (full) {
     _mm256_storeu_ps(c, acc);
   } else {
@@ -173,8 +197,15 @@ void MultiplyNarrowColumns(const float* a, const float* b, int64_t depth, int64_
         if (out.bias != nullptr) value += out.bias[r];
         if (out.z != nullptr) value += out.z[r * out.ldz + j];
       }
-      c[j] = out.relu && value < 0.0f ? 0.0f : value;  // NaN compares false and passes through
+      c[j] = value;
     }
+  }
+  // The activation on each finished row, as one masked vector: the same operations as the wide tiles'.
+  if (out.activation.kind == ActivationKind::kNone) return;
+  const __m256i mask = TailMask(kColumns);
+  for (int r = 0; r < rows; ++r) {
+    float* c = out.c + r * out.ldc;
+    _mm256_maskstore_ps(c, mask, Activate(_mm256_maskload_ps(c, mask), out.activation));
   }
 }
 

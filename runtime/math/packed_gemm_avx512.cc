@@ -22,7 +22,36 @@ __mmask16 TailMask(int64_t columns) {
 
 int64_t RoundUpToLanes(int64_t n) { return (n + kLanes - 1) / kLanes * kLanes; }
 
-// Writes one accumulator row: C = acc (+ C | + bias + z), then Relu, under `mask`.
+// The in-register activations of PanelOutput, in vector_kernels_avx512.cc's operations: Clamp(x, lo, hi)
+// is min(hi, max(lo, x)), LeakyRelu a blend on x < 0. vmaxps returns its second operand when either is
+// NaN, so NaN survives Relu as it does the operator. (The masked forms of max and min: the unmasked
+// intrinsics trip g++ 12's -Wmaybe-uninitialized on their own undefined pass-through.)
+inline __m512 Activate(__m512 v, const Activation& a) {
+  const __mmask16 all = 0xFFFF;
+  const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f);
+  switch (a.kind) {
+    case ActivationKind::kRelu:
+      return _mm512_maskz_max_ps(all, zero, v);
+    case ActivationKind::kClip:
+      return _mm512_maskz_min_ps(all, _mm512_set1_ps(a.beta), _mm512_maskz_max_ps(all, _mm512_set1_ps(a.alpha), v));
+    case ActivationKind::kLeakyRelu: {
+      const __mmask16 negative = _mm512_cmp_ps_mask(v, zero, _CMP_LT_OQ);
+      return _mm512_mask_blend_ps(negative, v, _mm512_mul_ps(_mm512_set1_ps(a.alpha), v));
+    }
+    case ActivationKind::kHardSigmoid: {
+      const __m512 linear = _mm512_fmadd_ps(_mm512_set1_ps(a.alpha), v, _mm512_set1_ps(a.beta));
+      return _mm512_maskz_min_ps(all, one, _mm512_maskz_max_ps(all, zero, linear));
+    }
+    case ActivationKind::kHardSwish: {
+      const __m512 gate = _mm512_fmadd_ps(v, _mm512_set1_ps(1.0f / 6.0f), _mm512_set1_ps(0.5f));
+      return _mm512_mul_ps(v, _mm512_maskz_min_ps(all, one, _mm512_maskz_max_ps(all, zero, gate)));
+    }
+    default:
+      return v;  // kNone, and the kinds the caller applies
+  }
+}
+
+// Writes one accumulator row: C = acc (+ C | + bias + z), then the activation, under `mask`.
 inline void StoreRow(__m512 acc, int row, int64_t column, __mmask16 mask, const PanelOutput& out) {
   float* c = out.c + row * out.ldc + column;
   if (out.accumulate) {
@@ -31,9 +60,7 @@ inline void StoreRow(__m512 acc, int row, int64_t column, __mmask16 mask, const 
     if (out.bias != nullptr) acc = _mm512_add_ps(acc, _mm512_set1_ps(out.bias[row]));
     if (out.z != nullptr) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(mask, out.z + row * out.ldz + column));
   }
-  // vmaxps returns its second operand when either is NaN, so NaN survives as it does in Relu. (The
-  // unmasked intrinsic trips g++ 12's -Wmaybe-uninitialized on its own undefined pass-through.)
-  if (out.relu) acc = _mm512_maskz_max_ps(__mmask16(0xFFFF), _mm512_setzero_ps(), acc);
+  if (out.activation.kind != ActivationKind::kNone) acc = Activate(acc, out.activation);
   _mm512_mask_storeu_ps(c, mask, acc);
 }
 

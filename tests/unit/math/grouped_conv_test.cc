@@ -256,9 +256,12 @@ TEST_P(GroupedConvTest, NanPassesThroughRelu) {
 }
 
 TEST_P(GroupedConvTest, AppliesEachActivation) {
-  // 3x3 and 5x5 depthwise (stride 1 and 2, tails after whole vectors, several row strips), a general
-  // kernel, and groups of 4 channels.
+  // 3x3 and 5x5 depthwise (stride 1 and 2, tails after whole vectors, several row strips), a map of 45
+  // rows of 61 (the activation runs on its first 36 rows, then on the rest), a general kernel, and groups
+  // of 4 channels.
   const Case cases[] = {
+      {.batch = 1, .groups = 2, .group_maps = 1, .in_h = 45, .in_w = 61, .kernel_h = 3, .kernel_w = 3, .stride_h = 1,
+       .stride_w = 1, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1},
       {.batch = 2, .groups = 3, .group_maps = 1, .in_h = 9, .in_w = 21, .kernel_h = 3, .kernel_w = 3, .stride_h = 1,
        .stride_w = 1, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1, .threads = 2},
       {.batch = 1, .groups = 2, .group_maps = 2, .in_h = 11, .in_w = 35, .kernel_h = 5, .kernel_w = 5, .stride_h = 2,
