@@ -102,23 +102,20 @@ void MultiplyWide(const float* a, const float* b, int64_t depth, int rows, int64
       for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_fmadd_ps(ar, bv[v], acc[r][v]);
     }
   }
-#pragma GCC unroll 8
-  for (int r = 0; r < kPanelRows; ++r) {
-    if (r >= rows) break;
+  __mmask16 masks[kVectors];  // the last vector's columns may be partial
 #pragma GCC unroll 3
-    for (int v = 0; v < kVectors; ++v) {
-      const __mmask16 mask = v + 1 < kVectors ? __mmask16(0xFFFF) : TailMask(columns - v * kLanes);
-      acc[r][v] = Join(acc[r][v], r, column + v * kLanes, mask, out);
-    }
+  for (int v = 0; v < kVectors; ++v) masks[v] = v + 1 < kVectors ? __mmask16(0xFFFF) : TailMask(columns - v * kLanes);
+#pragma GCC unroll 8
+  for (int r = 0; r < kPanelRows && r < rows; ++r) {
+#pragma GCC unroll 3
+    for (int v = 0; v < kVectors; ++v) acc[r][v] = Join(acc[r][v], r, column + v * kLanes, masks[v], out);
   }
   ActivateAll<kPanelRows * kVectors>(&acc[0][0], out.activation);  // rows past `rows` too: never stored
 #pragma GCC unroll 8
-  for (int r = 0; r < kPanelRows; ++r) {
-    if (r >= rows) break;
+  for (int r = 0; r < kPanelRows && r < rows; ++r) {
 #pragma GCC unroll 3
     for (int v = 0; v < kVectors; ++v) {
-      const __mmask16 mask = v + 1 < kVectors ? __mmask16(0xFFFF) : TailMask(columns - v * kLanes);
-      _mm512_mask_storeu_ps(out.c + r * out.ldc + column + v * kLanes, mask, acc[r][v]);
+      _mm512_mask_storeu_ps(out.c + r * out.ldc + column + v * kLanes, masks[v], acc[r][v]);
     }
   }
 }
