@@ -1,7 +1,7 @@
 // Conv and ConvTranspose kernels through the registry on ResNet-50's layer shapes (batch 1, one thread by
 // default), reporting GFLOP/s: the im2col + GEMM path, the 1x1 direct-GEMM path and the 7x7/2 stem; the
-// fused Conv + residual Add + Relu of a bottleneck's last 1x1; MobileNet's depthwise layers; and the
-// stem's 3x3/2 MaxPool.
+// fused Conv + residual Add + Relu of a bottleneck's last 1x1; MobileNet's depthwise layers; MobileNetV3's
+// layers with HardSwish fused or not; and the stem's 3x3/2 MaxPool.
 // Args: C, H(=W), M, kernel, stride, threads, W constant (1: given at load, as a model's initializer is,
 // so Conv packs it once; 0: a runtime input, the OpenBLAS path).
 #include <algorithm>
@@ -36,18 +36,25 @@ void AddInts(onnx::NodeProto& node, const char* name, const std::vector<int64_t>
   for (int64_t v : values) attr->add_ints(v);
 }
 
-// Runs `node` (inputs named by `inputs`, one output) per iteration, as the executor would (kernel created
-// once, seeing inputs 1 and 2, W and B, as constants when `constant_weights`); `rate` is the work of one run, reported per
-// second under `unit` (benchmark scales it: 12G/s).
-void RunNode(benchmark::State& state, std::string_view domain, int opset, onnx::NodeProto& node,
-             const std::vector<Tensor>& inputs, int threads, double rate, const char* unit,
-             bool constant_weights = false) {
+// The kernel of `node` (one output, "y"), created as the executor would: once, seeing inputs 1 and 2, W
+// and B, as constants when `constant_weights`.
+absl::StatusOr<std::unique_ptr<OpKernel>> CreateKernel(ir::Graph& graph, std::string_view domain, int opset,
+                                                       onnx::NodeProto& node, const std::vector<Tensor>& inputs,
+                                                       bool constant_weights) {
   node.add_output(std::string(1, 'y'));  // one-char literals trip g++ 12's -Wrestrict false positive
   std::vector<const Tensor*> constants(inputs.size(), nullptr);
   for (size_t i = 1; constant_weights && i < std::min<size_t>(3, inputs.size()); ++i) constants[i] = &inputs[i];
-  ir::Graph graph("benchmark");
   KernelInfo info(*ir::AddNodeFromProto(graph, node, opset), constants, {});
-  auto kernel = KernelRegistry::Global().Find(domain, node.op_type(), opset)->create(info);
+  return KernelRegistry::Global().Find(domain, node.op_type(), opset)->create(info);
+}
+
+// Runs `node` (inputs named by `inputs`, one output) per iteration through CreateKernel's kernel; `rate` is
+// the work of one run, reported per second under `unit` (benchmark scales it: 12G/s).
+void RunNode(benchmark::State& state, std::string_view domain, int opset, onnx::NodeProto& node,
+             const std::vector<Tensor>& inputs, int threads, double rate, const char* unit,
+             bool constant_weights = false) {
+  ir::Graph graph("benchmark");
+  auto kernel = CreateKernel(graph, domain, opset, node, inputs, constant_weights);
   if (!kernel.ok()) return state.SkipWithError(std::string(kernel.status().message()).c_str());
   ThreadPool pool(threads);
   std::vector<const Tensor*> input_ptrs;
@@ -173,6 +180,67 @@ BENCHMARK(BM_FusedConv)
     ->ArgNames({"C", "HW", "M", "threads"})
     ->Args({64, 56, 256, 1})
     ->Args({256, 14, 1024, 1})
+    ->Unit(benchmark::kMicrosecond);
+
+// MobileNetV3's pointwise expansions and depthwise layers followed by HardSwish (and one by Sigmoid), at
+// batch 1 on one thread: fused = 1 is the FusedConv the optimizer writes, applying the activation as it
+// stores each tile; fused = 0 is the plan before that, Conv and then the activation's own kernel.
+void BM_ConvActivation(benchmark::State& state) {
+  const int64_t c = state.range(0), h = state.range(1), m = state.range(2), k = state.range(3);
+  const bool fused = state.range(4) != 0, depthwise = state.range(5) != 0;
+  const std::string activation = state.range(6) != 0 ? "Sigmoid" : "HardSwish";
+  const int64_t group = depthwise ? c : 1;
+  onnx::NodeProto conv;
+  conv.set_op_type(fused ? "FusedConv" : "Conv");
+  for (const char* name : {"x", "w", "b"}) conv.add_input(name);
+  AddInts(conv, "pads", {k / 2, k / 2, k / 2, k / 2});
+  auto* group_attr = conv.add_attribute();
+  group_attr->set_name("group");
+  group_attr->set_type(onnx::AttributeProto::INT);
+  group_attr->set_i(group);
+  if (fused) {
+    auto* attr = conv.add_attribute();
+    attr->set_name("activation");
+    attr->set_type(onnx::AttributeProto::STRING);
+    attr->set_s(activation);
+  }
+  const std::vector<Tensor> inputs = {RandomFloats({1, c, h, h}), RandomFloats({m, c / group, k, k}),
+                                      RandomFloats({m})};
+  ir::Graph graph("benchmark");
+  auto conv_kernel = CreateKernel(graph, fused ? kInternal : kOnnx, fused ? 1 : 22, conv, inputs, true);
+  onnx::NodeProto unary;
+  unary.set_op_type(activation);
+  unary.add_input(std::string(1, 'x'));
+  auto unary_kernel = CreateKernel(graph, kOnnx, 22, unary, {}, false);
+  if (!conv_kernel.ok() || !unary_kernel.ok()) return state.SkipWithError("kernel creation failed");
+  ThreadPool pool(1);
+  std::vector<const Tensor*> input_ptrs = {&inputs[0], &inputs[1], &inputs[2]};
+  for (auto _ : state) {
+    std::vector<Tensor> y(1), activated(1);
+    KernelContext conv_ctx(input_ptrs, &y, {true}, &pool, {});
+    absl::Status status = (*conv_kernel)->Compute(conv_ctx);
+    if (status.ok() && !fused) {
+      KernelContext unary_ctx({&y[0]}, &activated, {true}, &pool, {});
+      status = (*unary_kernel)->Compute(unary_ctx);
+    }
+    if (!status.ok()) return state.SkipWithError(std::string(status.message()).c_str());
+    benchmark::DoNotOptimize(y[0].raw_data());
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * m * (c / group) * k * k * h * h,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_ConvActivation)
+    ->ArgNames({"C", "HW", "M", "k", "fused", "dw", "sigmoid"})
+    ->Args({16, 112, 96, 1, 0, 0, 0})
+    ->Args({16, 112, 96, 1, 1, 0, 0})
+    ->Args({40, 28, 240, 1, 0, 0, 0})
+    ->Args({40, 28, 240, 1, 1, 0, 0})
+    ->Args({96, 112, 96, 3, 0, 1, 0})
+    ->Args({96, 112, 96, 3, 1, 1, 0})
+    ->Args({240, 28, 240, 5, 0, 1, 0})
+    ->Args({240, 28, 240, 5, 1, 1, 0})
+    ->Args({40, 28, 240, 1, 0, 0, 1})
+    ->Args({40, 28, 240, 1, 1, 0, 1})
     ->Unit(benchmark::kMicrosecond);
 
 void BM_MaxPool(benchmark::State& state) {

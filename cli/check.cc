@@ -28,7 +28,16 @@ std::string ValueNames(const std::vector<ir::Value*>& values) {
   return absl::StrJoin(names, ", ");
 }
 
-// What each pass changed, then the steps one run executes.
+// What a fused node applies last, as " + HardSwish" or " + Clip(0, 6)"; "" for other nodes.
+std::string FusedActivation(const ir::Node& node) {
+  const ir::Attribute* activation = node.FindAttribute("activation");
+  if (activation == nullptr || activation->s.empty()) return "";
+  const ir::Attribute* params = node.FindAttribute("activation_params");
+  if (params == nullptr || params->floats.empty()) return " + " + activation->s;
+  return " + " + activation->s + "(" + absl::StrJoin(params->floats, ", ") + ")";
+}
+
+// What each pass changed, then the steps one run executes (with their fused activations).
 void PrintPlan(const Session& session) {
   std::cout << "passes:\n";
   for (const auto& report : session.pass_reports()) {
@@ -38,8 +47,8 @@ void PrintPlan(const Session& session) {
   const ir::Graph& graph = session.plan().graph();
   std::cout << "plan: " << graph.num_nodes() << " step(s), " << graph.constants().size() << " constant(s)\n";
   for (const ir::Node* node : graph.nodes()) {
-    std::cout << "  " << node->Label() << " [" << node->domain() << "]: " << ValueNames(node->inputs()) << " -> "
-              << ValueNames(node->outputs()) << "\n";
+    std::cout << "  " << node->Label() << FusedActivation(*node) << " [" << node->domain()
+              << "]: " << ValueNames(node->inputs()) << " -> " << ValueNames(node->outputs()) << "\n";
   }
 }
 

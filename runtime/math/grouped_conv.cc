@@ -6,6 +6,7 @@
 
 #include "runtime/math/grouped_conv_kernels.h"
 #include "runtime/math/scratch.h"
+#include "runtime/math/vector_kernels.h"
 
 namespace onnxserve {
 namespace {
@@ -122,6 +123,7 @@ void GroupedConv2D(const GroupedConvShape& shape, const float* x, const float* w
   }
   g.tap_offsets = tap_offsets.data();
   const grouped::Kernels& kernels = KernelsFor(isa);
+  const vec::VectorKernels& vec_kernels = vec::KernelsFor(isa);
   const int64_t in_size = shape.in_h * shape.in_w;
   const int64_t channels = shape.groups * shape.group_channels, maps = shape.groups * shape.group_maps;
   const int64_t scratch = GroupedConvScratchFloats(shape, isa);
@@ -138,7 +140,9 @@ void GroupedConv2D(const GroupedConvShape& shape, const float* x, const float* w
                                     .w = w + map * g.taps,
                                     .bias = epilogue.bias != nullptr ? epilogue.bias + map : nullptr,
                                     .z = epilogue.z != nullptr ? epilogue.z + out : nullptr,
-                                    .relu = epilogue.relu,
+                                    .relu = epilogue.activation.kind == ActivationKind::kRelu,
+                                    .vec = &vec_kernels,
+                                    .activation = epilogue.activation,
                                     .y = y + out,
                                     .source = source,
                                     .flat_out = flat_out,

@@ -1,8 +1,9 @@
 // A direct 2-D convolution of NCHW float images for groups of few channels: depthwise convolutions (one
 // channel per group, any number of maps per channel) and ResNeXt-like grouped ones (4 to 8 channels and
 // maps per group). Any kernel size, stride, dilation and padding, with bias, a residual Z and Relu applied
-// as each output vector is stored. An im2col + GEMM per group would multiply matrices of a few rows, and
-// building and packing the columns would cost more than the multiply-adds; this reads each input plane
+// as each output vector is stored (other activations on each strip of output rows just written). An
+// im2col + GEMM per group would multiply matrices of a few rows, and building and packing the columns
+// would cost more than the multiply-adds; this reads each input plane
 // once into a zero-padded copy (split by column phase for strides above 1, so every tap is a contiguous
 // load) and runs each output row through vector FMAs, one (channel, tap) at a time.
 //
@@ -12,6 +13,7 @@
 #include <cstdint>
 
 #include "runtime/core/thread_pool.h"
+#include "runtime/math/activation.h"
 #include "runtime/math/isa.h"
 
 namespace onnxserve {
@@ -33,7 +35,7 @@ struct GroupedConvShape {
 struct GroupedConvEpilogue {
   const float* bias = nullptr;  // one per output map, or null
   const float* z = nullptr;     // Y's shape, added element by element, or null; must not overlap Y
-  bool relu = false;            // applied last; NaN passes through
+  Activation activation;        // applied last; Relu lets NaN pass through
 };
 
 // Floats of per-thread scratch GroupedConv2D takes for `shape` (a padded copy of one group's input
@@ -41,11 +43,11 @@ struct GroupedConvEpilogue {
 // INT64_MAX when the count does not fit in int64.
 int64_t GroupedConvScratchFloats(const GroupedConvShape& shape, Isa isa = ActiveIsa());
 
-// Y = relu?(conv(X, W) + bias + z) with X [batch, groups * group_channels, in_h, in_w], W [groups *
+// Y = activation(conv(X, W) + bias + z) with X [batch, groups * group_channels, in_h, in_w], W [groups *
 // group_maps, group_channels, kernel_h, kernel_w] (ONNX's layout), Y [batch, groups * group_maps, out_h,
 // out_w]: map m of group g sums channels [g * group_channels, (g + 1) * group_channels) of X. Splits
-// (image, group) pairs over `pool`. `isa` (at most DetectedIsa()) picks the kernel; tests pass each level
-// the CPU has.
+// (image, group) pairs over `pool`. `isa` (at most DetectedIsa()) picks the kernel and the activation's
+// vector kernels; tests pass each level the CPU has.
 void GroupedConv2D(const GroupedConvShape& shape, const float* x, const float* w, const GroupedConvEpilogue& epilogue,
                    float* y, ThreadPool& pool, Isa isa = ActiveIsa());
 

@@ -69,6 +69,8 @@ struct MapOutput {
   typename V::T bias;
   const float* z;  // the map's Z, or null
   bool relu;
+  const vec::VectorKernels* vec;  // non-null when an activation runs on each finished strip of rows
+  Activation activation;
   float* y;
 };
 
@@ -128,11 +130,16 @@ void ConvolveBlock(const GroupGeometry& g, const float* source, const MapOutput<
 
 // One output map from the filled source, in blocks of 4 rows x 2 vectors (8 independent sums), each block
 // of rows from its right end to its left: a partial last vector stored whole then spills only onto
-// columns written later.
+// columns written later. Rows before a finished strip are final (spills reach only later strips): the
+// activation that is not applied in the registers runs on them once they make a run of kActivationRun
+// floats (8 KiB, still in L1), or at the map's end. Strips alone (4 rows of a 14x14 map: 56 floats) made
+// calls so short that they cost as much as a pass over the whole tensor.
 template <class V, int kTaps>
 void ConvolveMap(const GroupGeometry& g, const float* source, const MapOutput<V>& out) {
   constexpr int kLanes = V::kLanes, kRows = 4;
+  constexpr int64_t kActivationRun = 2048;
   const int64_t vectors = (g.out_w + kLanes - 1) / kLanes, last_lanes = g.out_w - (vectors - 1) * kLanes;
+  int64_t activated = 0;  // rows [0, activated) have had the activation
   for (int64_t oh = 0; oh < g.out_h; oh += kRows) {
     const int rows = g.out_h - oh < kRows ? static_cast<int>(g.out_h - oh) : kRows;
     int64_t v = vectors;
@@ -144,11 +151,16 @@ void ConvolveMap(const GroupGeometry& g, const float* source, const MapOutput<V>
       ConvolveBlock<V, kTaps, kRows, 2>(g, source, out, oh, rows, v * kLanes, kLanes + last_lanes);
     }
     for (; v > 0; v -= 2) ConvolveBlock<V, kTaps, kRows, 2>(g, source, out, oh, rows, (v - 2) * kLanes, 2 * kLanes);
+    const int64_t done = oh + rows;
+    if (out.vec != nullptr && ((done - activated) * g.out_w >= kActivationRun || done == g.out_h)) {
+      ApplyActivation(*out.vec, out.activation, out.y + activated * g.out_w, (done - activated) * g.out_w);
+      activated = done;
+    }
   }
 }
 
 // One narrow output map in the flat layout (grouped_conv_kernels.h): blocks of 4 vectors over f into
-// `flat`, then each row's out_w columns to Y with Z and Relu.
+// `flat`, then each row's out_w columns to Y with Z and Relu, and the other activations over the map.
 template <class V, int kTaps>
 void ConvolveFlatMap(const GroupGeometry& g, const float* source, const MapOutput<V>& out, float* flat) {
   using T = typename V::T;
@@ -186,6 +198,7 @@ void ConvolveFlatMap(const GroupGeometry& g, const float* source, const MapOutpu
       }
     }
   }
+  if (out.vec != nullptr) ApplyActivation(*out.vec, out.activation, out.y, g.out_h * g.out_w);
 }
 
 // The flat layout's copy: each image row to its place (a few floats each), no spill.
@@ -217,6 +230,8 @@ void ConvolveGroup(const GroupGeometry& g, const GroupData& d) {
         .bias = V::Broadcast(d.bias != nullptr ? d.bias[m] : 0.0f),
         .z = d.z != nullptr ? d.z + m * map_size : nullptr,
         .relu = d.relu,
+        .vec = AppliedAfterStore(d.activation) ? d.vec : nullptr,
+        .activation = d.activation,
         .y = d.y + m * map_size,
     };
     if (g.flat) {

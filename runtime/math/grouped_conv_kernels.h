@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "runtime/math/activation.h"
+
 namespace onnxserve::grouped {
 
 // The widest vector of any kernel: source rows are long enough that a row's last vector, however many
@@ -43,7 +45,10 @@ struct GroupData {
   const float* w;     // maps x taps
   const float* bias;  // maps values, or null
   const float* z;     // maps maps of out_h x out_w, or null
-  bool relu;
+  bool relu;          // in the registers, as each vector is stored
+  // Applied to each strip of rows once written, with `vec`'s loops, unless AppliedAfterStore says no.
+  const vec::VectorKernels* vec;
+  Activation activation;
   float* y;           // maps maps of out_h x out_w
   float* source;      // channels * plane_floats floats, zero but where the images go
   float* flat_out;    // with geometry.flat: kFlatBlock-rounded out_h * row_stride floats for one map

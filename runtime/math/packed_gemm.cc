@@ -5,6 +5,7 @@
 #include "runtime/math/isa.h"
 #include "runtime/math/packed_gemm_kernels.h"
 #include "runtime/math/scratch.h"
+#include "runtime/math/vector_kernels.h"
 
 namespace onnxserve {
 namespace {
@@ -68,8 +69,23 @@ bool SplitColumns(int64_t m, int64_t n, int threads) {
   return Imbalance(n, kPanelColumns, threads) <= kColumnPreference * Imbalance(m, kPanelRows, threads);
 }
 
+// The activations the micro-kernels apply in their registers (PanelOutput); MultiplyTile applies the
+// others (the transcendental ones, whose cost dwarfs a pass over a tile in L1).
+bool AppliedInRegisters(const Activation& a) {
+  switch (a.kind) {
+    case ActivationKind::kRelu:
+    case ActivationKind::kClip:
+    case ActivationKind::kLeakyRelu:
+    case ActivationKind::kHardSigmoid:
+    case ActivationKind::kHardSwish:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // Where the tile of C at (row, column) goes in a depth block: the first block writes the product with bias
-// and Z, later ones add to it, and the last applies Relu.
+// and Z, later ones add to it, and the last applies the activation when the micro-kernels can.
 packed::PanelOutput OutputAt(float* c, int64_t ldc, int64_t row, int64_t column, const GemmEpilogue& epilogue,
                              bool first, bool last) {
   return {
@@ -79,8 +95,18 @@ packed::PanelOutput OutputAt(float* c, int64_t ldc, int64_t row, int64_t column,
       .bias = first && epilogue.bias != nullptr ? epilogue.bias + row : nullptr,
       .z = first && epilogue.z != nullptr ? epilogue.z + row * epilogue.ldz + column : nullptr,
       .ldz = epilogue.ldz,
-      .relu = last && epilogue.relu,
+      .activation = last && AppliedInRegisters(epilogue.activation) ? epilogue.activation : Activation{},
   };
+}
+
+// Multiplies one tile of C and, in the last depth block, applies the activations the micro-kernels leave
+// to the caller, while the tile (at most 8 x 48 floats) is still in L1.
+void MultiplyTile(const float* a_panel, const float* b_panel, int64_t depth, int64_t columns, int rows,
+                  const packed::PanelOutput& out, const GemmEpilogue& epilogue, bool last) {
+  Kernels().multiply_tile(a_panel, b_panel, depth, columns, rows, out);
+  if (last && epilogue.activation.kind != ActivationKind::kNone && !AppliedInRegisters(epilogue.activation)) {
+    ApplyActivationToRows(vec::Kernels(), epilogue.activation, out.c, rows, columns, out.ldc);
+  }
 }
 
 // B as stored (b, ldb), or made row by row by `make`.
@@ -124,8 +150,8 @@ void MultiplyRange(const PackedRows& a, int64_t panel_begin, int64_t panel_end, 
           for (int64_t p = p_begin; p < p_end; ++p) {
             const int64_t row = p * kPanelRows;
             const int rows = static_cast<int>(std::min<int64_t>(kPanelRows, a.rows() - row));
-            Kernels().multiply_tile(a.panel(p) + k * kPanelRows, packed + j * block_depth, block_depth, tile_columns,
-                                 rows, OutputAt(c, ldc, row, column + j, epilogue, first, last));
+            MultiplyTile(a.panel(p) + k * kPanelRows, packed + j * block_depth, block_depth, tile_columns, rows,
+                         OutputAt(c, ldc, row, column + j, epilogue, first, last), epilogue, last);
           }
         }
       }
@@ -189,8 +215,8 @@ void MultiplyColumnRange(const float* a, int64_t lda, bool transposed_a, int64_t
         const int64_t row = row_begin + p * kPanelRows;
         const int rows = static_cast<int>(std::min<int64_t>(kPanelRows, row_end - row));
         const int64_t width = std::min<int64_t>(kPanelColumns, CeilDiv(columns, kPanelAlignment) * kPanelAlignment);
-        Kernels().multiply_tile(packed + p * kPanelRows * block_depth, b.data() + column * depth + k * width,
-                             block_depth, columns, rows, OutputAt(c, ldc, row, column, epilogue, first, last));
+        MultiplyTile(packed + p * kPanelRows * block_depth, b.data() + column * depth + k * width, block_depth,
+                     columns, rows, OutputAt(c, ldc, row, column, epilogue, first, last), epilogue, last);
       }
     }
     k += block_depth;

@@ -1,8 +1,10 @@
 // A float GEMM for products with one operand known at load: convolution weights (the left operand, W x
 // columns) and MatMul/Gemm weights (the right one, X x W). The weights are packed once, into the layout
 // the micro-kernel streams, when a model compiles; each run packs only the other operand (im2col columns,
-// the input itself), block by cache-sized block. Bias, a residual and Relu are applied as each tile of C
-// leaves the registers, so C is written once per depth block and never re-read for them.
+// the input itself), block by cache-sized block. Bias, a residual and the piecewise-linear activations
+// (runtime/math/activation.h) are applied as each tile of C leaves the registers, the transcendental ones
+// on each finished tile while it is in L1, so C is written once per depth block and never re-read from
+// memory for them.
 //
 // Micro-kernels exist for AVX2 + FMA and for AVX-512F (runtime/math/isa.h picks one); on a CPU with
 // neither, PackedGemmSupported() is false and callers keep their OpenBLAS path.
@@ -13,6 +15,7 @@
 #include "absl/functional/function_ref.h"
 #include "runtime/core/tensor.h"
 #include "runtime/core/thread_pool.h"
+#include "runtime/math/activation.h"
 
 namespace onnxserve {
 
@@ -56,12 +59,12 @@ class PackedColumns {
 // What joins the product in C.
 struct GemmEpilogue {
   const float* bias = nullptr;  // added to each row of C, one value per row
-  const float* z = nullptr;     // added element by element: [rows x n] with row stride ldz (may be C itself)
-  int64_t ldz = 0;
-  bool relu = false;  // applied last
+  const float* z = nullptr;     // added element by element: [rows x n] with row stride ldz (may be C itself;
+  int64_t ldz = 0;              // 0 repeats one row: a bias per column)
+  Activation activation;        // applied last
 };
 
-// C[a.rows() x n] = relu?(A * B + bias + z), B row-major [a.depth() x n] with row stride ldb, C with row
+// C[a.rows() x n] = activation(A * B + bias + z), B row-major [a.depth() x n] with row stride ldb, C with row
 // stride ldc. Splits columns (or, when they are few, rows) over `pool`; a null pool: the calling thread.
 void PackedGemm(const PackedRows& a, int64_t n, const float* b, int64_t ldb, float* c, int64_t ldc,
                 const GemmEpilogue& epilogue, ThreadPool* pool);
@@ -74,7 +77,7 @@ using ColumnRowFn = absl::FunctionRef<void(int64_t k, int64_t n_begin, int64_t n
 void PackedGemm(const PackedRows& a, int64_t n, ColumnRowFn rows, float* c, int64_t ldc,
                 const GemmEpilogue& epilogue, ThreadPool* pool);
 
-// C[m x b.columns()] = relu?(A * B + bias + z) with A [m x b.depth()] given as stored: row-major (lda its
+// C[m x b.columns()] = activation(A * B + bias + z) with A [m x b.depth()] given as stored: row-major (lda its
 // row stride), or, when `transposed_a`, A^T row-major. Splits B's panels (or, when few, rows) over `pool`
 // (null: the calling thread).
 void PackedGemm(const float* a, int64_t m, int64_t lda, bool transposed_a, const PackedColumns& b, float* c,

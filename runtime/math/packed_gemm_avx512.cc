@@ -22,19 +22,60 @@ __mmask16 TailMask(int64_t columns) {
 
 int64_t RoundUpToLanes(int64_t n) { return (n + kLanes - 1) / kLanes * kLanes; }
 
-// Writes one accumulator row: C = acc (+ C | + bias + z), then Relu, under `mask`.
-inline void StoreRow(__m512 acc, int row, int64_t column, __mmask16 mask, const PanelOutput& out) {
-  float* c = out.c + row * out.ldc + column;
-  if (out.accumulate) {
-    acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(mask, c));
-  } else {
-    if (out.bias != nullptr) acc = _mm512_add_ps(acc, _mm512_set1_ps(out.bias[row]));
-    if (out.z != nullptr) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(mask, out.z + row * out.ldz + column));
+// The in-register activations of PanelOutput over kCount accumulators, in vector_kernels_avx512.cc's
+// operations: Clamp(x, lo, hi) is min(hi, max(lo, x)), LeakyRelu a blend on x < 0, and vmaxps returns its
+// second operand when either is NaN, so NaN survives Relu as it does the operator. One switch for a whole
+// tile, between adding what joins C and storing it, as in packed_gemm_avx2.cc. (The masked forms of max
+// and min: the unmasked intrinsics trip g++ 12's -Wmaybe-uninitialized on their own undefined
+// pass-through.)
+template <int kCount>
+inline void ActivateAll(__m512* acc, const Activation& a) {
+  const __mmask16 all = 0xFFFF;
+  const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f);
+  const __m512 alpha = _mm512_set1_ps(a.alpha), beta = _mm512_set1_ps(a.beta);
+  switch (a.kind) {
+    case ActivationKind::kRelu:
+#pragma GCC unroll 24
+      for (int i = 0; i < kCount; ++i) acc[i] = _mm512_maskz_max_ps(all, zero, acc[i]);
+      return;
+    case ActivationKind::kClip:
+#pragma GCC unroll 24
+      for (int i = 0; i < kCount; ++i) acc[i] = _mm512_maskz_min_ps(all, beta, _mm512_maskz_max_ps(all, alpha, acc[i]));
+      return;
+    case ActivationKind::kLeakyRelu:
+#pragma GCC unroll 24
+      for (int i = 0; i < kCount; ++i) {
+        const __mmask16 negative = _mm512_cmp_ps_mask(acc[i], zero, _CMP_LT_OQ);
+        acc[i] = _mm512_mask_blend_ps(negative, acc[i], _mm512_mul_ps(alpha, acc[i]));
+      }
+      return;
+    case ActivationKind::kHardSigmoid:
+#pragma GCC unroll 24
+      for (int i = 0; i < kCount; ++i) {
+        const __m512 linear = _mm512_fmadd_ps(alpha, acc[i], beta);
+        acc[i] = _mm512_maskz_min_ps(all, one, _mm512_maskz_max_ps(all, zero, linear));
+      }
+      return;
+    case ActivationKind::kHardSwish: {
+      const __m512 sixth = _mm512_set1_ps(1.0f / 6.0f), half = _mm512_set1_ps(0.5f);
+#pragma GCC unroll 24
+      for (int i = 0; i < kCount; ++i) {
+        const __m512 gate = _mm512_fmadd_ps(acc[i], sixth, half);
+        acc[i] = _mm512_mul_ps(acc[i], _mm512_maskz_min_ps(all, one, _mm512_maskz_max_ps(all, zero, gate)));
+      }
+      return;
+    }
+    default:
+      return;  // kNone, and the kinds the caller applies
   }
-  // vmaxps returns its second operand when either is NaN, so NaN survives as it does in Relu. (The
-  // unmasked intrinsic trips g++ 12's -Wmaybe-uninitialized on its own undefined pass-through.)
-  if (out.relu) acc = _mm512_maskz_max_ps(__mmask16(0xFFFF), _mm512_setzero_ps(), acc);
-  _mm512_mask_storeu_ps(c, mask, acc);
+}
+
+// acc + C (a later depth block) or acc + bias + z (the first) for one row of a tile, under `mask`.
+inline __m512 Join(__m512 acc, int row, int64_t column, __mmask16 mask, const PanelOutput& out) {
+  if (out.accumulate) return _mm512_add_ps(acc, _mm512_maskz_loadu_ps(mask, out.c + row * out.ldc + column));
+  if (out.bias != nullptr) acc = _mm512_add_ps(acc, _mm512_set1_ps(out.bias[row]));
+  if (out.z != nullptr) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(mask, out.z + row * out.ldz + column));
+  return acc;
 }
 
 // C[rows x columns] at `column` from an A panel and one B panel of kVectors * 16 floats per k.
@@ -61,13 +102,20 @@ void MultiplyWide(const float* a, const float* b, int64_t depth, int rows, int64
       for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_fmadd_ps(ar, bv[v], acc[r][v]);
     }
   }
+  __mmask16 masks[kVectors];  // the last vector's columns may be partial
+#pragma GCC unroll 3
+  for (int v = 0; v < kVectors; ++v) masks[v] = v + 1 < kVectors ? __mmask16(0xFFFF) : TailMask(columns - v * kLanes);
 #pragma GCC unroll 8
-  for (int r = 0; r < kPanelRows; ++r) {
-    if (r >= rows) break;
+  for (int r = 0; r < kPanelRows && r < rows; ++r) {
+#pragma GCC unroll 3
+    for (int v = 0; v < kVectors; ++v) acc[r][v] = Join(acc[r][v], r, column + v * kLanes, masks[v], out);
+  }
+  ActivateAll<kPanelRows * kVectors>(&acc[0][0], out.activation);  // rows past `rows` too: never stored
+#pragma GCC unroll 8
+  for (int r = 0; r < kPanelRows && r < rows; ++r) {
 #pragma GCC unroll 3
     for (int v = 0; v < kVectors; ++v) {
-      const __mmask16 mask = v + 1 < kVectors ? __mmask16(0xFFFF) : TailMask(columns - v * kLanes);
-      StoreRow(acc[r][v], r, column + v * kLanes, mask, out);
+      _mm512_mask_storeu_ps(out.c + r * out.ldc + column + v * kLanes, masks[v], acc[r][v]);
     }
   }
 }

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "runtime/math/activation.h"
+
 namespace onnxserve::packed {
 
 // Rows of A one micro-kernel multiplies at once: A is packed in panels of this many rows.
@@ -26,7 +28,11 @@ struct PanelOutput {
   const float* bias;  // one per row of the panel, or nullptr
   const float* z;     // added element by element, [rows x n] with row stride ldz, or nullptr
   int64_t ldz;
-  bool relu;  // max(C, 0) after everything else (the last depth block); NaN passes through
+  // Applied after everything else in the last depth block (kNone before it), in the registers, with the
+  // very operations of the vector kernels' loops (vector_kernels_simd.inc), so results agree with the
+  // standalone operators to the bit: Relu (NaN passes through), Clip, LeakyRelu, HardSigmoid, HardSwish.
+  // The callers apply the others to each stored tile.
+  Activation activation;
 };
 
 // One instruction set's kernels.

@@ -18,6 +18,10 @@
 
 #include <cstdint>
 
+namespace onnxserve {
+enum class Isa;  // runtime/math/isa.h, which this header leaves out: it brings in standard templates
+}  // namespace onnxserve
+
 namespace onnxserve::vec {
 
 enum class BinaryOp : int { kAdd, kSub, kMul, kDiv, kMax };
@@ -67,6 +71,8 @@ struct VectorKernels {
 
 // The active instruction set's table (ActiveIsa()).
 const VectorKernels& Kernels();
+// The table of `isa`, capped at DetectedIsa(): for kernels that tests run at each level the CPU has.
+const VectorKernels& KernelsFor(Isa isa);
 
 extern const VectorKernels kBaselineKernels;  // plain C++, any CPU
 extern const VectorKernels kAvx2Kernels;      // needs AVX2 and FMA

@@ -2,11 +2,13 @@
 // a 1x1 stride-1 unpadded kernel multiplies the input directly, without im2col. A 1-D or 2-D float
 // convolution with groups of few channels and maps (depthwise, ResNeXt) runs GroupedConv2D instead, which
 // reads each plane once: a GEMM per group of a few rows would spend more on im2col than on arithmetic.
-// FusedConv (domain ai.onnxserve, written by the graph optimizer) is Conv [+ Z] [-> Relu] in one node.
+// FusedConv (domain ai.onnxserve, written by the graph optimizer) is Conv [+ Z] [-> activation] in one
+// node (runtime/ops/fused_activation.h names the activations).
 //
 // Constant float weights are packed at load for PackedGemm (on CPUs it has micro-kernels for), which adds
-// bias and Z and applies Relu as each tile leaves the registers. Otherwise the OpenBLAS GEMM accumulates
-// onto bias + Z, and Relu runs on each block right after the GEMM that wrote it, while it is in cache.
+// bias and Z and applies the activation as each tile leaves the registers or while it is in L1. Otherwise
+// the OpenBLAS GEMM accumulates onto bias + Z, and the activation runs on each block right after the GEMM
+// that wrote it, while it is in cache.
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -15,6 +17,7 @@
 #include "runtime/math/packed_gemm.h"
 #include "runtime/ops/blas.h"
 #include "runtime/ops/common.h"
+#include "runtime/ops/fused_activation.h"
 #include "runtime/registry/registry.h"
 
 namespace onnxserve {
@@ -131,12 +134,7 @@ class ConvKernel final : public OpKernel {
   absl::Status Init(const KernelInfo& info) {
     RETURN_IF_ERROR(attrs_.Parse(info));
     if constexpr (kFused) {
-      ASSIGN_OR_RETURN(std::string activation, info.Attr<std::string>("activation", ""));
-      if (activation != "" && activation != "Relu") {
-        return absl::InvalidArgumentError(
-            absl::StrCat("activation \"", activation, "\": expected \"\" or \"Relu\""));
-      }
-      relu_ = activation == "Relu";
+      ASSIGN_OR_RETURN(activation_, FusedActivation(info));
     }
     PackConstantWeights(info.ConstantInput(1));
     return absl::OkStatus();
@@ -168,6 +166,10 @@ class ConvKernel final : public OpKernel {
                ctx.pool());
       NarrowFromFloat(y_float, y);
     } else if (x.dtype() == DataType::kDouble) {
+      // The pass fuses activations after float convolutions only; the vector kernels are float.
+      if (AppliedAfterStore(activation_)) {
+        return absl::InvalidArgumentError("X is double: of the fused activations only Relu takes double");
+      }
       Run<double>(geo, x, w, b, z, y, ctx.pool());
     } else {
       RunFloat(geo, x, w, b, z, y, ctx.pool());
@@ -205,7 +207,7 @@ class ConvKernel final : public OpKernel {
                 Tensor& y, ThreadPool& pool) const {
     if (const std::optional<GroupedConvShape> direct = DirectShape(geo, x, w)) {
       const GroupedConvEpilogue epilogue{
-          .bias = b ? b->data<float>() : nullptr, .z = z ? z->data<float>() : nullptr, .relu = relu_};
+          .bias = b ? b->data<float>() : nullptr, .z = z ? z->data<float>() : nullptr, .activation = activation_};
       return GroupedConv2D(*direct, x.data<float>(), w.data<float>(), epilogue, y.data<float>(), pool);
     }
     if (!packed_weights_.empty() && w.raw_data() == packed_source_) return RunPacked(geo, x, b, z, y, pool);
@@ -278,7 +280,7 @@ class ConvKernel final : public OpKernel {
         if (!pointwise) Im2Col(geo, group_channels, x_g, col, pool);
         Gemm<T>(false, false, group_maps, grid_size, depth, T{1}, w_g, depth, pointwise ? x_g : col, grid_size,
                 beta, y_tile, grid_size, &pool);
-        if (relu_) ReluBlock(y_tile, group_maps, grid_size, grid_size, pool);
+        ActivateBlock(y_tile, group_maps, grid_size, grid_size, pool);
       }
     }
   }
@@ -301,9 +303,10 @@ class ConvKernel final : public OpKernel {
 
   // The packed path, per (image, group): X itself is the column matrix of a pointwise kernel; a 2-D
   // kernel's columns are built row by row of each cache block, by the thread that multiplies it, straight
-  // into the packed layout; other ranks build them whole. PackedGemm adds B and Z and applies Relu as it
-  // stores. With at least two (image, group) products per thread and no shared column buffer, whole
-  // products share out over the pool: ResNeXt's 32 groups are each too small for PackedGemm to split.
+  // into the packed layout; other ranks build them whole. PackedGemm adds B and Z and applies the
+  // activation as it stores. With at least two (image, group) products per thread and no shared column
+  // buffer, whole products share out over the pool: ResNeXt's 32 groups are each too small for PackedGemm
+  // to split.
   void RunPacked(const ConvGeometry& geo, const Tensor& x, const Tensor* b, const Tensor* z, Tensor& y,
                  ThreadPool& pool) const {
     const int64_t batch = x.dim(0), channels = x.dim(1), group = attrs_.group;
@@ -320,7 +323,7 @@ class ConvKernel final : public OpKernel {
       const GemmEpilogue epilogue{.bias = b ? b->data<float>() + g * group_maps : nullptr,
                                   .z = z ? z->data<float>() + tile : nullptr,
                                   .ldz = grid_size,
-                                  .relu = relu_};
+                                  .activation = activation_};
       if (blockwise) {
         auto im2col = [&](int64_t k, int64_t n_begin, int64_t columns, float* row) {
           Im2ColRow(geo, x_g, k, n_begin, columns, row);
@@ -341,8 +344,8 @@ class ConvKernel final : public OpKernel {
     for (int64_t product = 0; product < products; ++product) multiply(product, &pool);
   }
 
-  // y_tile = W_g * columns (+ y_tile when beta is 1) [-> Relu], one block of `block_rows` grid rows at a
-  // time (2-D only).
+  // y_tile = W_g * columns (+ y_tile when beta is 1) [-> activation], one block of `block_rows` grid rows
+  // at a time (2-D only).
   template <typename T>
   void ConvolveByRowBlocks(const ConvGeometry& geo, int64_t channels, int64_t maps, int64_t depth,
                            int64_t block_rows, const T* x_g, const T* w_g, T* col, T beta, T* y_tile,
@@ -353,12 +356,22 @@ class ConvKernel final : public OpKernel {
       Im2ColRows(geo, channels, x_g, r, r_end, col, pool);
       Gemm<T>(false, false, maps, size, depth, T{1}, w_g, depth, col, size, beta, y_tile + r * cols, rows * cols,
               &pool);
-      if (relu_) ReluBlock(y_tile + r * cols, maps, size, rows * cols, pool);
+      ActivateBlock(y_tile + r * cols, maps, size, rows * cols, pool);
+    }
+  }
+
+  // The fused activation over a block an OpenBLAS GEMM just wrote (double: Relu only, Compute checks).
+  template <typename T>
+  void ActivateBlock(T* y, int64_t rows, int64_t cols, int64_t stride, ThreadPool& pool) const {
+    if constexpr (std::is_same_v<T, float>) {
+      ActivateRows(activation_, y, rows, cols, stride, pool);
+    } else if (activation_.kind == ActivationKind::kRelu) {
+      ReluBlock(y, rows, cols, stride, pool);
     }
   }
 
   ConvAttributes attrs_;
-  bool relu_ = false;
+  Activation activation_;
   std::vector<PackedRows> packed_weights_;  // one per group, or none
   const void* packed_source_ = nullptr;        // the W they were packed from
 };

@@ -1,11 +1,15 @@
 // MatMul and Gemm over OpenBLAS (float, double; float16/bfloat16 through float) or a plain loop (integers).
 // A constant 2-D float weight (B) is packed at load for PackedGemm where the CPU has its kernels.
+// FusedGemm (domain ai.onnxserve, written by the graph optimizer: MatMul + Add of a bias, Gemm or MatMul
+// followed by an activation) is Gemm with an `activation` (runtime/ops/fused_activation.h), and, without
+// transA, an A of any rank >= 1 whose leading dimensions fold into rows, as MatMul's do with a 2-D B.
 #include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/math/packed_gemm.h"
 #include "runtime/ops/blas.h"
 #include "runtime/ops/common.h"
+#include "runtime/ops/fused_activation.h"
 #include "runtime/registry/registry.h"
 
 namespace onnxserve {
@@ -147,18 +151,29 @@ void FillWithScaledBias(const Tensor& c, T beta, int64_t m, int64_t n, T* y) {
   }
 }
 
-class GemmOp final : public OpKernel {
+// Whether C is one row of n values (a bias per column): PackedGemm then adds it as Z with a row stride of 0,
+// with no pass to broadcast it into Y first.
+bool IsBiasRow(const Tensor& c, int64_t n) {
+  return c.NumElements() == n && c.rank() >= 1 && c.rank() <= 2 && c.dim(c.rank() - 1) == n;
+}
+
+// kFused: FusedGemm.
+template <bool kFused>
+class GemmKernel final : public OpKernel {
  public:
   absl::Status Init(const KernelInfo& info) {
+    if constexpr (kFused) {
+      ASSIGN_OR_RETURN(activation_, FusedActivation(info));
+    }
     ASSIGN_OR_RETURN(alpha_, info.Attr<float>("alpha", 1.f));
     ASSIGN_OR_RETURN(beta_, info.Attr<float>("beta", 1.f));
     ASSIGN_OR_RETURN(int64_t trans_a, info.Attr<int64_t>("transA", 0));
     ASSIGN_OR_RETURN(int64_t trans_b, info.Attr<int64_t>("transB", 0));
     trans_a_ = trans_a != 0;
     trans_b_ = trans_b != 0;
-    // Gemm-1..6 broadcast C only when asked; -7 on always broadcast unidirectionally.
+    // Gemm-1..6 broadcast C only when asked; -7 on (and FusedGemm) always broadcast unidirectionally.
     ASSIGN_OR_RETURN(int64_t broadcast, info.Attr<int64_t>("broadcast", 0));
-    broadcast_c_ = info.opset() >= 7 || broadcast != 0;
+    broadcast_c_ = kFused || info.opset() >= 7 || broadcast != 0;
     packed_b_ = PackedWeight::Of(info.ConstantInput(1), trans_b_, alpha_);  // alpha folds into the packing
     return absl::OkStatus();
   }
@@ -170,12 +185,16 @@ class GemmOp final : public OpKernel {
     const Tensor* c = ctx.Input(2);
     RETURN_IF_ERROR(CheckSameType(a, b, "B"));
     if (c != nullptr) RETURN_IF_ERROR(CheckSameType(a, *c, "C"));
-    if (a.rank() != 2 || b.rank() != 2) {
+    const bool folds_rows = kFused && !trans_a_;
+    if (!(a.rank() == 2 || (folds_rows && a.rank() >= 1)) || b.rank() != 2) {
       return absl::InvalidArgumentError(absl::StrCat("A ", ShapeToString(a.shape()), " and B ",
-                                                     ShapeToString(b.shape()), ": expected 2-D matrices"));
+                                                     ShapeToString(b.shape()), ": expected 2-D matrices",
+                                                     folds_rows ? " (A: rank >= 1)" : ""));
     }
-    const int64_t m = trans_a_ ? a.dim(1) : a.dim(0);
-    const int64_t k = trans_a_ ? a.dim(0) : a.dim(1);
+    RETURN_IF_ERROR(CheckActivationType(a.dtype()));
+    const int64_t k = a.dim(trans_a_ ? 0 : a.rank() - 1);
+    int64_t m = trans_a_ ? a.dim(1) : 1;
+    for (int64_t d = 0; !trans_a_ && d + 1 < a.rank(); ++d) m *= a.dim(d);
     const int64_t n = trans_b_ ? b.dim(0) : b.dim(1);
     if ((trans_b_ ? b.dim(1) : b.dim(0)) != k) {
       return absl::InvalidArgumentError(absl::StrCat("A' is [", m, ",", k, "] but B' ", ShapeToString(b.shape()),
@@ -183,9 +202,9 @@ class GemmOp final : public OpKernel {
                                                      " rows"));
     }
     if (c != nullptr) RETURN_IF_ERROR(CheckBias(*c, m, n));
-    Tensor& y = ctx.Output(0, a.dtype(), {m, n});
+    Tensor& y = ctx.Output(0, a.dtype(), OutputShape(a, m, n));
     if (IsHalfType(a.dtype())) {
-      Tensor y_float(DataType::kFloat, {m, n});
+      Tensor y_float(DataType::kFloat, y.shape());
       const Tensor c_float = WidenToFloat(c);
       Run<float>(WidenToFloat(&a), WidenToFloat(&b), c ? &c_float : nullptr, y_float, ctx.pool());
       NarrowFromFloat(y_float, y);
@@ -209,22 +228,52 @@ class GemmOp final : public OpKernel {
                                                    broadcast_c_ ? "" : " (broadcast=0)"));
   }
 
+  // The vector kernels behind the activations are float (half types are computed in float); Relu also
+  // runs on double.
+  absl::Status CheckActivationType(DataType type) const {
+    if (activation_.kind == ActivationKind::kNone || type == DataType::kFloat || IsHalfType(type) ||
+        (type == DataType::kDouble && activation_.kind == ActivationKind::kRelu)) {
+      return absl::OkStatus();
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat("A is ", DataTypeName(type), ": the fused activation takes float (or Relu, double)"));
+  }
+
+  // [m, n]; FusedGemm without transA: A's leading dimensions, then n (MatMul's shape with a 2-D B).
+  Shape OutputShape(const Tensor& a, int64_t m, int64_t n) const {
+    if (!kFused || trans_a_) return {m, n};
+    Shape shape(a.shape().begin(), a.shape().end() - 1);
+    shape.push_back(n);
+    return shape;
+  }
+
   template <typename T>
   void Run(const Tensor& a, const Tensor& b, const Tensor* c, Tensor& y, ThreadPool& pool) const {
-    const int64_t m = y.dim(0), n = y.dim(1);
-    const int64_t k = trans_a_ ? a.dim(0) : a.dim(1);
+    const int64_t n = b.dim(trans_b_ ? 0 : 1), m = n == 0 ? 0 : y.NumElements() / n;
+    const int64_t k = a.dim(trans_a_ ? 0 : a.rank() - 1), lda = a.dim(a.rank() - 1);
     const bool with_bias = c != nullptr && beta_ != 0.f;
-    if (with_bias) FillWithScaledBias<T>(*c, static_cast<T>(beta_), m, n, y.data<T>());
     if constexpr (std::is_same_v<T, float>) {
       if (packed_b_ && packed_b_->Packs(b)) {
-        // Y already holds beta * C: the first depth block adds it as Z, which is Y itself.
-        const GemmEpilogue epilogue{.z = with_bias ? y.data<float>() : nullptr, .ldz = n};
-        return PackedGemm(a.data<float>(), m, a.dim(1), trans_a_, packed_b_->columns, y.data<float>(), n, epilogue,
+        // A bias row joins as Z with row stride 0; another C is first scaled into Y, which is then Z.
+        const bool bias_row = with_bias && beta_ == 1.f && IsBiasRow(*c, n);
+        if (with_bias && !bias_row) FillWithScaledBias<T>(*c, static_cast<T>(beta_), m, n, y.data<T>());
+        const GemmEpilogue epilogue{.z = bias_row ? c->data<float>() : with_bias ? y.data<float>() : nullptr,
+                                    .ldz = bias_row ? 0 : n,
+                                    .activation = activation_};
+        return PackedGemm(a.data<float>(), m, lda, trans_a_, packed_b_->columns, y.data<float>(), n, epilogue,
                           &pool);
       }
     }
-    Gemm<T>(trans_a_, trans_b_, m, n, k, static_cast<T>(alpha_), a.data<T>(), a.dim(1), b.data<T>(), b.dim(1),
+    if (with_bias) FillWithScaledBias<T>(*c, static_cast<T>(beta_), m, n, y.data<T>());
+    Gemm<T>(trans_a_, trans_b_, m, n, k, static_cast<T>(alpha_), a.data<T>(), lda, b.data<T>(), b.dim(1),
             with_bias ? T{1} : T{0}, y.data<T>(), n, &pool);
+    if constexpr (std::is_same_v<T, float>) {
+      ActivateRows(activation_, y.data<float>(), m, n, n, pool);
+    } else if constexpr (std::is_same_v<T, double>) {
+      if (activation_.kind != ActivationKind::kRelu) return;  // CheckActivationType allows no other
+      T* out = y.data<T>();
+      for (int64_t i = 0; i < m * n; ++i) out[i] = out[i] < T{0} ? T{0} : out[i];
+    }
   }
 
   float alpha_ = 1.f;
@@ -232,8 +281,12 @@ class GemmOp final : public OpKernel {
   bool trans_a_ = false;
   bool trans_b_ = false;
   bool broadcast_c_ = true;
+  Activation activation_;  // FusedGemm's; none for Gemm
   std::optional<PackedWeight> packed_b_;
 };
+
+using GemmOp = GemmKernel<false>;
+using FusedGemm = GemmKernel<true>;
 
 // Gemm-1/-6: `broadcast` attribute; -7: unidirectional broadcast of C; -9: integer types; -11: C optional;
 // -13: bfloat16.
@@ -243,6 +296,7 @@ REGISTER_KERNEL(kOnnx, "Gemm", 7, 8, kFloat16FloatDouble, GemmOp);
 REGISTER_KERNEL(kOnnx, "Gemm", 9, 10, kGemm9Types, GemmOp);
 REGISTER_KERNEL(kOnnx, "Gemm", 11, 12, kGemm9Types, GemmOp);
 REGISTER_KERNEL(kOnnx, "Gemm", 13, kLatest, kGemm13Types, GemmOp);
+REGISTER_KERNEL(kInternal, "FusedGemm", 1, kLatest, kGemm13Types, FusedGemm);
 
 }  // namespace
 }  // namespace onnxserve

@@ -2,12 +2,14 @@
 // into one ai.onnxserve FusedConv node:
 //   Conv -> BatchNormalization (inference, constant parameters): the scale and shift fold into W and B;
 //   Conv -> Add / Sum of two (the residual of ResNet-like blocks): the other operand becomes input Z;
-//   Conv -> Relu: the activation is applied while each output tile is still in cache.
+//   Conv -> an activation (Relu, Clip, LeakyRelu, HardSigmoid, HardSwish, Sigmoid, Tanh, Gelu; match.h's
+//   FusibleActivation): applied while each output tile is still in cache.
 // Chains compose (Conv -> BN -> Add -> Relu becomes one node). The fused node takes the reader's place in
 // the order, so every value it reads (Z included) is computed before it.
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/passes/match.h"
 #include "runtime/passes/pass.h"
 #include "runtime/registry/registry.h"
 
@@ -68,8 +70,8 @@ class ConvFusion final : public Pass {
       const std::string& op = node->op_type();
       if (op == "BatchNormalization") {
         FuseBatchNorm(graph, node, changes);
-      } else if (op == "Relu") {
-        FuseRelu(graph, node, changes);
+      } else if (std::optional<ActivationAttributes> activation = FusibleActivation(node)) {
+        FuseActivation(graph, node, *activation, changes);
       } else if ((op == "Add" && node->FindAttribute("broadcast") == nullptr) ||
                  (op == "Sum" && node->inputs().size() == 2)) {
         FuseAdd(graph, node, changes);
@@ -89,17 +91,13 @@ class ConvFusion final : public Pass {
                          (conv->op_type() == "FusedConv" && conv->domain() == kInternal);
     const Tensor* w = is_conv && conv->input(1) != nullptr ? conv->input(1)->constant() : nullptr;
     if (w == nullptr || w->dtype() != DataType::kFloat || w->rank() < 3) return nullptr;
-    if (conv->FindAttribute("activation") != nullptr) return nullptr;  // nothing fuses after the activation
+    if (HasActivation(conv)) return nullptr;  // nothing fuses after the activation
     return conv;
   }
 
   // `conv` becomes a FusedConv computing `reader`'s output in `reader`'s place; `reader` goes.
   static void Absorb(ir::Graph& graph, ir::Node* conv, ir::Node* reader, std::vector<std::string>& changes) {
-    changes.push_back(absl::StrCat("fused ", reader->Label(), " into ", conv->Label()));
-    if (conv->op_type() == "Conv") graph.SetOp(conv, std::string(kInternal), "FusedConv", 1);
-    graph.MoveBefore(conv, reader);
-    graph.TransferOutput(reader, 0, conv, 0);
-    graph.RemoveNode(reader);
+    AbsorbReader(graph, conv, reader, "FusedConv", changes);
   }
 
   static void FuseBatchNorm(ir::Graph& graph, ir::Node* bn, std::vector<std::string>& changes) {
@@ -125,11 +123,12 @@ class ConvFusion final : public Pass {
     Absorb(graph, conv, bn, changes);
   }
 
-  static void FuseRelu(ir::Graph& graph, ir::Node* relu, std::vector<std::string>& changes) {
-    ir::Node* conv = FusibleProducer(relu->input(0));
+  static void FuseActivation(ir::Graph& graph, ir::Node* node, const ActivationAttributes& activation,
+                             std::vector<std::string>& changes) {
+    ir::Node* conv = FusibleProducer(node->input(0));
     if (conv == nullptr) return;
-    conv->SetAttribute(ir::StringAttribute("activation", "Relu"));
-    Absorb(graph, conv, relu, changes);
+    SetActivation(conv, activation);
+    Absorb(graph, conv, node, changes);
   }
 
   static void FuseAdd(ir::Graph& graph, ir::Node* add, std::vector<std::string>& changes) {

@@ -1,5 +1,11 @@
 #include "runtime/passes/match.h"
 
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/ops/fused_activation.h"
+#include "runtime/registry/registry.h"
+
 namespace onnxserve::passes {
 
 bool IsOp(const ir::Node* node, std::string_view op_type) {
@@ -54,6 +60,76 @@ ir::Node* ReplaceChain(ir::Graph& graph, const std::vector<ir::Node*>& chain, ir
   graph.TransferOutput(last, 0, fused, 0);
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) graph.RemoveNode(*it);
   return fused;
+}
+
+namespace {
+
+float FloatAttributeOr(const ir::Node* node, std::string_view name, float fallback) {
+  const ir::Attribute* attr = node->FindAttribute(name);
+  return attr == nullptr ? fallback : attr->f;
+}
+
+// Clip's bound: from attribute `name` before opset 11, from input `index` (a constant float scalar, or
+// omitted) from 11 on; nullopt when not known at load.
+std::optional<float> ClipBound(const ir::Node* node, std::string_view name, int index, float fallback) {
+  if (node->opset() < 11) return FloatAttributeOr(node, name, fallback);
+  const ir::Value* bound = node->input(index);
+  if (bound == nullptr) return fallback;
+  const Tensor* t = bound->constant();
+  if (t == nullptr || t->dtype() != DataType::kFloat || t->NumElements() != 1) return std::nullopt;
+  return t->data<float>()[0];
+}
+
+std::optional<std::vector<float>> ActivationParams(const ir::Node* node) {
+  const std::string& op = node->op_type();
+  if (op == "Relu" || op == "Sigmoid" || op == "Tanh" || op == "HardSwish") return std::vector<float>{};
+  if (op == "LeakyRelu") return std::vector<float>{FloatAttributeOr(node, "alpha", 0.01f)};
+  if (op == "HardSigmoid") {
+    return std::vector<float>{FloatAttributeOr(node, "alpha", 0.2f), FloatAttributeOr(node, "beta", 0.5f)};
+  }
+  if (op == "Gelu") {
+    const ir::Attribute* approximate = node->FindAttribute("approximate");
+    if (approximate == nullptr || approximate->s == "none") return std::vector<float>{};
+    if (approximate->s == "tanh") return std::vector<float>{1.0f};
+    return std::nullopt;  // the kernel reports it
+  }
+  if (op == "Clip") {
+    constexpr float kInf = std::numeric_limits<float>::infinity();
+    const std::optional<float> lo = ClipBound(node, "min", 1, -kInf), hi = ClipBound(node, "max", 2, kInf);
+    if (!lo || !hi) return std::nullopt;
+    return std::vector<float>{*lo, *hi};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ActivationAttributes> FusibleActivation(const ir::Node* node) {
+  if (node == nullptr || node->domain() != "ai.onnx" || node->input(0) == nullptr) return std::nullopt;
+  std::optional<std::vector<float>> params = ActivationParams(node);
+  if (!params || !ActivationOf(node->op_type(), *params).ok()) return std::nullopt;
+  return ActivationAttributes{node->op_type(), *std::move(params)};
+}
+
+bool HasActivation(const ir::Node* node) { return node->FindAttribute("activation") != nullptr; }
+
+void SetActivation(ir::Node* node, const ActivationAttributes& activation) {
+  node->SetAttribute(ir::StringAttribute("activation", activation.name));
+  if (activation.params.empty()) return;
+  ir::Attribute params;
+  params.name = "activation_params";
+  params.type = ir::AttributeType::kFloats;
+  params.floats = activation.params;
+  node->SetAttribute(std::move(params));
+}
+
+void AbsorbReader(ir::Graph& graph, ir::Node* producer, ir::Node* reader, std::string_view fused_op,
+                  std::vector<std::string>& changes) {
+  changes.push_back(absl::StrCat("fused ", reader->Label(), " into ", producer->Label()));
+  if (producer->op_type() != fused_op) graph.SetOp(producer, std::string(kInternal), std::string(fused_op), 1);
+  graph.MoveBefore(producer, reader);
+  graph.TransferOutput(reader, 0, producer, 0);
+  graph.RemoveNode(reader);
 }
 
 }  // namespace onnxserve::passes

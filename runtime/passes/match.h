@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -33,6 +34,25 @@ std::optional<std::vector<int64_t>> KeptReduceAxes(const ir::Node* node);
 // Replaces `chain` (nodes in order, the last computing the result) by one node made from `spec`, which
 // takes the last node's place and its output 0. Returns the new node.
 ir::Node* ReplaceChain(ir::Graph& graph, const std::vector<ir::Node*>& chain, ir::NodeSpec spec);
+
+// What a fused node's `activation` and `activation_params` attributes say (runtime/ops/fused_activation.h).
+struct ActivationAttributes {
+  std::string name;  // the ONNX op absorbed
+  std::vector<float> params;
+};
+
+// The activation a FusedConv or FusedGemm can absorb from `node`: a float activation op of ai.onnx whose
+// parameters are known at load (Clip's bounds constant, when inputs), or nullopt.
+std::optional<ActivationAttributes> FusibleActivation(const ir::Node* node);
+
+// Whether `node` (a fused node) already applies an activation: nothing fuses after it.
+bool HasActivation(const ir::Node* node);
+void SetActivation(ir::Node* node, const ActivationAttributes& activation);
+
+// `producer` takes over `reader`'s output 0 and its place in the order (so every value it reads comes
+// before it), becoming the op `fused_op` of ai.onnxserve if it is not yet; `reader` goes. Reports it.
+void AbsorbReader(ir::Graph& graph, ir::Node* producer, ir::Node* reader, std::string_view fused_op,
+                  std::vector<std::string>& changes);
 
 // Calls `rewrite_one` on each node in order until it rewrites one, then starts over, until a scan rewrites
 // nothing: a rewrite removes nodes that a snapshot of the order would still hold.

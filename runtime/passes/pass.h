@@ -28,8 +28,8 @@ struct PassReport {
   std::vector<std::string> changes;
 };
 
-// In order: identity elimination, constant folding, Conv fusion, LayerNormalization and Gelu fusion,
-// dead-node elimination.
+// In order: identity elimination, constant folding, Gelu fusion (so that a Gelu can then fuse into the
+// Conv or MatMul before it), Conv fusion, Gemm fusion, LayerNormalization fusion, dead-node elimination.
 std::vector<std::unique_ptr<Pass>> DefaultPasses();
 
 // Runs each pass over `graph`, subgraphs first; one report per pass.
@@ -41,6 +41,7 @@ std::unique_ptr<Pass> MakeIdentityElimination();
 inline constexpr absl::Duration kConstantFoldingBudget = absl::Seconds(10);
 std::unique_ptr<Pass> MakeConstantFolding(absl::Duration budget = kConstantFoldingBudget);
 std::unique_ptr<Pass> MakeConvFusion();
+std::unique_ptr<Pass> MakeGemmFusion();
 std::unique_ptr<Pass> MakeLayerNormFusion();
 std::unique_ptr<Pass> MakeGeluFusion();
 std::unique_ptr<Pass> MakeDeadNodeElimination();

@@ -95,6 +95,14 @@ onnx::AttributeProto FloatAttr(const std::string& name, float value) {
   return attr;
 }
 
+onnx::AttributeProto StringAttr(const std::string& name, const std::string& value) {
+  onnx::AttributeProto attr;
+  attr.set_name(name);
+  attr.set_type(onnx::AttributeProto::STRING);
+  attr.set_s(value);
+  return attr;
+}
+
 onnx::AttributeProto IntsAttr(const std::string& name, const std::vector<int64_t>& values) {
   onnx::AttributeProto attr;
   attr.set_name(name);

@@ -298,9 +298,17 @@ TEST(FusedConvTest, DepthwiseAddsBiasAndResidualThenRelu) {
 
 TEST(FusedConvTest, UnknownActivationIsRejected) {
   auto result = OpTest("FusedConv", 1, "ai.onnxserve").Input("x", Random({1, 2, 5, 5}, 1))
-                    .Input("w", Random({2, 2, 3, 3}, 2)).Attr("activation", std::string("Tanh")).Output("y").Run();
+                    .Input("w", Random({2, 2, 3, 3}, 2)).Attr("activation", std::string("Softplus")).Output("y").Run();
   ASSERT_FALSE(result.ok());
-  EXPECT_NE(result.status().message().find("activation \"Tanh\""), std::string::npos) << result.status();
+  EXPECT_NE(result.status().message().find("activation \"Softplus\""), std::string::npos) << result.status();
+}
+
+TEST(FusedConvTest, ActivationWithoutItsParametersIsRejected) {
+  // Clip's bounds are activation_params (min, max): without them the node cannot say what it clips to.
+  auto result = OpTest("FusedConv", 1, "ai.onnxserve").Input("x", Random({1, 2, 5, 5}, 1))
+                    .Input("w", Random({2, 2, 3, 3}, 2)).Attr("activation", std::string("Clip")).Output("y").Run();
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.status().message().find("takes 2 activation_params, got 0"), std::string::npos) << result.status();
 }
 
 TEST(FusedConvTest, ResidualOfAnotherShapeIsRejected) {

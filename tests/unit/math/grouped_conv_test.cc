@@ -4,16 +4,19 @@
 // one), strides 1, 2 and 3, dilation, symmetric, asymmetric and oversized padding, output widths that
 // leave every kind of tail (1 to 15 columns past the last whole vector, rows of several blocks), several
 // maps per channel, batches and two threads; groups of 2 to 8 channels likewise; each with bias, Z and
-// Relu on and off.
+// Relu on and off; and every fused activation on the kernels' shapes.
 #include "runtime/math/grouped_conv.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "runtime/math/vector_kernels.h"
+#include "tests/support/activation_reference.h"
 #include "tests/support/op_test.h"
 
 namespace onnxserve {
@@ -23,7 +26,10 @@ void PrintTo(Isa isa, std::ostream* os) { *os << IsaName(isa); }
 
 namespace {
 
+using testing::DescribeActivation;
+using testing::EveryActivation;
 using testing::RandomFloats;
+using testing::ReferenceActivation;
 
 struct Case {
   int64_t batch, groups, group_maps;
@@ -56,11 +62,14 @@ class GroupedConvTest : public ::testing::TestWithParam<Isa> {
     }
   }
 
-  // Y = relu?(conv(X, W) + bias + Z) against the definition, with Y followed by sentinels the kernel
+  // Y = activation(conv(X, W) + bias + Z) against the definition, with Y followed by sentinels the kernel
   // must not write. X, W, bias and Z are exactly their size, so a read past them shows under ASan.
   void Check(const Case& c, bool bias, bool z, bool relu) {
-    SCOPED_TRACE(::testing::Message() << "case " << Describe(c) << " bias=" << bias << " z=" << z << " relu=" << relu);
-    const GroupedConvShape shape{
+    Check(c, bias, z, relu ? Activation{ActivationKind::kRelu} : Activation{});
+  }
+
+  static GroupedConvShape ShapeOf(const Case& c) {
+    return {
         .batch = c.batch,
         .groups = c.groups,
         .group_channels = c.group_channels,
@@ -78,6 +87,12 @@ class GroupedConvTest : public ::testing::TestWithParam<Isa> {
         .pad_top = c.pad_top,
         .pad_left = c.pad_left,
     };
+  }
+
+  void Check(const Case& c, bool bias, bool z, const Activation& activation) {
+    SCOPED_TRACE(::testing::Message() << "case " << Describe(c) << " bias=" << bias << " z=" << z
+                                      << " activation=" << DescribeActivation(activation));
+    const GroupedConvShape shape = ShapeOf(c);
     const int64_t channels = c.groups * c.group_channels, maps = c.groups * c.group_maps;
     const int64_t taps = c.group_channels * c.kernel_h * c.kernel_w;
     const int64_t map_size = shape.out_h * shape.out_w, y_size = c.batch * maps * map_size;
@@ -89,8 +104,8 @@ class GroupedConvTest : public ::testing::TestWithParam<Isa> {
     std::vector<float> y(static_cast<size_t>(y_size + kGuard), kSentinel);
     ThreadPool pool(c.threads);
     GroupedConv2D(shape, x.data(), w.data(),
-                  {.bias = bias ? b.data() : nullptr, .z = z ? residual.data() : nullptr, .relu = relu}, y.data(), pool,
-                  GetParam());
+                  {.bias = bias ? b.data() : nullptr, .z = z ? residual.data() : nullptr, .activation = activation},
+                  y.data(), pool, GetParam());
     for (int64_t n = 0; n < c.batch; ++n) {
       for (int64_t m = 0; m < maps; ++m) {
         const int64_t first_channel = m / c.group_maps * c.group_channels, out = (n * maps + m) * map_size;
@@ -110,8 +125,9 @@ class GroupedConvTest : public ::testing::TestWithParam<Isa> {
             }
             const int64_t at = out + oh * shape.out_w + ow;
             if (z) want += residual[at];
-            if (relu) want = std::max(want, 0.0);
-            ASSERT_NEAR(y[at], want, 1e-5 * (1 + taps))
+            // The activations' slopes stay below 1.5: twice the sum's tolerance covers them.
+            const double tolerance = (AppliedAfterStore(activation) ? 2e-5 : 1e-5) * (1 + taps);
+            ASSERT_NEAR(y[at], ReferenceActivation(activation, want), tolerance)
                 << "at n=" << n << " map=" << m << " (" << oh << "," << ow << ")";
           }
         }
@@ -255,10 +271,52 @@ TEST_P(GroupedConvTest, NanPassesThroughRelu) {
   const std::vector<float> x = {NAN, -1.0f, 2.0f}, w = {1.0f};
   std::vector<float> y(3);
   ThreadPool pool(1);
-  GroupedConv2D(shape, x.data(), w.data(), {.relu = true}, y.data(), pool, GetParam());
+  GroupedConv2D(shape, x.data(), w.data(), {.activation = {ActivationKind::kRelu}}, y.data(), pool, GetParam());
   EXPECT_TRUE(std::isnan(y[0]));
   EXPECT_EQ(y[1], 0.0f);
   EXPECT_EQ(y[2], 2.0f);
+}
+
+TEST_P(GroupedConvTest, AppliesEachActivation) {
+  // 3x3 and 5x5 depthwise (stride 1 and 2, tails after whole vectors, several row strips), a map of 45
+  // rows of 61 (the activation runs on its first 36 rows, then on the rest), a general kernel, and groups
+  // of 4 channels.
+  const Case cases[] = {
+      {.batch = 1, .groups = 2, .group_maps = 1, .in_h = 45, .in_w = 61, .kernel_h = 3, .kernel_w = 3, .stride_h = 1,
+       .stride_w = 1, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1},
+      {.batch = 2, .groups = 3, .group_maps = 1, .in_h = 9, .in_w = 21, .kernel_h = 3, .kernel_w = 3, .stride_h = 1,
+       .stride_w = 1, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1, .threads = 2},
+      {.batch = 1, .groups = 2, .group_maps = 2, .in_h = 11, .in_w = 35, .kernel_h = 5, .kernel_w = 5, .stride_h = 2,
+       .stride_w = 2, .pad_top = 2, .pad_left = 2, .pad_bottom = 2, .pad_right = 2},
+      {.batch = 1, .groups = 2, .group_maps = 1, .in_h = 6, .in_w = 7, .kernel_h = 2, .kernel_w = 3, .stride_h = 1,
+       .stride_w = 1},
+      {.batch = 1, .groups = 2, .group_maps = 4, .in_h = 5, .in_w = 18, .kernel_h = 3, .kernel_w = 3, .stride_h = 1,
+       .stride_w = 1, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1, .group_channels = 4},
+  };
+  for (const Activation& activation : EveryActivation()) {
+    for (const Case& c : cases) Check(c, true, true, activation);
+  }
+}
+
+// The fused activation equals the activation operator's vector kernel (of the same ISA) run on the
+// unfused convolution, to the bit: a fused depthwise Conv gives what the unfused graph gives.
+TEST_P(GroupedConvTest, FusedActivationIsBitEqualToTheUnfusedOne) {
+  const Case c{.batch = 1, .groups = 4, .group_maps = 1, .in_h = 13, .in_w = 29, .kernel_h = 3, .kernel_w = 3,
+               .stride_h = 2, .stride_w = 2, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1};
+  const GroupedConvShape shape = ShapeOf(c);
+  const std::vector<float> x = RandomFloats(4 * c.in_h * c.in_w, 5), w = RandomFloats(4 * 9, 6);
+  const std::vector<float> b = RandomFloats(4, 7);
+  const int64_t y_size = 4 * shape.out_h * shape.out_w;
+  ThreadPool pool(1);
+  for (const Activation& activation : EveryActivation()) {
+    SCOPED_TRACE(DescribeActivation(activation));
+    std::vector<float> fused(y_size), unfused(y_size);
+    GroupedConv2D(shape, x.data(), w.data(), {.bias = b.data(), .activation = activation}, fused.data(), pool,
+                  GetParam());
+    GroupedConv2D(shape, x.data(), w.data(), {.bias = b.data(), .activation = {}}, unfused.data(), pool, GetParam());
+    ApplyActivation(vec::KernelsFor(GetParam()), activation, unfused.data(), y_size);
+    EXPECT_EQ(std::memcmp(fused.data(), unfused.data(), y_size * sizeof(float)), 0);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryIsa, GroupedConvTest, ::testing::Values(Isa::kBaseline, Isa::kAvx2, Isa::kAvx512),

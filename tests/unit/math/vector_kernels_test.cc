@@ -43,17 +43,7 @@ class VectorKernelsTest : public ::testing::TestWithParam<Isa> {
                    << "): its kernels are compiled but not run here";
     }
   }
-  const VectorKernels& k() const {
-    switch (GetParam()) {
-      case Isa::kAvx512:
-        return kAvx512Kernels;
-      case Isa::kAvx2:
-        return kAvx2Kernels;
-      case Isa::kBaseline:
-        break;
-    }
-    return kBaselineKernels;
-  }
+  const VectorKernels& k() const { return KernelsFor(GetParam()); }
 };
 
 // Inputs spanning the interesting ranges: a dense sweep of [-lo, hi], magnitudes from denormal to huge of
@@ -387,6 +377,13 @@ TEST_P(VectorKernelsTest, WindowRowsMatchThePlainLoopForEveryStrideKernelAndWidt
       }
     }
   }
+}
+
+TEST(VectorKernelsDispatchTest, KernelsForGivesEachIsasTableUpToTheDetectedOne) {
+  EXPECT_EQ(&KernelsFor(Isa::kBaseline), &kBaselineKernels);
+  EXPECT_EQ(&KernelsFor(Isa::kAvx2), DetectedIsa() >= Isa::kAvx2 ? &kAvx2Kernels : &kBaselineKernels);
+  const VectorKernels* avx512 = DetectedIsa() == Isa::kAvx512 ? &kAvx512Kernels : &KernelsFor(DetectedIsa());
+  EXPECT_EQ(&KernelsFor(Isa::kAvx512), avx512);
 }
 
 TEST(VectorKernelsDispatchTest, KernelsIsTheActiveIsasTable) {

@@ -110,6 +110,117 @@ TEST(ConvFusionTest, TheFusedNodeTakesItsReadersPlaceAfterTheResidualItReads) {
               {"r", Tensor::FromVector<float>({1, 1, 2, 2}, {-1, -1, 7, -9})}});
 }
 
+// An activation node after a Conv: its op, extra inputs (Clip-11's bounds) and attributes.
+struct ActivationNode {
+  std::string op;
+  std::vector<std::string> extra_inputs;
+  std::vector<onnx::AttributeProto> attributes;
+  std::string fused;  // what `onnxserve check --plan` shows: the activation and its parameters
+};
+
+// Every activation the epilogues take, as opset-20 models write them.
+std::vector<ActivationNode> ActivationNodes() {
+  using testing::FloatAttr;
+  using testing::StringAttr;
+  return {
+      {"Relu", {}, {}, "Relu"},
+      {"Clip", {"zero", "six"}, {}, "Clip(0, 6)"},
+      {"Clip", {"", "six"}, {}, "Clip(-inf, 6)"},
+      {"LeakyRelu", {}, {FloatAttr("alpha", 0.2f)}, "LeakyRelu(0.2)"},
+      {"HardSigmoid", {}, {FloatAttr("alpha", 0.3f)}, "HardSigmoid(0.3, 0.5)"},
+      {"HardSwish", {}, {}, "HardSwish"},
+      {"Sigmoid", {}, {}, "Sigmoid"},
+      {"Tanh", {}, {}, "Tanh"},
+      {"Gelu", {}, {}, "Gelu"},
+      {"Gelu", {}, {StringAttr("approximate", "tanh")}, "Gelu(1)"},
+  };
+}
+
+// Conv (3x3, pad 1; `group` 1 runs the packed GEMM, 4 the depthwise kernel) -> BatchNormalization ->
+// `activation`, on [1, 4, 7, 9].
+GraphBuilder ConvThen(const ActivationNode& activation, int64_t group) {
+  std::vector<std::string> inputs = {"bn"};
+  inputs.insert(inputs.end(), activation.extra_inputs.begin(), activation.extra_inputs.end());
+  return std::move(GraphBuilder(20)
+                       .Input("x", {1, 4, 7, 9})
+                       .Initializer("w", Tensor::FromVector<float>({4, 4 / group, 3, 3},
+                                                                   testing::RandomFloats(4 * 4 / group * 9, 1)))
+                       .Initializer("b", Tensor::FromVector<float>({4}, {0.1f, -0.2f, 0.3f, 0}))
+                       .Initializer("scale", Tensor::FromVector<float>({4}, {2, 0.5f, 1, 3}))
+                       .Initializer("shift", Tensor::FromVector<float>({4}, {1, -1, 0, 0.5f}))
+                       .Initializer("mean", Tensor::FromVector<float>({4}, {0.3f, -0.4f, 0, 0.1f}))
+                       .Initializer("var", Tensor::FromVector<float>({4}, {4, 0.25f, 1, 2}))
+                       .Initializer("zero", Tensor::Scalar(0.0f))
+                       .Initializer("six", Tensor::Scalar(6.0f))
+                       .NodeWith("Conv", {"x", "w", "b"}, {"conv"},
+                                 {testing::IntsAttr("pads", {1, 1, 1, 1}), testing::IntAttr("group", group)})
+                       .Node("BatchNormalization", {"conv", "scale", "shift", "mean", "var"}, "bn")
+                       .NodeWith(activation.op, inputs, {"y"}, activation.attributes)
+                       .Output("y"));
+}
+
+TEST(ConvFusionTest, EveryActivationFusesIntoTheConvWithTheUnfusedResult) {
+  // Inputs spread over [-4, 4]: both sides of every activation's bends (HardSwish's -3 and 3, Clip's 6).
+  std::vector<float> x = testing::RandomFloats(4 * 7 * 9, 2);
+  for (float& v : x) v *= 4;
+  for (const ActivationNode& activation : ActivationNodes()) {
+    for (int64_t group : {1, 4}) {
+      SCOPED_TRACE(::testing::Message() << activation.fused << ", group " << group);
+      const GraphBuilder builder = ConvThen(activation, group);
+      auto session = Compile(builder);
+      ASSERT_NE(session, nullptr);
+      EXPECT_EQ(session->plan().StepOps(), std::vector<std::string>{"FusedConv"});
+      const ir::Node* fused = session->plan().graph().nodes()[0];
+      const ir::Attribute* name = fused->FindAttribute("activation");
+      ASSERT_NE(name, nullptr);
+      EXPECT_EQ(name->s, activation.op);
+      testing::ExpectSameResultWithAndWithoutPasses(builder.Load(),
+                                                    {{"x", Tensor::FromVector<float>({1, 4, 7, 9}, x)}});
+    }
+  }
+}
+
+TEST(ConvFusionTest, AClipWithBoundsUnknownAtLoadStaysUnfused) {
+  auto session = Compile(GraphBuilder(13)
+                             .Input("x", {1, 1, 2, 2})
+                             .Input("hi", {})
+                             .Initializer("w", Tensor::FromVector<float>({1, 1, 1, 1}, {2.f}))
+                             .Node("Conv", {"x", "w"}, "conv")
+                             .NodeWith("Clip", {"conv", "", "hi"}, {"y"})
+                             .Output("y"));
+  ASSERT_NE(session, nullptr);
+  EXPECT_EQ(session->plan().StepOps(), (std::vector<std::string>{"Conv", "Clip"}));
+}
+
+TEST(ConvFusionTest, ClipBeforeOpset11TakesItsBoundsFromAttributes) {
+  const GraphBuilder builder = GraphBuilder(10)
+                                   .Input("x", {1, 1, 2, 2})
+                                   .Initializer("w", Tensor::FromVector<float>({1, 1, 1, 1}, {2.f}))
+                                   .Node("Conv", {"x", "w"}, "conv")
+                                   .NodeWith("Clip", {"conv"}, {"y"},
+                                             {testing::FloatAttr("min", -1), testing::FloatAttr("max", 3)});
+  auto session = Compile(GraphBuilder(builder).Output("y"));
+  ASSERT_NE(session, nullptr);
+  EXPECT_EQ(session->plan().StepOps(), std::vector<std::string>{"FusedConv"});
+  auto out = session->Run({{"x", Tensor::FromVector<float>({1, 1, 2, 2}, {1, -2, 3, 0.25f})}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  // clamp(2x, -1, 3)
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1, 1, 2, 2}, {2, -1, 3, 0.5f}), (*out)[0]));
+}
+
+TEST(ConvFusionTest, NothingFusesAfterTheActivation) {
+  auto model = GraphBuilder(20)
+                   .Input("x", {1, 1, 2, 2})
+                   .Initializer("w", Tensor::FromVector<float>({1, 1, 1, 1}, {2.f}))
+                   .Node("Conv", {"x", "w"}, "conv")
+                   .Node("HardSwish", {"conv"}, "h")
+                   .Node("Sigmoid", {"h"}, "y")
+                   .Output("y")
+                   .Load();
+  auto result = RunPass(*model, *passes::MakeConvFusion());
+  EXPECT_EQ(result.ops, (std::vector<std::string>{"FusedConv", "Sigmoid"}));
+}
+
 // Found by tests/fuzz/model_fuzz.cc: fusion read input(1) of an Add with one input (out of range) before the
 // kernel could reject the node. Whatever the kernel says, compiling must return, not crash.
 TEST(ConvFusionTest, NodesMissingInputsAreLeftToTheirKernels) {
