@@ -40,6 +40,7 @@
 #include "server/log.h"
 #include "server/metrics.h"
 #include "server/repository.h"
+#include "server/rest_api.h"
 #include "server/security_config.h"
 #include "server/service.h"
 #include "server/tls.h"
@@ -222,6 +223,7 @@ struct Server {
   std::unique_ptr<ModelRepository> repository;
   std::unique_ptr<GrpcAccess> grpc_access;
   std::unique_ptr<InferenceService> service;
+  std::unique_ptr<RestApi> rest;
   std::unique_ptr<grpc::Server> grpc;
   std::unique_ptr<HttpServer> http;
   std::unique_ptr<HttpServer> metrics_http;  // only with --metrics-port
@@ -284,8 +286,11 @@ absl::Status StartHttp(Server& s, int& port, int& metrics_port) {
     };
     HttpOptions http_options = options;
     http_options.serve_metrics = !own_metrics_port;
+    http_options.rest = s.rest.get();
+    HttpLimits limits;
+    limits.max_infer_body_bytes = absl::GetFlag(FLAGS_max_request_bytes);
     auto http = StartHttpServer(absl::GetFlag(FLAGS_address), absl::GetFlag(FLAGS_http_port), *s.metrics,
-                                std::move(probes), HttpLimits(), std::move(http_options));
+                                std::move(probes), limits, std::move(http_options));
     if (!http.ok()) return http.status();
     s.http = *std::move(http);
     port = s.http->port();
@@ -329,6 +334,7 @@ absl::Status Start(Server& s) {
   s.repository = std::make_unique<ModelRepository>(std::move(options));
   s.grpc_access = std::make_unique<GrpcAccess>(s.security.grpc_access);
   s.service = std::make_unique<InferenceService>(*s.repository, s.metrics.get(), s.grpc_access.get());
+  s.rest = std::make_unique<RestApi>(*s.service);
   int grpc_port = 0, http_port = -1, metrics_port = -1;
   if (absl::Status status = StartGrpc(s, grpc_port); !status.ok()) return status;
   if (absl::Status status = StartHttp(s, http_port, metrics_port); !status.ok()) return status;
@@ -357,8 +363,14 @@ void Shutdown(Server& s, int signal) {
   s.service->SetReady(false);
   s.health->Shutdown();  // every service NOT_SERVING, and it stays so
   // Stops accepting calls, then waits for the running ones (queued requests included) up to the deadline,
-  // after which gRPC cancels what is left and the batcher drops it before compute.
-  s.grpc->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+  // after which gRPC cancels what is left and the batcher drops it before compute. REST inferences get the
+  // same grace at the same time.
+  const absl::Time deadline = absl::Now() + grace;
+  std::thread rest_drain([&s, deadline] {
+    if (s.http) s.http->Drain(deadline);
+  });
+  s.grpc->Shutdown(absl::ToChronoTime(deadline));
+  rest_drain.join();
   Log(LogLevel::kInfo, "grpc_stopped");
   s.repository->UnloadAll();
   s.http.reset();
