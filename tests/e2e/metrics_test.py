@@ -141,7 +141,7 @@ class MetricsTest(unittest.TestCase):
         self.assertEqual(self.server.get("/v2/models/digits/versions/1/ready")[0], 200)
         self.assertEqual(self.server.get("/v2/models/digits/versions/9/ready")[0], 503)
         self.assertEqual(self.server.get("/v2/models/no_such_model/ready")[0], 503)
-        self.assertEqual(self.server.get("/v2/models/digits")[0], 404)
+        self.assertEqual(self.server.get("/v2/models/digits/no_such_endpoint")[0], 404)
 
 
 if __name__ == "__main__":
