@@ -86,10 +86,11 @@ struct HttpLimits {
   size_t max_infer_body_bytes = 64 << 20;
 };
 
-// What one HTTP listener serves and whom. The server's HTTP port serves everything unless /metrics has a
-// listener of its own (--metrics-port), which then serves /metrics only, with the same TLS and rules.
 class RestApi;  // rest_api.h
 
+// What one HTTP listener serves and whom. The server's HTTP port serves the REST protocol and the health
+// endpoints, and /metrics only when it has no listener of its own (--metrics-port, the default), which then
+// serves /metrics only, with the same TLS and rules.
 struct HttpOptions {
   bool serve_metrics = true;  // GET /metrics
   bool serve_health = true;   // GET /v2/health/live, /v2/health/ready, /v2/models/.../ready

@@ -52,7 +52,7 @@ ABSL_FLAG(std::string, model_repository, "", "--model-repository DIR: ROOT/<mode
 ABSL_FLAG(std::string, address, "0.0.0.0", "--address HOST: interface the gRPC and HTTP servers listen on "
                                              "(IPv6 in brackets: [::1])");
 ABSL_FLAG(int, grpc_port, 8001, "--grpc-port N: gRPC (KServe v2) port; 0 picks a free one");
-ABSL_FLAG(int, http_port, 8002, "--http-port N: HTTP metrics and health port; 0 picks a free one, -1 disables");
+ABSL_FLAG(int, http_port, 8000, "--http-port N: HTTP port (KServe v2 REST, health); 0 picks a free one, -1 disables");
 ABSL_FLAG(std::string, model_control_mode, "none",
           "--model-control-mode none|poll|explicit: none loads everything once; poll also reloads changes "
           "every --repository-poll-secs; explicit loads only on RepositoryModelLoad");
@@ -111,7 +111,7 @@ absl::Status ApplyTensorLimits() {
 // Parses the command line: the security flags into `security`, the others into the absl flags above.
 absl::Status ParseFlags(int argc, char** argv, SecurityConfig& security) {
   absl::SetProgramUsageMessage(absl::StrCat(
-      "onnxserve serve --model-repository DIR [--grpc-port 8001] [--http-port 8002] "
+      "onnxserve serve --model-repository DIR [--grpc-port 8001] [--http-port 8000] [--metrics-port 8002] "
       "[--model-control-mode none|poll|explicit] [--repository-poll-secs 15] [--shutdown-grace-secs 30] "
       "[--max-request-bytes N] [--max-tensor-elements N] [--max-tensor-bytes N] "
       "[--model-memory-budget-bytes N] [--threads N] [--exit-on-error] [--log-level info]\n"
@@ -268,8 +268,9 @@ absl::Status StartGrpc(Server& s, int& port) {
   return absl::OkStatus();
 }
 
-// The HTTP port serves the health endpoints, and /metrics unless --metrics-port gives it a listener of its own
-// (which then serves /metrics only). Both take --http-use-ssl* and --http-restricted-api.
+// The HTTP port serves the REST protocol and the health endpoints; /metrics has a listener of its own
+// (--metrics-port, 8002 as in Triton) unless --metrics-port -1 keeps it on the HTTP port. Both take
+// --http-use-ssl* and --http-restricted-api.
 absl::Status StartHttp(Server& s, int& port, int& metrics_port) {
   auto tls = LoadServerTls("--http", s.security.http_tls);
   if (!tls.ok()) return tls.status();
