@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "server/rest_api.h"
+
 #include <string>
 
 namespace onnxserve::server {
@@ -237,6 +239,25 @@ TEST(RestJsonTest, ProtoToJsonWritesSixtyFourBitIntegersAsNumbersAsTritonDoes) {
 
 TEST(RestJsonTest, DumpJsonReplacesInvalidUtf8) {
   EXPECT_EQ(DumpJson(json{{"e", Bytes("a\xff")}}), "{\"e\":\"a\xef\xbf\xbd\"}");
+}
+
+TEST(RestErrorsTest, ErrorsAreJsonWithTheHttpStatusOfTheirCode) {
+  const struct {
+    absl::Status status;
+    unsigned http;
+  } cases[] = {
+      {absl::InvalidArgumentError("bad \"x\""), 400}, {absl::NotFoundError("m"), 404},
+      {absl::PermissionDeniedError("p"), 403},          {absl::ResourceExhaustedError("q"), 429},
+      {absl::UnimplementedError("u"), 501},             {absl::UnavailableError("a"), 503},
+      {absl::DeadlineExceededError("d"), 504},          {absl::InternalError("i"), 500},
+  };
+  for (const auto& c : cases) {
+    const HttpReply reply = ErrorReply(c.status);
+    EXPECT_EQ(reply.code, c.http) << c.status;
+    EXPECT_EQ(reply.content_type, "application/json");
+    EXPECT_EQ(json::parse(reply.body), (json{{"error", std::string(c.status.message())}})) << reply.body;
+  }
+  EXPECT_EQ(ErrorReply(absl::InvalidArgumentError("bad \"x\"")).body, R"({"error":"bad \"x\""})");
 }
 
 }  // namespace

@@ -11,6 +11,7 @@ import http.client
 import json
 import os
 import shutil
+import socket
 import struct
 import subprocess
 import sys
@@ -301,6 +302,19 @@ class RestTest(unittest.TestCase):
                 self.assertEqual(status, 200, answer)
                 self.assertEqual(answer["id"], str(k))
                 self.assertEqual(answer["outputs"][0]["data"], [k + 1, k + 2, k + 3, k + 4])
+
+    def test_a_client_that_leaves_mid_inference_leaves_the_server_serving(self):
+        body = json.dumps({"inputs": [{"name": "trips", "datatype": "INT64", "shape": [1], "data": [300000]}]}).encode()
+        for _ in range(8):  # each answer finds its connection closed
+            with socket.create_connection(("127.0.0.1", self.server.http_port), timeout=10) as raw:
+                raw.sendall(b"POST /v2/models/spin/infer HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
+                            % len(body) + body)
+        # The model has one instance: this answers only once the abandoned runs are done and answered.
+        status, data, _ = self.infer("spin", {"inputs": [{"name": "trips", "datatype": "INT64", "shape": [1],
+                                                          "data": [5]}]})
+        self.assertEqual(status, 200, data)
+        self.assertEqual(json.loads(data)["outputs"][0]["data"], [5])
+        self.assertIsNone(self.server.proc.poll())
 
     # ---- errors -----------------------------------------------------------------------------------------------
 
