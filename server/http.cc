@@ -65,8 +65,9 @@ struct Request {
 
 // One endpoint. `pattern` is a path whose segments are literal or "{name}"; a "{name}" segment matches any
 // non-empty segment. The path is the URL-decoded path without the query string. A route has `handler`, which
-// answers at once, or `later`, which answers through `done` from any thread; `abandoned` turns true when
-// the server stops before the answer came, so that work for it may stop.
+// answers at once, or `later`, which answers through `done` from any thread (the request is valid only until
+// `later` returns: it copies what it keeps); `abandoned` turns true when the server stops before the answer
+// came, so that work for it may stop.
 struct Route {
   absl::string_view method;
   absl::string_view pattern;
@@ -441,10 +442,13 @@ class MhdHttpServer final : public HttpServer {
     } catch (const std::exception&) {
       done(JsonError(MHD_HTTP_INTERNAL_SERVER_ERROR, "the request failed"));
     }
+    // The handler has taken what it needs (an inference holds its decoded request): the body, up to
+    // --max-request-bytes, need not stay with the connection while it waits.
+    std::string().swap(pending.request.body);
     return MHD_YES;
   }
 
-  // The resumed connection of a `later` route: sends the answer Answer() or Stop() stored.
+  // The resumed connection of a `later` route: sends the answer Answer() or Close() stored.
   MHD_Result SendLater(MHD_Connection* connection, Pending& pending) {
     std::optional<Reply> reply = suspended_->TakeAnswer(*pending.suspended);
     if (!reply) return MHD_NO;  // resumed without an answer: cannot happen; close rather than hang
