@@ -1,7 +1,7 @@
 # onnxserve image: build stage compiles and unit-tests; runtime stage holds the binary, its shared
 # libraries and the example model repository, and runs as a non-root user.
 #   podman build --format docker -t onnxserve .     (or docker build -t onnxserve .)
-#   docker run -p 8001:8001 -p 8002:8002 onnxserve
+#   docker run -p 8000:8000 -p 8001:8001 -p 8002:8002 onnxserve     (REST, gRPC, metrics: Triton's ports)
 FROM debian:bookworm-slim AS build
 WORKDIR /src
 COPY scripts/install-deps.sh scripts/install-deps.sh
@@ -27,8 +27,8 @@ RUN apt-get update -qq \
 COPY --from=build /build/cli/onnxserve /usr/local/bin/onnxserve
 COPY examples/models /models
 USER onnxserve
-EXPOSE 8001 8002
+EXPOSE 8000 8001 8002
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
   CMD ["onnxserve", "probe", "--addr", "127.0.0.1:8001"]
 ENTRYPOINT ["onnxserve", "serve", "--model-repository", "/models"]
-CMD ["--grpc-port", "8001", "--http-port", "8002"]
+CMD ["--grpc-port", "8001", "--http-port", "8000", "--metrics-port", "8002"]

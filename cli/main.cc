@@ -19,7 +19,7 @@ struct Subcommand {
 constexpr Subcommand kSubcommands[] = {
 #ifdef ONNXSERVE_WITH_SERVER
     {"serve", onnxserve::server::ServeCommand,
-     "serve --model-repository DIR [--grpc-port 8001] [--http-port 8002] ...  (see serve --help)"},
+     "serve --model-repository DIR [--grpc-port 8001] [--http-port 8000] [--metrics-port 8002] ...  (see serve --help)"},
     {"probe", onnxserve::server::ProbeCommand, "probe [--addr host:port] [--model NAME]"},
     {"load", onnxserve::server::LoadCommand, "load --model NAME [-c N] [-n N | -z SECONDS] ... (see load --help)"},
 #endif

@@ -5,7 +5,7 @@
 #   3. runs it, waits for its HEALTHCHECK to pass, checks it runs as non-root
 #   4. sends real ModelInfer requests from the host (examples/client.py) and scrapes /metrics
 #   5. runs Debian's Prometheus natively against the container and checks it scraped the target
-# and removes everything it started. Needs root. Ports 8001/8002 (and 19090 for Prometheus) must be free.
+# and removes everything it started. Needs root. Ports 8000-8002 (and 19090 for Prometheus) must be free.
 # Usage: deploy/test-image.sh [BUILD_DIR]   (BUILD_DIR holds cli/onnxserve for the probe; default build)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,7 +24,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-for port in 8001 8002 19090; do
+for port in 8000 8001 8002 19090; do
   if (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; then
     log "port $port is in use: stop what listens there first"; exit 1
   fi
@@ -63,6 +63,8 @@ log "runs as uid $uid"
 
 log "ModelInfer from the host"
 /usr/bin/python3 "$ROOT/examples/client.py" --addr 127.0.0.1:8001 --count 8
+log "REST inference from the host"
+/usr/bin/python3 "$ROOT/examples/rest_client.py" --url http://127.0.0.1:8000 --binary
 
 metrics=$(/usr/bin/python3 -c 'import urllib.request; print(urllib.request.urlopen("http://127.0.0.1:8002/metrics").read().decode())')
 grep -q '^onnxserve_requests_total{.*model="digits"' <<<"$metrics" || { log "no request metrics for digits"; exit 1; }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds onnxserve (installing dependencies first unless ONNXSERVE_SKIP_DEPS=1) and serves the bundled
-# example model repository: gRPC on :8001, metrics and HTTP health on :8002.
+# example model repository: REST and HTTP health on :8000, gRPC on :8001, metrics on :8002.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -1,4 +1,5 @@
-// The HTTP side of the server: GET /metrics and the KServe v2 health endpoints, served by GNU libmicrohttpd.
+// The HTTP side of the server: GET /metrics, the KServe v2 health endpoints and, with HttpOptions::rest, the
+// KServe v2 REST protocol (rest_api.h), served by GNU libmicrohttpd.
 //
 // This port faces the same clients as the gRPC one, so it is built for hostile input:
 // - one route table decides every answer: an unknown path gets 404 and a known path with another method 405,
@@ -9,17 +10,22 @@
 //   are capped (HttpLimits in metrics.h);
 // - with TLS, GnuTLS inside MHD does the handshake; with mutual TLS MHD only asks for a client certificate,
 //   so every request's is verified here (403 without one that chains to the root certificate);
-// - each route belongs to an API group, which --http-restricted-api may restrict (403 without its header).
-// More routes (the KServe REST protocol, POST with JSON bodies) are added as rows of Routes() below.
+// - each route belongs to an API group, which --http-restricted-api may restrict (403 without its header);
+// - a route that answers later (inference, model loads) suspends its connection, so no MHD thread waits on
+//   a batch; the answer resumes it (see SuspendedRequests for the lifetimes).
 #include <gnutls/gnutls.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <sys/socket.h>
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <mutex>
+#include <unordered_map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -32,36 +38,43 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "runtime/core/status_macros.h"
 #include "server/log.h"
 #include "server/metrics.h"
+#include "server/rest_api.h"
 
 namespace onnxserve::server {
 namespace {
 
 constexpr char kPrometheusContentType[] = "text/plain; version=0.0.4; charset=utf-8";
 constexpr char kJsonContentType[] = "application/json";
+// Triton's binary tensor data extension: the length of the JSON part of a body that binary data follows.
+constexpr char kInferenceHeaderLength[] = "Inference-Header-Content-Length";
 
-struct Reply {
-  unsigned code = MHD_HTTP_OK;
-  std::string content_type = "text/plain";
-  std::string body;
-  std::vector<std::pair<std::string, std::string>> headers;  // beyond Content-Type
-};
+using Reply = HttpReply;
+using Done = std::function<void(Reply)>;
 
 // A request as a route's handler sees it.
 struct Request {
   std::vector<std::string> params;  // the path segments the route's "{name}" segments matched, in order
-  std::string body;                 // at most HttpLimits::max_body_bytes
+  std::string body;                 // at most the route's body limit
+  std::optional<std::string> inference_header_length;  // the Inference-Header-Content-Length header
 };
 
 // One endpoint. `pattern` is a path whose segments are literal or "{name}"; a "{name}" segment matches any
-// non-empty segment. The path is the URL-decoded path without the query string.
+// non-empty segment. The path is the URL-decoded path without the query string. A route has `handler`, which
+// answers at once, or `later`, which answers through `done` from any thread (the request is valid only until
+// `later` returns: it copies what it keeps); `abandoned` turns true when the server stops before the answer
+// came, so that work for it may stop.
 struct Route {
   absl::string_view method;
   absl::string_view pattern;
   ApiGroup group;  // what --http-restricted-api names it by
   std::function<Reply(const Request&)> handler;
+  std::function<void(const Request&, std::function<bool()> abandoned, Done done)> later = nullptr;
+  bool large_body = false;  // takes HttpLimits::max_infer_body_bytes instead of max_body_bytes
 };
 
 // KServe's REST error shape. `message` is one of our constants, or an access refusal that quotes a header key
@@ -199,11 +212,81 @@ void LogMhdError(void*, const char* format, va_list args) {
   Log(LogLevel::kWarning, "http_error", {{"message", std::string(absl::StripTrailingAsciiWhitespace(message))}});
 }
 
+// The requests whose connections are suspended until their answer comes from another thread. Three parties
+// hold a request: MHD (the connection, until the request completes), the work that answers it (a batch
+// worker, the load thread: it may finish after the client left, or after this server is gone) and this list.
+// So the list is shared (the work holds it with its request), an answer is stored and its connection resumed
+// under mu_, only while the request is listed, and Close() answers every listed request with 503, resumes its
+// connection and refuses new ones before MHD stops: MHD must not stop with suspended connections, and a late
+// answer then finds its request unlisted and touches nothing.
+class SuspendedRequests {
+ public:
+  struct Entry {
+    MHD_Connection* connection;
+    std::optional<Reply> reply;          // set once, under mu_
+    std::atomic<bool> abandoned{false};  // Close() answered it: the work for it may stop
+  };
+
+  // Lists `entry` and suspends its connection; false once Close() has begun (the caller answers at once).
+  bool Suspend(const std::shared_ptr<Entry>& entry) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closing_) return false;
+    entries_.emplace(entry.get(), entry);
+    MHD_suspend_connection(entry->connection);
+    return true;
+  }
+
+  // Stores the answer of `entry` and resumes its connection, unless it was answered already. Any thread.
+  void Answer(Entry& entry, Reply reply) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (entries_.erase(&entry) == 0) return;
+    entry.reply = std::move(reply);
+    MHD_resume_connection(entry.connection);
+    if (entries_.empty()) drained_.notify_all();
+  }
+
+  // The answer stored for the resumed connection's handler; nullopt when there was none.
+  std::optional<Reply> TakeAnswer(Entry& entry) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::exchange(entry.reply, std::nullopt);
+  }
+
+  // Refuses new requests, waits until `deadline` for the listed ones to be answered, then answers the rest
+  // with 503 and marks them abandoned.
+  void Close(absl::Time deadline) {
+    std::unique_lock<std::mutex> lock(mu_);
+    closing_ = true;
+    if (deadline > absl::Now()) {
+      drained_.wait_until(lock, absl::ToChronoTime(deadline), [this] { return entries_.empty(); });
+    }
+    for (auto& [raw, entry] : entries_) {
+      entry->abandoned = true;
+      entry->reply = JsonError(MHD_HTTP_SERVICE_UNAVAILABLE, "server shutting down");
+      MHD_resume_connection(entry->connection);
+    }
+    entries_.clear();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable drained_;
+  bool closing_ = false;
+  std::unordered_map<Entry*, std::shared_ptr<Entry>> entries_;
+};
+
 class MhdHttpServer final : public HttpServer {
  public:
   MhdHttpServer(const ServerMetrics& metrics, HealthProbes probes, const HttpLimits& limits, HttpOptions options)
       : metrics_(metrics), probes_(std::move(probes)), limits_(limits), options_(std::move(options)),
         routes_(Routes()) {}
+
+  // Answers the suspended requests before MHD stops (which finishes in-flight handlers).
+  ~MhdHttpServer() override {
+    suspended_->Close(absl::InfinitePast());
+    daemon_.reset();
+  }
+
+  void Drain(absl::Time deadline) override { suspended_->Close(deadline); }
 
   // Listens on the first of `host`'s addresses that can be bound.
   absl::Status Start(absl::string_view host, int port) {
@@ -243,7 +326,52 @@ class MhdHttpServer final : public HttpServer {
       routes.push_back({"GET", "/v2/models/{model}/versions/{version}/ready", ApiGroup::kHealth,
                         [this](const Request& r) { return ModelReady(r.params[0], r.params[1]); }});
     }
+    if (options_.rest != nullptr) AddRestRoutes(*options_.rest, routes);
     return routes;
+  }
+
+  // The KServe v2 REST protocol. "/v2/models/stats" comes before "/v2/models/{model}", as in Triton (a model
+  // named "stats" has no metadata endpoint).
+  static void AddRestRoutes(RestApi& rest, std::vector<Route>& routes) {
+    routes.push_back({"GET", "/v2", ApiGroup::kMetadata, [&rest](const Request&) { return rest.ServerMetadata(); }});
+    routes.push_back({"GET", "/v2/models/stats", ApiGroup::kStatistics,
+                      [&rest](const Request&) { return rest.ModelStatistics("", ""); }});
+    // A model's endpoints, for its newest ready version and for a version the URL names.
+    struct ModelPaths {
+      absl::string_view metadata, config, stats, infer;
+    };
+    static constexpr ModelPaths kModelPaths[] = {
+        {"/v2/models/{model}", "/v2/models/{model}/config", "/v2/models/{model}/stats", "/v2/models/{model}/infer"},
+        {"/v2/models/{model}/versions/{version}", "/v2/models/{model}/versions/{version}/config",
+         "/v2/models/{model}/versions/{version}/stats", "/v2/models/{model}/versions/{version}/infer"},
+    };
+    const auto version = [](const Request& r) { return r.params.size() > 1 ? r.params[1] : std::string(); };
+    for (const ModelPaths& paths : kModelPaths) {
+      routes.push_back({"GET", paths.metadata, ApiGroup::kMetadata, [&rest, version](const Request& r) {
+                          return rest.ModelMetadata(r.params[0], version(r));
+                        }});
+      routes.push_back({"GET", paths.config, ApiGroup::kModelConfig, [&rest, version](const Request& r) {
+                          return rest.ModelConfig(r.params[0], version(r));
+                        }});
+      routes.push_back({"GET", paths.stats, ApiGroup::kStatistics, [&rest, version](const Request& r) {
+                          return rest.ModelStatistics(r.params[0], version(r));
+                        }});
+      Route infer{"POST", paths.infer, ApiGroup::kInference, nullptr};
+      infer.later = [&rest, version](const Request& r, std::function<bool()> abandoned, Done done) {
+        rest.Infer(r.params[0], version(r), r.body, r.inference_header_length, std::move(abandoned), std::move(done));
+      };
+      infer.large_body = true;
+      routes.push_back(std::move(infer));
+    }
+    routes.push_back({"POST", "/v2/repository/index", ApiGroup::kModelRepository,
+                      [&rest](const Request& r) { return rest.RepositoryIndex(r.body); }});
+    Route load{"POST", "/v2/repository/models/{model}/load", ApiGroup::kModelRepository, nullptr};
+    load.later = [&rest](const Request& r, std::function<bool()>, Done done) {
+      rest.LoadModel(r.params[0], r.body, std::move(done));
+    };
+    routes.push_back(std::move(load));
+    routes.push_back({"POST", "/v2/repository/models/{model}/unload", ApiGroup::kModelRepository,
+                      [&rest](const Request& r) { return rest.UnloadModel(r.params[0], r.body); }});
   }
 
   Reply ModelReady(const std::string& model, const std::string& version) const {
@@ -269,7 +397,8 @@ class MhdHttpServer final : public HttpServer {
     const unsigned tls_flag = options_.tls ? MHD_USE_TLS : 0;
     std::vector<MHD_OptionItem> tls_options = TlsOptions();
     return MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG | family_flag | tls_flag,
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME |
+            family_flag | tls_flag,
         static_cast<uint16_t>(port),  // only named in MHD's messages: the address carries it too
         /*apc=*/nullptr, nullptr, &MhdHttpServer::OnRequest, this,
         // First, or MHD prints what comes before it to stderr itself.
@@ -288,7 +417,56 @@ class MhdHttpServer final : public HttpServer {
   struct Pending {
     const Route* route;
     Request request;
+    std::shared_ptr<SuspendedRequests::Entry> suspended;  // set once a `later` route has started
   };
+
+  size_t BodyLimit(const Route& route) const {
+    return route.large_body ? limits_.max_infer_body_bytes : limits_.max_body_bytes;
+  }
+
+  // Runs a `later` route: suspends the connection until its answer comes (or the server stops).
+  MHD_Result StartLater(MHD_Connection* connection, Pending& pending) {
+    pending.suspended = std::make_shared<SuspendedRequests::Entry>();
+    pending.suspended->connection = connection;
+    if (!suspended_->Suspend(pending.suspended)) {
+      return Send(connection, JsonError(MHD_HTTP_SERVICE_UNAVAILABLE, "server shutting down"));
+    }
+    // The answer may come before this returns, on this thread or another: the connection is suspended, so
+    // MHD resumes it and calls OnRequest again once this callback has returned.
+    auto entry = pending.suspended;
+    Done done = [requests = suspended_, entry](Reply reply) { requests->Answer(*entry, std::move(reply)); };
+    try {
+      pending.route->later(pending.request, [entry] { return entry->abandoned.load(); }, done);
+    } catch (const std::bad_alloc&) {
+      done(ErrorReply(absl::ResourceExhaustedError("out of memory while handling the request")));
+    } catch (const std::exception&) {
+      done(JsonError(MHD_HTTP_INTERNAL_SERVER_ERROR, "the request failed"));
+    }
+    // The handler has taken what it needs (an inference holds its decoded request): the body, up to
+    // --max-request-bytes, need not stay with the connection while it waits.
+    std::string().swap(pending.request.body);
+    return MHD_YES;
+  }
+
+  // The resumed connection of a `later` route: sends the answer Answer() or Close() stored.
+  MHD_Result SendLater(MHD_Connection* connection, Pending& pending) {
+    std::optional<Reply> reply = suspended_->TakeAnswer(*pending.suspended);
+    if (!reply) return MHD_NO;  // resumed without an answer: cannot happen; close rather than hang
+    return Send(connection, *reply);
+  }
+
+  // A body that is complete: the route's answer, now or later.
+  MHD_Result OnBody(MHD_Connection* connection, Pending& pending) {
+    if (pending.suspended) return SendLater(connection, pending);
+    if (pending.route->later) return StartLater(connection, pending);
+    try {
+      return Send(connection, pending.route->handler(pending.request));
+    } catch (const std::bad_alloc&) {
+      return Send(connection, ErrorReply(absl::ResourceExhaustedError("out of memory while handling the request")));
+    } catch (const std::exception&) {
+      return Send(connection, JsonError(MHD_HTTP_INTERNAL_SERVER_ERROR, "the request failed"));
+    }
+  }
 
   // MHD calls this once the headers are in (*request_state is null), once per piece of body, and once more
   // when the body is complete (*body_bytes == 0). Runs on a pool thread; handlers may run concurrently.
@@ -298,9 +476,9 @@ class MhdHttpServer final : public HttpServer {
     auto& server = *static_cast<MhdHttpServer*>(self);
     auto* pending = static_cast<Pending*>(*request_state);
     if (pending == nullptr) return server.OnHeaders(connection, path, method, request_state);
-    if (*body_bytes == 0) return Send(connection, pending->route->handler(pending->request));
+    if (*body_bytes == 0) return server.OnBody(connection, *pending);
     // A chunked body has no announced length, so the cap is enforced here; the connection is dropped.
-    if (pending->request.body.size() + *body_bytes > server.limits_.max_body_bytes) return MHD_NO;
+    if (pending->request.body.size() + *body_bytes > server.BodyLimit(*pending->route)) return MHD_NO;
     pending->request.body.append(body, *body_bytes);
     *body_bytes = 0;
     return MHD_YES;
@@ -322,10 +500,14 @@ class MhdHttpServer final : public HttpServer {
           return value;
         });
     if (!allowed.ok()) return Send(connection, JsonError(MHD_HTTP_FORBIDDEN, allowed.message()));
-    if (DeclaredBodyBytes(connection) > limits_.max_body_bytes) {
+    if (DeclaredBodyBytes(connection) > BodyLimit(*dispatch.route)) {
       return Send(connection, JsonError(MHD_HTTP_CONTENT_TOO_LARGE, "request body too large"));
     }
-    *request_state = new Pending{dispatch.route, Request{std::move(dispatch.params), ""}};
+    Request request{std::move(dispatch.params), "", std::nullopt};
+    if (const char* length = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, kInferenceHeaderLength)) {
+      request.inference_header_length = length;
+    }
+    *request_state = new Pending{dispatch.route, std::move(request), nullptr};
     return MHD_YES;
   }
 
@@ -340,6 +522,7 @@ class MhdHttpServer final : public HttpServer {
   const HttpOptions options_;
   const std::vector<Route> routes_;
   int port_ = 0;
+  const std::shared_ptr<SuspendedRequests> suspended_ = std::make_shared<SuspendedRequests>();
   // Last, so it stops (finishing in-flight requests) before the routes and probes it calls are destroyed.
   std::unique_ptr<MHD_Daemon, decltype(&MHD_stop_daemon)> daemon_{nullptr, &MHD_stop_daemon};
 };

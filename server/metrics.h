@@ -12,6 +12,7 @@
 #include <grpcpp/support/status.h>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "server/access.h"
 #include "server/tls.h"
 
@@ -62,6 +63,9 @@ class HttpServer {
  public:
   virtual ~HttpServer() = default;
   virtual int port() const = 0;  // the bound port, useful when started with port 0
+  // Shutdown: refuses new requests that would answer later (inference, loads: 503), gives those in flight
+  // until `deadline`, then answers them 503 and tells their work to stop. Health and metrics keep answering.
+  virtual void Drain(absl::Time deadline) = 0;
 };
 
 // Bounds that keep slow, half-open or hostile HTTP clients from starving the health probes. The defaults are
@@ -74,20 +78,31 @@ struct HttpLimits {
   unsigned max_connections = 256;
   // So that one client cannot take every connection; above the tens a Prometheus server and kubelet need.
   unsigned max_connections_per_ip = 64;
-  // Larger request bodies get 413 (announced) or a closed connection (chunked). No endpoint reads a body yet.
+  // Larger request bodies get 413 (announced) or a closed connection (chunked): the bodies of the REST
+  // endpoints other than inference (repository index, load, unload: small JSON objects).
   size_t max_body_bytes = 1 << 20;
+  // The same for inference bodies (POST .../infer): serve sets it from --max-request-bytes, the bound of a
+  // gRPC request too.
+  size_t max_infer_body_bytes = 64 << 20;
 };
 
-// What one HTTP listener serves and whom. The server's HTTP port serves everything unless /metrics has a
-// listener of its own (--metrics-port), which then serves /metrics only, with the same TLS and rules.
+class RestApi;  // rest_api.h
+
+// What one HTTP listener serves and whom. The server's HTTP port serves the REST protocol and the health
+// endpoints, and /metrics only when it has no listener of its own (--metrics-port, the default), which then
+// serves /metrics only, with the same TLS and rules.
 struct HttpOptions {
   bool serve_metrics = true;  // GET /metrics
   bool serve_health = true;   // GET /v2/health/live, /v2/health/ready, /v2/models/.../ready
   // HTTPS when set. With tls->mutual every request must come with a client certificate that chains to
   // tls->root_pem, or it gets 403 before any route runs.
   std::optional<ServerTls> tls;
-  // Restricted groups (--http-restricted-api): health covers the health endpoints, statistics /metrics.
+  // Restricted groups (--http-restricted-api): health covers the health endpoints, statistics /metrics and the
+  // REST statistics, and the REST endpoints belong to the groups of their gRPC methods.
   AccessRules access;
+  // The KServe v2 REST protocol (GET /v2, /v2/models/..., POST .../infer, /v2/repository/...) when set; it
+  // must outlive the server.
+  RestApi* rest = nullptr;
 };
 
 // http.cc: serves GET /metrics (metrics.Expose()) and the health probes, as `options` selects, on `address`

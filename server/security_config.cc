@@ -63,10 +63,11 @@ const FlagSpec kFlags[] = {
      [](const std::string& f, const std::string& v, SecurityConfig& c) { return c.http_access.Add(f, v); }},
     {"--grpc-reflection", "", "serve gRPC server reflection (default true)",
      [](const std::string& f, const std::string& v, SecurityConfig& c) { return SetBool(f, v, c.grpc_reflection); }},
-    {"--metrics-port", "N", "serve /metrics on a listener of its own (0 picks a free port), not the HTTP port",
+    {"--metrics-port", "N", "port of the /metrics listener (default 8002; 0 picks a free port; -1 serves /metrics "
+                            "on the HTTP port instead)",
      [](const std::string& f, const std::string& v, SecurityConfig& c) {
-       if (!absl::SimpleAtoi(v, &c.metrics_port) || c.metrics_port < 0 || c.metrics_port > 65535) {
-         return absl::InvalidArgumentError(absl::StrCat(f, ": expected a port in [0, 65535], got \"", v, "\""));
+       if (!absl::SimpleAtoi(v, &c.metrics_port) || c.metrics_port < -1 || c.metrics_port > 65535) {
+         return absl::InvalidArgumentError(absl::StrCat(f, ": expected a port in [0, 65535] or -1, got \"", v, "\""));
        }
        return absl::OkStatus();
      }},
@@ -93,7 +94,7 @@ absl::Status CheckConsistency(const SecurityConfig& config) {
   RETURN_IF_ERROR(CheckServerTlsFlags("--grpc", config.grpc_tls));
   RETURN_IF_ERROR(CheckServerTlsFlags("--http", config.http_tls));
   if (!config.metrics_address.empty() && config.metrics_port < 0) {
-    return absl::InvalidArgumentError("--metrics-address needs --metrics-port");
+    return absl::InvalidArgumentError("--metrics-address needs a metrics listener: not --metrics-port -1");
   }
   return absl::OkStatus();
 }

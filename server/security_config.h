@@ -22,9 +22,9 @@ struct SecurityConfig {
   AccessRules grpc_access{kGrpcRestrictedHeaderPrefix};  // --grpc-restricted-protocol (repeatable)
   AccessRules http_access;                               // --http-restricted-api (repeatable)
   bool grpc_reflection = true;                           // --grpc-reflection
-  // --metrics-port N (0 picks a free port): /metrics moves from the HTTP port to a listener of its own on
-  // --metrics-address (default: --address). -1 keeps it on the HTTP port.
-  int metrics_port = -1;
+  // --metrics-port N (0 picks a free port): /metrics has a listener of its own on --metrics-address (default:
+  // --address), 8002 as in Triton. -1 serves it on the HTTP port instead.
+  int metrics_port = 8002;
   std::string metrics_address;
 };
 

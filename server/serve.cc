@@ -40,6 +40,7 @@
 #include "server/log.h"
 #include "server/metrics.h"
 #include "server/repository.h"
+#include "server/rest_api.h"
 #include "server/security_config.h"
 #include "server/service.h"
 #include "server/tls.h"
@@ -51,7 +52,7 @@ ABSL_FLAG(std::string, model_repository, "", "--model-repository DIR: ROOT/<mode
 ABSL_FLAG(std::string, address, "0.0.0.0", "--address HOST: interface the gRPC and HTTP servers listen on "
                                              "(IPv6 in brackets: [::1])");
 ABSL_FLAG(int, grpc_port, 8001, "--grpc-port N: gRPC (KServe v2) port; 0 picks a free one");
-ABSL_FLAG(int, http_port, 8002, "--http-port N: HTTP metrics and health port; 0 picks a free one, -1 disables");
+ABSL_FLAG(int, http_port, 8000, "--http-port N: HTTP port (KServe v2 REST, health); 0 picks a free one, -1 disables");
 ABSL_FLAG(std::string, model_control_mode, "none",
           "--model-control-mode none|poll|explicit: none loads everything once; poll also reloads changes "
           "every --repository-poll-secs; explicit loads only on RepositoryModelLoad");
@@ -110,7 +111,7 @@ absl::Status ApplyTensorLimits() {
 // Parses the command line: the security flags into `security`, the others into the absl flags above.
 absl::Status ParseFlags(int argc, char** argv, SecurityConfig& security) {
   absl::SetProgramUsageMessage(absl::StrCat(
-      "onnxserve serve --model-repository DIR [--grpc-port 8001] [--http-port 8002] "
+      "onnxserve serve --model-repository DIR [--grpc-port 8001] [--http-port 8000] [--metrics-port 8002] "
       "[--model-control-mode none|poll|explicit] [--repository-poll-secs 15] [--shutdown-grace-secs 30] "
       "[--max-request-bytes N] [--max-tensor-elements N] [--max-tensor-bytes N] "
       "[--model-memory-budget-bytes N] [--threads N] [--exit-on-error] [--log-level info]\n"
@@ -222,6 +223,7 @@ struct Server {
   std::unique_ptr<ModelRepository> repository;
   std::unique_ptr<GrpcAccess> grpc_access;
   std::unique_ptr<InferenceService> service;
+  std::unique_ptr<RestApi> rest;
   std::unique_ptr<grpc::Server> grpc;
   std::unique_ptr<HttpServer> http;
   std::unique_ptr<HttpServer> metrics_http;  // only with --metrics-port
@@ -266,8 +268,9 @@ absl::Status StartGrpc(Server& s, int& port) {
   return absl::OkStatus();
 }
 
-// The HTTP port serves the health endpoints, and /metrics unless --metrics-port gives it a listener of its own
-// (which then serves /metrics only). Both take --http-use-ssl* and --http-restricted-api.
+// The HTTP port serves the REST protocol and the health endpoints; /metrics has a listener of its own
+// (--metrics-port, 8002 as in Triton) unless --metrics-port -1 keeps it on the HTTP port. Both take
+// --http-use-ssl* and --http-restricted-api.
 absl::Status StartHttp(Server& s, int& port, int& metrics_port) {
   auto tls = LoadServerTls("--http", s.security.http_tls);
   if (!tls.ok()) return tls.status();
@@ -284,8 +287,11 @@ absl::Status StartHttp(Server& s, int& port, int& metrics_port) {
     };
     HttpOptions http_options = options;
     http_options.serve_metrics = !own_metrics_port;
+    http_options.rest = s.rest.get();
+    HttpLimits limits;
+    limits.max_infer_body_bytes = absl::GetFlag(FLAGS_max_request_bytes);
     auto http = StartHttpServer(absl::GetFlag(FLAGS_address), absl::GetFlag(FLAGS_http_port), *s.metrics,
-                                std::move(probes), HttpLimits(), std::move(http_options));
+                                std::move(probes), limits, std::move(http_options));
     if (!http.ok()) return http.status();
     s.http = *std::move(http);
     port = s.http->port();
@@ -329,6 +335,7 @@ absl::Status Start(Server& s) {
   s.repository = std::make_unique<ModelRepository>(std::move(options));
   s.grpc_access = std::make_unique<GrpcAccess>(s.security.grpc_access);
   s.service = std::make_unique<InferenceService>(*s.repository, s.metrics.get(), s.grpc_access.get());
+  s.rest = std::make_unique<RestApi>(*s.service);
   int grpc_port = 0, http_port = -1, metrics_port = -1;
   if (absl::Status status = StartGrpc(s, grpc_port); !status.ok()) return status;
   if (absl::Status status = StartHttp(s, http_port, metrics_port); !status.ok()) return status;
@@ -357,8 +364,14 @@ void Shutdown(Server& s, int signal) {
   s.service->SetReady(false);
   s.health->Shutdown();  // every service NOT_SERVING, and it stays so
   // Stops accepting calls, then waits for the running ones (queued requests included) up to the deadline,
-  // after which gRPC cancels what is left and the batcher drops it before compute.
-  s.grpc->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+  // after which gRPC cancels what is left and the batcher drops it before compute. REST inferences get the
+  // same grace at the same time.
+  const absl::Time deadline = absl::Now() + grace;
+  std::thread rest_drain([&s, deadline] {
+    if (s.http) s.http->Drain(deadline);
+  });
+  s.grpc->Shutdown(absl::ToChronoTime(deadline));
+  rest_drain.join();
   Log(LogLevel::kInfo, "grpc_stopped");
   s.repository->UnloadAll();
   s.http.reset();

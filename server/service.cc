@@ -133,17 +133,12 @@ absl::StatusOr<std::vector<size_t>> RequestedOutputs(const ModelVersion& mv, con
   return picked;
 }
 
-// The earliest of the client's gRPC deadline and the timeout of the request's priority level (QueueTimeout).
+// The earliest of the client's deadline and the timeout of the request's priority level (QueueTimeout).
 absl::StatusOr<absl::Time> DeadlineOf(const ModelVersion& mv, const ModelInferRequest& wire, uint32_t level,
-                                      grpc::CallbackServerContext* ctx, absl::Time arrival) {
-  absl::Time deadline = absl::InfiniteFuture();
-  const auto grpc_deadline = ctx->deadline();
-  if (grpc_deadline < std::chrono::system_clock::now() + std::chrono::hours(24 * 365)) {
-    deadline = absl::FromChrono(grpc_deadline);
-  }
+                                      absl::Time client_deadline, absl::Time arrival) {
   ASSIGN_OR_RETURN(absl::Duration timeout,
                    QueueTimeout(QueuePolicyOf(mv.config.dynamic_batching(), level), wire.parameters()));
-  return std::min(deadline, arrival + timeout);
+  return std::min(client_deadline, arrival + timeout);
 }
 
 void FillResponse(const ModelVersion& mv, const std::string& id, const std::vector<size_t>& picked,
@@ -223,7 +218,7 @@ class StreamInferReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer
     ++in_flight_;
     lock.unlock();
     // Reads are not done, so the stream cannot finish, and `this` outlives Infer even if the call completes.
-    service_.Infer(call->request, ctx_, call->response.mutable_infer_response(),
+    service_.Infer(call->request, ControlOf(ctx_), call->response.mutable_infer_response(),
                    [this, call](const absl::Status& status) { Complete(*call, status); });
     Advance(std::unique_lock<std::mutex>(mu_));
   }
@@ -334,23 +329,21 @@ LoadQueue::LoadQueue(std::function<absl::Status(const std::string&)> load)
     : load_(std::move(load)), worker_([this] { Work(); }) {}
 
 LoadQueue::~LoadQueue() {
-  std::deque<std::pair<std::string, grpc::ServerUnaryReactor*>> abandoned;
+  std::deque<std::pair<std::string, Finish>> abandoned;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
     abandoned.swap(queue_);
   }
   wake_.notify_all();
-  for (auto& [model, reactor] : abandoned) {
-    reactor->Finish(ToGrpcStatus(absl::UnavailableError("server shutting down: model not loaded")));
-  }
+  for (auto& [model, finish] : abandoned) finish(absl::UnavailableError("server shutting down: model not loaded"));
   worker_.join();
 }
 
-void LoadQueue::Submit(std::string model, grpc::ServerUnaryReactor* reactor) {
+void LoadQueue::Submit(std::string model, Finish finish) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.emplace_back(std::move(model), reactor);
+    queue_.emplace_back(std::move(model), std::move(finish));
   }
   wake_.notify_one();
 }
@@ -360,10 +353,10 @@ void LoadQueue::Work() {
   while (true) {
     wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
     if (stopping_) return;
-    auto [model, reactor] = std::move(queue_.front());
+    auto [model, finish] = std::move(queue_.front());
     queue_.pop_front();
     lock.unlock();
-    reactor->Finish(ToGrpcStatus(load_(model)));
+    finish(load_(model));
     lock.lock();
   }
 }
@@ -386,12 +379,22 @@ void InferenceService::Reply(const std::string& model, const std::string& versio
   }
 }
 
-void InferenceService::Infer(const ModelInferRequest& wire, grpc::CallbackServerContext* ctx,
+CallControl ControlOf(grpc::CallbackServerContext* ctx) {
+  CallControl control;
+  const auto grpc_deadline = ctx->deadline();
+  if (grpc_deadline < std::chrono::system_clock::now() + std::chrono::hours(24 * 365)) {
+    control.deadline = absl::FromChrono(grpc_deadline);
+  }
+  control.cancelled = [ctx] { return ctx->IsCancelled(); };
+  return control;
+}
+
+void InferenceService::Infer(const ModelInferRequest& wire, CallControl control,
                              ModelInferResponse* response, std::function<void(const absl::Status&)> finish) {
   // Whatever throws (an allocation, a bug), the call is answered exactly once and the server goes on.
   auto once = std::make_shared<FinishOnce>(std::move(finish));
   try {
-    Enqueue(wire, ctx, response, [once](const absl::Status& status) { (*once)(status); });
+    Enqueue(wire, std::move(control), response, [once](const absl::Status& status) { (*once)(status); });
   } catch (const std::bad_alloc&) {
     (*once)(absl::ResourceExhaustedError("out of memory while handling the request"));
   } catch (const std::exception& e) {
@@ -399,7 +402,7 @@ void InferenceService::Infer(const ModelInferRequest& wire, grpc::CallbackServer
   }
 }
 
-void InferenceService::Enqueue(const ModelInferRequest& wire, grpc::CallbackServerContext* ctx,
+void InferenceService::Enqueue(const ModelInferRequest& wire, CallControl control,
                                ModelInferResponse* response, std::function<void(const absl::Status&)> finish) {
   const absl::Time arrival = absl::Now();
   auto found = repository_.Find(wire.model_name(), wire.model_version());
@@ -417,7 +420,7 @@ void InferenceService::Enqueue(const ModelInferRequest& wire, grpc::CallbackServ
   if (valid.ok()) valid = picked.status();
   auto level = PriorityLevel(mv->config.dynamic_batching(), wire.parameters());
   if (valid.ok()) valid = level.status();
-  auto deadline = DeadlineOf(*mv, wire, level.value_or(1), ctx, arrival);
+  auto deadline = DeadlineOf(*mv, wire, level.value_or(1), control.deadline, arrival);
   if (valid.ok()) valid = deadline.status();
   if (!valid.ok()) {
     mv->stats->RecordRequest(false, absl::Now() - arrival, 0);
@@ -427,7 +430,7 @@ void InferenceService::Enqueue(const ModelInferRequest& wire, grpc::CallbackServ
   request->enqueued = arrival;
   request->deadline = *deadline;
   request->priority_level = *level;
-  request->cancelled = [ctx] { return ctx->IsCancelled(); };
+  request->cancelled = std::move(control.cancelled);
   request->done = [this, mv, id = wire.id(), picked = *std::move(picked), rows = request->rows, response,
                    arrival, finish = std::move(finish)](absl::StatusOr<std::vector<Tensor>> outputs) {
     if (outputs.ok()) FillResponse(*mv, id, picked, *outputs, *response);
@@ -464,15 +467,31 @@ grpc::ServerUnaryReactor* InferenceService::ModelReady(grpc::CallbackServerConte
   return Finished(ctx, absl::OkStatus());
 }
 
+void InferenceService::AnswerServerMetadata(inference::ServerMetadataResponse& response) const {
+  response.set_name(kServerName);
+  response.set_version(kServerVersion);
+  for (const char* extension : {"model_repository", "model_configuration", "statistics", "binary_tensor_data"}) {
+    response.add_extensions(extension);
+  }
+}
+
+absl::Status InferenceService::AnswerModelMetadata(const inference::ModelMetadataRequest& request,
+                                                   inference::ModelMetadataResponse& response) const {
+  ASSIGN_OR_RETURN(std::shared_ptr<const ModelVersion> found, repository_.Find(request.name(), request.version()));
+  const ModelVersion& mv = *found;
+  response.set_name(mv.name);
+  response.set_platform(mv.config.platform());
+  for (const auto& ready : repository_.ReadyVersions(mv.name)) response.add_versions(ready->version_str);
+  FillTensorMetadata(mv.inputs, *response.mutable_inputs());
+  FillTensorMetadata(mv.outputs, *response.mutable_outputs());
+  return absl::OkStatus();
+}
+
 grpc::ServerUnaryReactor* InferenceService::ServerMetadata(grpc::CallbackServerContext* ctx,
                                                            const inference::ServerMetadataRequest*,
                                                            inference::ServerMetadataResponse* response) {
   if (absl::Status allowed = Allowed(ctx, "ServerMetadata"); !allowed.ok()) return Finished(ctx, allowed);
-  response->set_name(kServerName);
-  response->set_version(kServerVersion);
-  for (const char* extension : {"model_repository", "model_configuration", "statistics"}) {
-    response->add_extensions(extension);
-  }
+  AnswerServerMetadata(*response);
   return Finished(ctx, absl::OkStatus());
 }
 
@@ -480,15 +499,7 @@ grpc::ServerUnaryReactor* InferenceService::ModelMetadata(grpc::CallbackServerCo
                                                           const inference::ModelMetadataRequest* request,
                                                           inference::ModelMetadataResponse* response) {
   if (absl::Status allowed = Allowed(ctx, "ModelMetadata"); !allowed.ok()) return Finished(ctx, allowed);
-  auto found = repository_.Find(request->name(), request->version());
-  if (!found.ok()) return Finished(ctx, found.status());
-  const ModelVersion& mv = **found;
-  response->set_name(mv.name);
-  response->set_platform(mv.config.platform());
-  for (const auto& ready : repository_.ReadyVersions(mv.name)) response->add_versions(ready->version_str);
-  FillTensorMetadata(mv.inputs, *response->mutable_inputs());
-  FillTensorMetadata(mv.outputs, *response->mutable_outputs());
-  return Finished(ctx, absl::OkStatus());
+  return Finished(ctx, AnswerModelMetadata(*request, *response));
 }
 
 grpc::ServerUnaryReactor* InferenceService::ModelInfer(grpc::CallbackServerContext* ctx,
@@ -496,7 +507,7 @@ grpc::ServerUnaryReactor* InferenceService::ModelInfer(grpc::CallbackServerConte
                                                        ModelInferResponse* response) {
   if (absl::Status allowed = Allowed(ctx, "ModelInfer"); !allowed.ok()) return Finished(ctx, allowed);
   auto* reactor = ctx->DefaultReactor();
-  Infer(*request, ctx, response, [reactor](const absl::Status& status) { reactor->Finish(ToGrpcStatus(status)); });
+  Infer(*request, ControlOf(ctx), response, [reactor](const absl::Status& status) { reactor->Finish(ToGrpcStatus(status)); });
   return reactor;
 }
 
@@ -506,46 +517,71 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* InferenceService::M
   return new StreamInferReactor(*this, ctx);
 }
 
+absl::Status InferenceService::AnswerModelConfig(const inference::ModelConfigRequest& request,
+                                                 inference::ModelConfigResponse& response) const {
+  ASSIGN_OR_RETURN(std::shared_ptr<const ModelVersion> found, repository_.Find(request.name(), request.version()));
+  *response.mutable_config() = found->config;
+  return absl::OkStatus();
+}
+
+absl::Status InferenceService::AnswerModelStatistics(const inference::ModelStatisticsRequest& request,
+                                                     inference::ModelStatisticsResponse& response) const {
+  std::vector<std::shared_ptr<const ModelVersion>> versions;
+  if (!request.version().empty()) {
+    ASSIGN_OR_RETURN(std::shared_ptr<const ModelVersion> found, repository_.Find(request.name(), request.version()));
+    versions.push_back(std::move(found));
+  } else {
+    versions = repository_.ReadyVersions(request.name());
+    if (versions.empty() && !request.name().empty()) {
+      return absl::NotFoundError(absl::StrCat("unknown model ", QuotedName(request.name())));
+    }
+  }
+  for (const auto& mv : versions) *response.add_model_stats() = mv->stats->Snapshot();
+  return absl::OkStatus();
+}
+
+void InferenceService::AnswerRepositoryIndex(const inference::RepositoryIndexRequest& request,
+                                             inference::RepositoryIndexResponse& response) const {
+  for (const auto& entry : repository_.Index(request.ready())) {
+    auto* model = response.add_models();
+    model->set_name(entry.name);
+    model->set_version(entry.version);
+    model->set_state(entry.state);
+    model->set_reason(entry.reason);
+  }
+}
+
+void InferenceService::LoadModel(const inference::RepositoryModelLoadRequest& request, LoadQueue::Finish finish) {
+  if (!request.parameters().empty()) {
+    return finish(absl::InvalidArgumentError(
+        "RepositoryModelLoad parameters (config override, files) are not supported"));
+  }
+  loads_.Submit(request.model_name(), std::move(finish));
+}
+
+absl::Status InferenceService::UnloadModel(const inference::RepositoryModelUnloadRequest& request) {
+  return repository_.Unload(request.model_name());
+}
+
 grpc::ServerUnaryReactor* InferenceService::ModelConfig(grpc::CallbackServerContext* ctx,
                                                         const inference::ModelConfigRequest* request,
                                                         inference::ModelConfigResponse* response) {
   if (absl::Status allowed = Allowed(ctx, "ModelConfig"); !allowed.ok()) return Finished(ctx, allowed);
-  auto found = repository_.Find(request->name(), request->version());
-  if (!found.ok()) return Finished(ctx, found.status());
-  *response->mutable_config() = (*found)->config;
-  return Finished(ctx, absl::OkStatus());
+  return Finished(ctx, AnswerModelConfig(*request, *response));
 }
 
 grpc::ServerUnaryReactor* InferenceService::ModelStatistics(grpc::CallbackServerContext* ctx,
                                                             const inference::ModelStatisticsRequest* request,
                                                             inference::ModelStatisticsResponse* response) {
   if (absl::Status allowed = Allowed(ctx, "ModelStatistics"); !allowed.ok()) return Finished(ctx, allowed);
-  std::vector<std::shared_ptr<const ModelVersion>> versions;
-  if (!request->version().empty()) {
-    auto found = repository_.Find(request->name(), request->version());
-    if (!found.ok()) return Finished(ctx, found.status());
-    versions.push_back(*std::move(found));
-  } else {
-    versions = repository_.ReadyVersions(request->name());
-    if (versions.empty() && !request->name().empty()) {
-      return Finished(ctx, absl::NotFoundError(absl::StrCat("unknown model ", QuotedName(request->name()))));
-    }
-  }
-  for (const auto& mv : versions) *response->add_model_stats() = mv->stats->Snapshot();
-  return Finished(ctx, absl::OkStatus());
+  return Finished(ctx, AnswerModelStatistics(*request, *response));
 }
 
 grpc::ServerUnaryReactor* InferenceService::RepositoryIndex(grpc::CallbackServerContext* ctx,
                                                             const inference::RepositoryIndexRequest* request,
                                                             inference::RepositoryIndexResponse* response) {
   if (absl::Status allowed = Allowed(ctx, "RepositoryIndex"); !allowed.ok()) return Finished(ctx, allowed);
-  for (const auto& entry : repository_.Index(request->ready())) {
-    auto* model = response->add_models();
-    model->set_name(entry.name);
-    model->set_version(entry.version);
-    model->set_state(entry.state);
-    model->set_reason(entry.reason);
-  }
+  AnswerRepositoryIndex(*request, *response);
   return Finished(ctx, absl::OkStatus());
 }
 
@@ -553,12 +589,8 @@ grpc::ServerUnaryReactor* InferenceService::RepositoryModelLoad(grpc::CallbackSe
                                                                 const inference::RepositoryModelLoadRequest* request,
                                                                 inference::RepositoryModelLoadResponse*) {
   if (absl::Status allowed = Allowed(ctx, "RepositoryModelLoad"); !allowed.ok()) return Finished(ctx, allowed);
-  if (!request->parameters().empty()) {
-    return Finished(ctx, absl::InvalidArgumentError(
-                             "RepositoryModelLoad parameters (config override, files) are not supported"));
-  }
   auto* reactor = ctx->DefaultReactor();
-  loads_.Submit(request->model_name(), reactor);
+  LoadModel(*request, [reactor](const absl::Status& status) { reactor->Finish(ToGrpcStatus(status)); });
   return reactor;
 }
 
@@ -566,7 +598,7 @@ grpc::ServerUnaryReactor* InferenceService::RepositoryModelUnload(
     grpc::CallbackServerContext* ctx, const inference::RepositoryModelUnloadRequest* request,
     inference::RepositoryModelUnloadResponse*) {
   if (absl::Status allowed = Allowed(ctx, "RepositoryModelUnload"); !allowed.ok()) return Finished(ctx, allowed);
-  return Finished(ctx, repository_.Unload(request->model_name()));
+  return Finished(ctx, UnloadModel(*request));
 }
 
 }  // namespace onnxserve::server

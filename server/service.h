@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "grpc_service.grpc.pb.h"
 #include "server/grpc_access.h"
 #include "server/metrics.h"
@@ -41,9 +42,10 @@ using CallbackServiceWithRawStream = Grpc::WithCallbackMethod_ServerLive<Grpc::W
 // of ModelInfer, exposed so that tests/fuzz/infer_request_fuzz.cc can drive it without gRPC.
 absl::Status DecodeInputs(const ModelVersion& mv, const inference::ModelInferRequest& wire, QueuedRequest& request);
 
-// Runs RepositoryModelLoad calls one at a time on a thread of its own, so that gRPC's callback threads stay
-// free while a model loads (seconds). Its destructor answers the calls still queued with UNAVAILABLE and
-// joins the thread, so no load outlives the repository it loads into.
+// Runs model loads (RepositoryModelLoad, POST /v2/repository/models/<m>/load) one at a time on a thread of its
+// own, so that gRPC's callback threads and the HTTP workers stay free while a model loads (seconds). Its
+// destructor answers the loads still queued with UNAVAILABLE and joins the thread, so no load outlives the
+// repository it loads into.
 class LoadQueue {
  public:
   explicit LoadQueue(std::function<absl::Status(const std::string&)> load);
@@ -51,8 +53,9 @@ class LoadQueue {
   LoadQueue(const LoadQueue&) = delete;
   LoadQueue& operator=(const LoadQueue&) = delete;
 
-  // Loads `model` and then finishes `reactor` with the result.
-  void Submit(std::string model, grpc::ServerUnaryReactor* reactor);
+  using Finish = std::function<void(const absl::Status&)>;
+  // Loads `model` and then calls `finish` with the result, once, on the loading thread.
+  void Submit(std::string model, Finish finish);
 
  private:
   void Work();
@@ -60,10 +63,22 @@ class LoadQueue {
   std::function<absl::Status(const std::string&)> load_;
   std::mutex mu_;
   std::condition_variable wake_;
-  std::deque<std::pair<std::string, grpc::ServerUnaryReactor*>> queue_;
+  std::deque<std::pair<std::string, Finish>> queue_;
   bool stopping_ = false;
   std::thread worker_;  // last: starts once the rest exists
 };
+
+// What an inference call is bounded by besides its queue policy: the client's deadline and whether the client
+// still wants the answer. gRPC calls take both from their CallbackServerContext; REST calls have no deadline
+// and are cancelled when the HTTP server stops.
+struct CallControl {
+  absl::Time deadline = absl::InfiniteFuture();
+  std::function<bool()> cancelled;  // may be empty (never cancelled); called from batch workers
+};
+
+// The control of a gRPC call: its deadline (none when it is further than a year away) and IsCancelled.
+// `context` must outlive the call.
+CallControl ControlOf(grpc::CallbackServerContext* context);
 
 class InferenceService final : public internal::CallbackServiceWithRawStream {
  public:
@@ -76,10 +91,25 @@ class InferenceService final : public internal::CallbackServiceWithRawStream {
   bool ready() const { return ready_.load(); }
 
   // Validates `request`, queues it and eventually fills `response` and calls `finish` exactly once (on this
-  // thread for requests rejected up front, else on a batch worker). `request` and `context` must stay valid
-  // until then.
-  void Infer(const inference::ModelInferRequest& request, grpc::CallbackServerContext* context,
+  // thread for requests rejected up front, else on a batch worker). `request`, `response` and whatever
+  // `control.cancelled` captures must stay valid until then. The one entry of inference, gRPC and REST alike.
+  void Infer(const inference::ModelInferRequest& request, CallControl control,
              inference::ModelInferResponse* response, std::function<void(const absl::Status&)> finish);
+
+  // The answers of the unary RPCs, shared with the REST endpoints (rest_api.cc), which translate the messages
+  // to JSON: the RPCs below add only the access check and the gRPC status.
+  void AnswerServerMetadata(inference::ServerMetadataResponse& response) const;
+  absl::Status AnswerModelMetadata(const inference::ModelMetadataRequest& request,
+                                   inference::ModelMetadataResponse& response) const;
+  absl::Status AnswerModelConfig(const inference::ModelConfigRequest& request,
+                                 inference::ModelConfigResponse& response) const;
+  absl::Status AnswerModelStatistics(const inference::ModelStatisticsRequest& request,
+                                     inference::ModelStatisticsResponse& response) const;
+  void AnswerRepositoryIndex(const inference::RepositoryIndexRequest& request,
+                             inference::RepositoryIndexResponse& response) const;
+  // Queues the load on the load thread; `finish` gets its result (at once when the request is refused).
+  void LoadModel(const inference::RepositoryModelLoadRequest& request, LoadQueue::Finish finish);
+  absl::Status UnloadModel(const inference::RepositoryModelUnloadRequest& request);
 
   grpc::ServerUnaryReactor* ServerLive(grpc::CallbackServerContext* context,
                                        const inference::ServerLiveRequest* request,
@@ -119,7 +149,7 @@ class InferenceService final : public internal::CallbackServiceWithRawStream {
 
  private:
   // Infer's work, which may throw.
-  void Enqueue(const inference::ModelInferRequest& request, grpc::CallbackServerContext* context,
+  void Enqueue(const inference::ModelInferRequest& request, CallControl control,
                inference::ModelInferResponse* response, std::function<void(const absl::Status&)> finish);
   void Reply(const std::string& model, const std::string& version, absl::Time arrival, const absl::Status& status);
   // The access check of `method` (a GRPCInferenceService method name): handlers act only on an OK answer.

@@ -18,8 +18,10 @@ import unittest
 import yaml
 
 ARGS = None
+# Triton's ports: REST and health, gRPC, Prometheus metrics.
+HTTP_PORT = 8000
 GRPC_PORT = 8001
-HTTP_PORT = 8002
+METRICS_PORT = 8002
 
 
 def path(*parts):
@@ -58,7 +60,7 @@ class DockerfileTest(unittest.TestCase):
         user = re.search(r"^USER (\S+)", runtime, re.M)
         self.assertIsNotNone(user)
         self.assertNotIn(user.group(1), ("root", "0"))
-        self.assertIn(f"EXPOSE {GRPC_PORT} {HTTP_PORT}", runtime)
+        self.assertIn(f"EXPOSE {HTTP_PORT} {GRPC_PORT} {METRICS_PORT}", runtime)
         self.assertRegex(runtime, r'HEALTHCHECK[\s\S]*"onnxserve", "probe"')
         self.assertIn('ENTRYPOINT ["onnxserve", "serve", "--model-repository", "/models"]', runtime)
         self.assertNotRegex(runtime, r"-dev\b|build-essential|g\+\+|cmake")
@@ -89,6 +91,7 @@ class ComposeTest(unittest.TestCase):
                 cmd = svc["command"]
                 self.assertEqual(flag_value(cmd, "--grpc-port"), str(GRPC_PORT), where)
                 self.assertEqual(flag_value(cmd, "--http-port"), str(HTTP_PORT), where)
+                self.assertEqual(flag_value(cmd, "--metrics-port"), str(METRICS_PORT), where)
                 test = svc["healthcheck"]["test"]
                 self.assertEqual(test[1:4], ["onnxserve", "probe", "--addr"], where)
                 self.assertTrue(test[4].endswith(f":{GRPC_PORT}"), where)
@@ -106,7 +109,7 @@ class ComposeTest(unittest.TestCase):
             job = prom["scrape_configs"][0]
             self.assertEqual(job["metrics_path"], "/metrics")
             targets = set(job["static_configs"][0]["targets"])
-            self.assertEqual(targets, {f"{s}:{HTTP_PORT}" for s in services}, prom_file)
+            self.assertEqual(targets, {f"{s}:{METRICS_PORT}" for s in services}, prom_file)
 
     def test_ghz_runs_model_infer_as_documented(self):
         compose = load_yaml("deploy", "docker-compose.yml")[0]
@@ -176,11 +179,12 @@ class KubernetesTest(unittest.TestCase):
     def test_ports_and_args_agree(self):
         c = self.container()
         ports = {p["name"]: p["containerPort"] for p in c["ports"]}
-        self.assertEqual(ports, {"grpc": GRPC_PORT, "metrics": HTTP_PORT})
+        self.assertEqual(ports, {"http": HTTP_PORT, "grpc": GRPC_PORT, "metrics": METRICS_PORT})
         self.assertEqual(flag_value(c["args"], "--grpc-port"), str(GRPC_PORT))
         self.assertEqual(flag_value(c["args"], "--http-port"), str(HTTP_PORT))
+        self.assertEqual(flag_value(c["args"], "--metrics-port"), str(METRICS_PORT))
         svc_ports = {p["name"]: p["targetPort"] for p in self.docs["Service"]["spec"]["ports"]}
-        self.assertEqual(svc_ports, {"grpc": "grpc", "metrics": "metrics"})
+        self.assertEqual(svc_ports, {"http": "http", "grpc": "grpc", "metrics": "metrics"})
 
     def test_termination_grace_exceeds_server_shutdown_grace(self):
         pod = self.docs["Deployment"]["spec"]["template"]["spec"]
@@ -193,7 +197,7 @@ class KubernetesTest(unittest.TestCase):
         self.assertIn("limits", c["resources"])
         self.assertIn("/models", [m["mountPath"] for m in c["volumeMounts"]])
         ann = self.docs["Deployment"]["spec"]["template"]["metadata"]["annotations"]
-        self.assertEqual((ann["prometheus.io/port"], ann["prometheus.io/path"]), (str(HTTP_PORT), "/metrics"))
+        self.assertEqual((ann["prometheus.io/port"], ann["prometheus.io/path"]), (str(METRICS_PORT), "/metrics"))
         self.assertEqual(self.docs["ServiceMonitor"]["spec"]["endpoints"][0]["port"], "metrics")
 
     def test_selectors_match_the_pod_labels(self):

@@ -23,12 +23,15 @@ EXAMPLES = ROOT / "examples" / "models"
 
 
 class ServerProcess:
-    """`onnxserve serve` on loopback with ports picked by the kernel, `flags` added; stopped (SIGTERM) on exit."""
+    """`onnxserve serve` on loopback with ports picked by the kernel, `flags` added; stopped (SIGTERM) on exit.
+    /metrics is on the HTTP port (--metrics-port -1) unless `flags` give it a port: concurrent test servers
+    cannot all have the default 8002."""
 
     def __init__(self, repository=EXAMPLES, timeout=30, flags=()):
         self.proc = subprocess.Popen(
             [BIN, "serve", "--model-repository", str(repository), "--grpc-port", "0", "--http-port", "0",
-             "--address", "127.0.0.1", *flags], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+             "--metrics-port", "-1", "--address", "127.0.0.1", *flags],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.log = []
         ready = threading.Event()
 
@@ -141,7 +144,7 @@ class MetricsTest(unittest.TestCase):
         self.assertEqual(self.server.get("/v2/models/digits/versions/1/ready")[0], 200)
         self.assertEqual(self.server.get("/v2/models/digits/versions/9/ready")[0], 503)
         self.assertEqual(self.server.get("/v2/models/no_such_model/ready")[0], 503)
-        self.assertEqual(self.server.get("/v2/models/digits")[0], 404)
+        self.assertEqual(self.server.get("/v2/models/digits/no_such_endpoint")[0], 404)
 
 
 if __name__ == "__main__":

@@ -29,13 +29,13 @@ std::string ErrorOf(std::vector<std::string> args) {
 
 #define EXPECT_CONTAINS(haystack, needle) EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
 
-TEST(SecurityFlagsTest, DefaultsAreOpenPlaintextWithReflectionAndMetricsOnTheHttpPort) {
+TEST(SecurityFlagsTest, DefaultsAreOpenPlaintextWithReflectionAndMetricsOnTritonsMetricsPort) {
   auto config = Parse({});
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_FALSE(config->grpc_tls.enabled);
   EXPECT_FALSE(config->http_tls.enabled);
   EXPECT_TRUE(config->grpc_reflection);
-  EXPECT_EQ(config->metrics_port, -1);
+  EXPECT_EQ(config->metrics_port, 8002);
   EXPECT_TRUE(config->grpc_access.empty());
   EXPECT_TRUE(config->http_access.empty());
 }
@@ -128,9 +128,13 @@ TEST(SecurityFlagsTest, MetricsListenerFlags) {
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->metrics_port, 0);
   EXPECT_EQ(config->metrics_address, "127.0.0.1");
-  EXPECT_CONTAINS(ErrorOf({"--metrics-port=70000"}), "--metrics-port: expected a port in [0, 65535]");
-  EXPECT_CONTAINS(ErrorOf({"--metrics-port=-1"}), "--metrics-port");
-  EXPECT_CONTAINS(ErrorOf({"--metrics-address=127.0.0.1"}), "--metrics-address needs --metrics-port");
+  EXPECT_CONTAINS(ErrorOf({"--metrics-port=70000"}), "--metrics-port: expected a port in [0, 65535] or -1");
+  EXPECT_CONTAINS(ErrorOf({"--metrics-port=-2"}), "--metrics-port");
+  auto on_http_port = Parse({"--metrics-port=-1"});  // /metrics back on the HTTP port
+  ASSERT_TRUE(on_http_port.ok()) << on_http_port.status();
+  EXPECT_EQ(on_http_port->metrics_port, -1);
+  EXPECT_CONTAINS(ErrorOf({"--metrics-port=-1", "--metrics-address=127.0.0.1"}),
+                  "--metrics-address needs a metrics listener");
 }
 
 TEST(SecurityFlagsTest, UsageListsEveryFlag) {

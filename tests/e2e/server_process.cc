@@ -98,8 +98,11 @@ std::unique_ptr<ServerProcess> ServerProcess::Spawn(const std::string& repositor
   static std::atomic<int> counter{0};
   std::unique_ptr<ServerProcess> server(new ServerProcess());
   server->log_path_ = repository + ".log" + std::to_string(counter++);
+  // No fixed port: /metrics on the HTTP port (when a test turns it on) rather than on 8002, which concurrent
+  // test servers would fight over. `flags` may say otherwise: the last value of a flag counts.
   std::vector<std::string> args = {ONNXSERVE_BINARY, "serve", "--model-repository", repository,
-                                   "--address", "127.0.0.1", "--grpc-port", "0", "--http-port", "-1"};
+                                   "--address", "127.0.0.1", "--grpc-port", "0", "--http-port", "-1",
+                                   "--metrics-port", "-1"};
   args.insert(args.end(), flags.begin(), flags.end());
   server->pid_ = fork();
   if (server->pid_ == 0) {

@@ -338,7 +338,7 @@ class StartupErrorsTest(unittest.TestCase):
     def serve(self, *flags):
         """(exit status, stderr) of a serve that must exit on its own."""
         result = subprocess.run([BIN, "serve", "--model-repository", str(EXAMPLES), "--grpc-port", "0",
-                                 "--http-port", "0", "--address", "127.0.0.1", *flags],
+                                 "--http-port", "0", "--metrics-port", "-1", "--address", "127.0.0.1", *flags],
                                 capture_output=True, text=True, timeout=60)
         return result.returncode, result.stderr
 
