@@ -36,7 +36,7 @@ constexpr double kAtol = 1e-7;
 // Tests whose expected output is one draw of a random op. ONNX generated them from numpy's global stream,
 // ignoring the seed attribute, and its spec says implementations may differ even with a seed; a value
 // comparison would fail on every run, or (unseeded) pass by chance about one run in 160. Their outputs are
-// compared by dtype and shape only; tests/unit/random_test.cc checks the values (numpy's RandomState(seed)
+// compared by dtype and shape only; tests/unit/ops/random/random_test.cc checks the values (numpy's RandomState(seed)
 // stream, and each distribution).
 const std::set<std::string>& RandomOutputTests() {
   static const std::set<std::string> kTests = {

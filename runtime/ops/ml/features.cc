@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/ops/common.h"
-#include "runtime/ops/ml_common.h"
+#include "runtime/ops/ml/common.h"
 #include "runtime/registry/registry.h"
 
 namespace onnxserve {

@@ -11,7 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
-#include "runtime/ops/ml_common.h"
+#include "runtime/ops/ml/common.h"
 #include "runtime/registry/kernel.h"
 
 namespace onnxserve {

@@ -7,8 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/ops/common.h"
-#include "runtime/ops/ml_common.h"
-#include "runtime/ops/ml_tree.h"
+#include "runtime/ops/ml/common.h"
+#include "runtime/ops/ml/tree.h"
 #include "runtime/registry/registry.h"
 
 namespace onnxserve {

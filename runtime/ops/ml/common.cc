@@ -1,4 +1,4 @@
-#include "runtime/ops/ml_common.h"
+#include "runtime/ops/ml/common.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-// The ai.onnx.ml map operators (runtime/ops/ml_maps.cc): ZipMap, CastMap, DictVectorizer, with expected
+// The ai.onnx.ml map operators (runtime/ops/ml/maps.cc): ZipMap, CastMap, DictVectorizer, with expected
 // values worked out by hand from the spec's descriptions.
 #include <string>
 #include <vector>
