@@ -121,6 +121,11 @@ absl::StatusOr<QuantLayout> PlanLayout(const Shape& x, const Shape& scale, int64
   QuantLayout l;
   l.axis_dim = NumElements(x);
   if (scale.size() == 0 || (scale.size() == 1 && scale[0] == 1 && block_size == 0)) return l;
+  if (x.empty()) {
+    // A scalar has no axis to quantize along (NormalizeAxis would take 0 for it).
+    return absl::InvalidArgumentError(absl::StrCat("scale ", ShapeToString(scale),
+                                                   " for a scalar x: expected a scalar or [1]"));
+  }
   ASSIGN_OR_RETURN(const int64_t axis, NormalizeAxis(axis_attr, static_cast<int64_t>(x.size())));
   l.axis_dim = x[axis];
   for (int64_t d = 0; d < axis; ++d) l.outer *= x[d];

@@ -70,6 +70,27 @@ TEST(QuantizeLinearTest, BlockedRepeatsEachScaleOverItsBlock) {
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<int16_t>({2, 4}, {1, 2, 6, 8, 8, 8, 2, 4}), (*out)[0]));
 }
 
+// Found by the model fuzzer (UBSan): a scalar x with a per-axis or blocked scale read the dim of an axis
+// it does not have.
+TEST(QuantizeLinearTest, AScalarWithAPerAxisOrBlockedScaleIsAnError) {
+  for (int64_t block_size : {0, 2}) {
+    auto out = OpTest("QuantizeLinear", 21)
+                   .Input("x", Tensor::Scalar(3.0f))
+                   .Input("scale", Tensor::FromVector<float>({2}, {1, 2}))
+                   .Attr("axis", int64_t{0}).Attr("block_size", block_size)
+                   .Output("y").Run();
+    ASSERT_FALSE(out.ok()) << "block_size " << block_size;
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
+    EXPECT_NE(out.status().message().find("scalar x"), std::string::npos) << out.status();
+  }
+  auto dequantized = OpTest("DequantizeLinear", 21)
+                         .Input("x", Tensor::Scalar(int8_t{3}))
+                         .Input("scale", Tensor::FromVector<float>({2}, {1, 2}))
+                         .Output("y").Run();
+  ASSERT_FALSE(dequantized.ok());
+  EXPECT_EQ(dequantized.status().code(), absl::StatusCode::kInvalidArgument) << dequantized.status();
+}
+
 TEST(QuantizeLinearTest, UnsupportedOutputTypeIsUnimplementedAndNamed) {
   auto out = OpTest("QuantizeLinear", 21).Input("x", Tensor::FromVector<float>({1}, {1}))
                  .Input("scale", Tensor::Scalar(1.0f)).Attr("output_dtype", int64_t{7}).Output("y").Run();
