@@ -7,6 +7,7 @@
 // Differentiable here: Add, Sub, Mul, Div, Neg, Relu, Sigmoid, Tanh, Exp, Log, Identity, 2-D MatMul and
 // Gemm. Any other operator on the tape is UNIMPLEMENTED at load, naming it and its node. A tape value that
 // is neither computed from xs/zs nor constant (another graph input) is an error naming it.
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <string>
@@ -114,20 +115,38 @@ absl::Status Backprop(const ir::Node& node, const GemmAttrs& gemm, const std::ve
                       const Tensor& out, const Grad& g, std::vector<Grad*>& gin) {
   const std::string& op = node.op_type();
   using P = std::pair<double, double>;
-  if (op == "Add") BinaryVjp(*in[0], *in[1], g, *gin[0], *gin[1], [](double d, double, double) { return P{d, d}; });
-  else if (op == "Sub") BinaryVjp(*in[0], *in[1], g, *gin[0], *gin[1], [](double d, double, double) { return P{d, -d}; });
-  else if (op == "Mul") BinaryVjp(*in[0], *in[1], g, *gin[0], *gin[1], [](double d, double a, double b) { return P{d * b, d * a}; });
-  else if (op == "Div") BinaryVjp(*in[0], *in[1], g, *gin[0], *gin[1], [](double d, double a, double b) { return P{d / b, -d * a / (b * b)}; });
-  else if (op == "Neg") UnaryVjp(*in[0], out, g, *gin[0], [](double d, double, double) { return -d; });
-  else if (op == "Identity") UnaryVjp(*in[0], out, g, *gin[0], [](double d, double, double) { return d; });
-  else if (op == "Relu") UnaryVjp(*in[0], out, g, *gin[0], [](double d, double x, double) { return x > 0 ? d : 0.0; });
-  else if (op == "Sigmoid") UnaryVjp(*in[0], out, g, *gin[0], [](double d, double, double y) { return d * y * (1 - y); });
-  else if (op == "Tanh") UnaryVjp(*in[0], out, g, *gin[0], [](double d, double, double y) { return d * (1 - y * y); });
-  else if (op == "Exp") UnaryVjp(*in[0], out, g, *gin[0], [](double d, double, double y) { return d * y; });
-  else if (op == "Log") UnaryVjp(*in[0], out, g, *gin[0], [](double d, double x, double) { return d / x; });
-  else return MatrixVjp(node, gemm, in, g, gin);  // MatMul, Gemm: the only others Init lets through
+  auto binary = [&](auto fn) { BinaryVjp(*in[0], *in[1], g, *gin[0], *gin[1], fn); };
+  auto unary = [&](auto fn) { UnaryVjp(*in[0], out, g, *gin[0], fn); };
+  if (op == "Add") {
+    binary([](double d, double, double) { return P{d, d}; });
+  } else if (op == "Sub") {
+    binary([](double d, double, double) { return P{d, -d}; });
+  } else if (op == "Mul") {
+    binary([](double d, double a, double b) { return P{d * b, d * a}; });
+  } else if (op == "Div") {
+    binary([](double d, double a, double b) { return P{d / b, -d * a / (b * b)}; });
+  } else if (op == "Neg") {
+    unary([](double d, double, double) { return -d; });
+  } else if (op == "Identity") {
+    unary([](double d, double, double) { return d; });
+  } else if (op == "Relu") {
+    unary([](double d, double x, double) { return x > 0 ? d : 0.0; });
+  } else if (op == "Sigmoid") {
+    unary([](double d, double, double y) { return d * y * (1 - y); });
+  } else if (op == "Tanh") {
+    unary([](double d, double, double y) { return d * (1 - y * y); });
+  } else if (op == "Exp") {
+    unary([](double d, double, double y) { return d * y; });
+  } else if (op == "Log") {
+    unary([](double d, double x, double) { return d / x; });
+  } else {
+    return MatrixVjp(node, gemm, in, g, gin);  // MatMul, Gemm: the only others BuildTape lets through
+  }
   return absl::OkStatus();
 }
+
+// Forward values of the tape, by IR value.
+using ValueMap = absl::flat_hash_map<const ir::Value*, Tensor>;
 
 // Gradients by value; a node map, so that the pointers RunBackward hands out stay valid as it inserts.
 using GradMap = absl::node_hash_map<const ir::Value*, Grad>;
@@ -145,10 +164,12 @@ class Gradient final : public OpKernel {
     ASSIGN_OR_RETURN(const std::vector<std::string> xs, info.Attr<std::vector<std::string>>("xs"));
     ASSIGN_OR_RETURN(const std::vector<std::string> zs, info.Attr<std::vector<std::string>>("zs", {}));
     ASSIGN_OR_RETURN(const std::string y, info.Attr<std::string>("y"));
-    if (info.num_inputs() != static_cast<int>(xs.size() + zs.size()) || info.num_outputs() != static_cast<int>(xs.size())) {
-      return absl::InvalidArgumentError(absl::StrCat("Gradient: ", info.num_inputs(), " inputs and ", info.num_outputs(),
-                                                     " outputs: expected one input per name in xs and zs (",
-                                                     xs.size() + zs.size(), ") and one output per x (", xs.size(), ")"));
+    const size_t inputs = xs.size() + zs.size();
+    if (info.num_inputs() != static_cast<int>(inputs) || info.num_outputs() != static_cast<int>(xs.size())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Gradient: ", info.num_inputs(), " inputs and ", info.num_outputs(),
+                       " outputs: expected one input per name in xs and zs (", inputs, ") and one output per x (",
+                       xs.size(), ")"));
     }
     std::vector<std::string> names = xs;
     names.insert(names.end(), zs.begin(), zs.end());
@@ -166,7 +187,7 @@ class Gradient final : public OpKernel {
   }
 
   absl::Status Compute(KernelContext& ctx) const override {
-    absl::flat_hash_map<const ir::Value*, Tensor> values;
+    ValueMap values;
     for (size_t i = 0; i < seeds_.size(); ++i) {
       RETURN_IF_ERROR(RequireInputs(ctx, static_cast<int>(i) + 1));
       values[seeds_[i]] = *ctx.Input(static_cast<int>(i));
@@ -200,7 +221,8 @@ class Gradient final : public OpKernel {
         }
       }
     }
-    return absl::InvalidArgumentError(absl::StrCat("Gradient: y \"", y, "\" is not computed from xs and zs in the graph"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("Gradient: y \"", y, "\" is not computed from xs and zs in the graph"));
   }
 
   // The producers of y back to the seeds and constants, in an order where each follows its inputs'.
@@ -209,10 +231,10 @@ class Gradient final : public OpKernel {
     std::vector<const ir::Node*> order;
     RETURN_IF_ERROR(Visit(y_, self, done, order));
     for (const ir::Node* node : order) {
-      if (node->domain() != kOnnx ||
-          std::find(std::begin(kDifferentiable), std::end(kDifferentiable), node->op_type()) == std::end(kDifferentiable)) {
-        return absl::UnimplementedError(absl::StrCat("Gradient: no derivative for ", node->domain(), " ", node->op_type(),
-                                                     " (node \"", node->name(), "\")"));
+      const auto* known = std::find(std::begin(kDifferentiable), std::end(kDifferentiable), node->op_type());
+      if (node->domain() != kOnnx || known == std::end(kDifferentiable)) {
+        return absl::UnimplementedError(absl::StrCat("Gradient: no derivative for ", node->domain(), " ",
+                                                     node->op_type(), " (node \"", node->name(), "\")"));
       }
       const KernelDef* def = KernelRegistry::Global().Find(node->domain(), node->op_type(), node->opset());
       if (def == nullptr) return absl::InternalError(absl::StrCat("no kernel for ", node->op_type()));
@@ -255,8 +277,7 @@ class Gradient final : public OpKernel {
     return GemmAttrs{.alpha = alpha, .beta = beta, .trans_a = ta != 0, .trans_b = tb != 0};
   }
 
-  static absl::StatusOr<std::vector<const Tensor*>> TapeInputs(const ir::Node& node,
-                                                               const absl::flat_hash_map<const ir::Value*, Tensor>& values) {
+  static absl::StatusOr<std::vector<const Tensor*>> TapeInputs(const ir::Node& node, const ValueMap& values) {
     std::vector<const Tensor*> in;
     for (const ir::Value* v : node.inputs()) {
       if (v == nullptr) {
@@ -272,19 +293,20 @@ class Gradient final : public OpKernel {
     return in;
   }
 
-  static absl::Status RunForward(const TapeStep& step, absl::flat_hash_map<const ir::Value*, Tensor>& values,
+  static absl::Status RunForward(const TapeStep& step, ValueMap& values,
                                  ThreadPool& pool) {
     ASSIGN_OR_RETURN(const std::vector<const Tensor*> in, TapeInputs(*step.node, values));
     std::vector<Tensor> outputs(step.node->outputs().size());
     KernelContext ctx(in, &outputs, std::vector<bool>(outputs.size(), true), &pool, {});
     RETURN_IF_ERROR(step.kernel->Compute(ctx));
     for (size_t i = 0; i < outputs.size(); ++i) {
-      if (step.node->output(static_cast<int>(i)) != nullptr) values[step.node->output(static_cast<int>(i))] = outputs[i];
+      const ir::Value* out = step.node->output(static_cast<int>(i));
+      if (out != nullptr) values[out] = outputs[i];
     }
     return absl::OkStatus();
   }
 
-  static absl::Status RunBackward(const TapeStep& step, const absl::flat_hash_map<const ir::Value*, Tensor>& values,
+  static absl::Status RunBackward(const TapeStep& step, const ValueMap& values,
                                   GradMap& grads) {
     const ir::Value* out = step.node->output(0);
     const auto found = grads.find(out);
@@ -299,7 +321,7 @@ class Gradient final : public OpKernel {
       Grad* slot = nullptr;
       if (v != nullptr) {
         auto [it, inserted] = grads.try_emplace(v);
-        if (inserted) it->second = Grad{in[i]->shape(), std::vector<double>(static_cast<size_t>(in[i]->NumElements()), 0.0)};
+        if (inserted) it->second = Grad{in[i]->shape(), std::vector<double>(in[i]->NumElements(), 0.0)};
         slot = &it->second;
       }
       gin.push_back(slot);
