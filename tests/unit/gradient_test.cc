@@ -14,32 +14,12 @@
 namespace onnxserve {
 namespace {
 
+using testing::FloatAttr;
 using testing::GraphBuilder;
+using testing::IntAttr;
+using testing::StringAttr;
+using testing::StringsAttr;
 using testing::TensorsClose;
-
-onnx::AttributeProto Strings(const std::string& name, const std::vector<std::string>& values) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::STRINGS);
-  for (const auto& v : values) a.add_strings(v);
-  return a;
-}
-
-onnx::AttributeProto String(const std::string& name, const std::string& value) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::STRING);
-  a.set_s(value);
-  return a;
-}
-
-onnx::AttributeProto Float(const std::string& name, float value) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::FLOAT);
-  a.set_f(value);
-  return a;
-}
 
 // Adds Gradient(xs, zs -> y) to `graph`, its outputs "d_<x>", and runs the model on `feeds`; the outputs
 // are the gradients in xs order.
@@ -49,7 +29,7 @@ absl::StatusOr<std::vector<Tensor>> RunGradient(GraphBuilder graph, const std::v
   std::vector<std::string> inputs = xs, outputs;
   inputs.insert(inputs.end(), zs.begin(), zs.end());
   for (const auto& x : xs) outputs.push_back("d_" + x);
-  graph.NodeWith("Gradient", inputs, outputs, {Strings("xs", xs), Strings("zs", zs), String("y", y)});
+  graph.NodeWith("Gradient", inputs, outputs, {StringsAttr("xs", xs), StringsAttr("zs", zs), StringAttr("y", y)});
   for (const auto& out : outputs) graph.Output(out);
   onnx::ModelProto proto = graph.proto();
   proto.mutable_graph()->mutable_node(proto.graph().node_size() - 1)->set_domain("ai.onnx.preview.training");
@@ -101,7 +81,7 @@ TEST(GradientTest, MatMulAndGemmWithTransposeAlphaBetaAndBroadcastBias) {
   // dB = 2 * (column sums of A), dC = 3 per output element, summed: 6.
   GraphBuilder gemm;
   gemm.Input("A", {2, 2}).Input("B", {1, 2}).Input("C", {1})
-      .NodeWith("Gemm", {"A", "B", "C"}, {"y"}, {Float("alpha", 2), Float("beta", 3), testing::IntAttr("transB", 1)})
+      .NodeWith("Gemm", {"A", "B", "C"}, {"y"}, {FloatAttr("alpha", 2), FloatAttr("beta", 3), IntAttr("transB", 1)})
       .Output("y");
   auto g = RunGradient(gemm, {"A", "B", "C"}, {}, "y",
                        {{"A", Floats({2, 2}, {1, 2, 3, 4})}, {"B", Floats({1, 2}, {5, 6})}, {"C", Floats({1}, {7})}});

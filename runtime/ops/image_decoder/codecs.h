@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
@@ -37,6 +38,19 @@ absl::StatusOr<Tensor> NewImage(absl::string_view format, int64_t height, int64_
 // OK when a buffer the codec library allocates itself, `bytes_per_pixel` for each of height * width
 // pixels, fits the size limits; errors as NewImage.
 absl::Status CheckImageBuffer(absl::string_view format, int64_t height, int64_t width, int64_t bytes_per_pixel);
+
+// The encoded stream as the libraries that pull bytes through callbacks (libtiff, OpenJPEG) read it: a
+// cursor, and the first error message the library reported.
+struct StreamCursor {
+  Bytes data;
+  uint64_t offset = 0;
+  std::string error;
+
+  // Copies up to n bytes from the cursor on and moves past them; the count copied (0 at or past the end).
+  size_t Read(void* buffer, size_t n);
+  // Keeps the first error only: later ones tend to be consequences of it.
+  void Error(std::string message);
+};
 
 // INVALID_ARGUMENT "<format> stream: <what>".
 absl::Status CorruptImage(absl::string_view format, absl::string_view what);

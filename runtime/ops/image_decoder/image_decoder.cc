@@ -4,6 +4,7 @@
 // The spec asks for an empty tensor when a stream cannot be decoded; we return an error instead, naming the
 // format and what was wrong with the stream, so that a server's client learns why its request failed
 // rather than receiving a silently empty image.
+#include <algorithm>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -17,6 +18,19 @@ namespace image {
 
 absl::Status CorruptImage(absl::string_view format, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(format, " stream: ", what));
+}
+
+size_t StreamCursor::Read(void* buffer, size_t n) {
+  if (offset >= data.size()) return 0;
+  const size_t count = static_cast<size_t>(std::min<uint64_t>(n, data.size() - offset));
+  std::copy_n(data.data() + offset, count, static_cast<uint8_t*>(buffer));
+  offset += count;
+  return count;
+}
+
+void StreamCursor::Error(std::string message) {
+  while (!message.empty() && message.back() == '\n') message.pop_back();
+  if (error.empty()) error = std::move(message);
 }
 
 absl::Status CheckImageBuffer(absl::string_view format, int64_t height, int64_t width, int64_t bytes_per_pixel) {

@@ -18,43 +18,28 @@ namespace {
 
 constexpr absl::string_view kFormat = "JPEG 2000";
 
-struct Jp2Source {
-  Bytes data;
-  OPJ_OFF_T offset = 0;
-  std::string error;
-};
-
 OPJ_SIZE_T Read(void* buffer, OPJ_SIZE_T size, void* user) {
-  auto* s = static_cast<Jp2Source*>(user);
-  const auto left = static_cast<OPJ_OFF_T>(s->data.size()) - s->offset;
-  if (left <= 0) return static_cast<OPJ_SIZE_T>(-1);  // end of stream, as OpenJPEG expects it
-  const OPJ_SIZE_T n = std::min<OPJ_SIZE_T>(size, static_cast<OPJ_SIZE_T>(left));
-  std::copy_n(s->data.data() + s->offset, n, static_cast<uint8_t*>(buffer));
-  s->offset += static_cast<OPJ_OFF_T>(n);
-  return n;
+  const size_t n = static_cast<StreamCursor*>(user)->Read(buffer, size);
+  return n > 0 ? n : static_cast<OPJ_SIZE_T>(-1);  // -1: the end of the stream, as OpenJPEG expects it
 }
 
 OPJ_OFF_T Skip(OPJ_OFF_T count, void* user) {
-  auto* s = static_cast<Jp2Source*>(user);
-  const auto size = static_cast<OPJ_OFF_T>(s->data.size());
-  const OPJ_OFF_T target = std::clamp<OPJ_OFF_T>(count, -s->offset, size - s->offset) + s->offset;
-  const OPJ_OFF_T skipped = target - s->offset;
-  s->offset = target;
+  auto* s = static_cast<StreamCursor*>(user);
+  const auto size = static_cast<OPJ_OFF_T>(s->data.size()), at = static_cast<OPJ_OFF_T>(s->offset);
+  const OPJ_OFF_T target = std::clamp<OPJ_OFF_T>(count, -at, std::max<OPJ_OFF_T>(size - at, 0)) + at;
+  const OPJ_OFF_T skipped = target - at;
+  s->offset = static_cast<uint64_t>(target);
   return skipped;
 }
 
 OPJ_BOOL Seek(OPJ_OFF_T offset, void* user) {
-  auto* s = static_cast<Jp2Source*>(user);
+  auto* s = static_cast<StreamCursor*>(user);
   if (offset < 0 || offset > static_cast<OPJ_OFF_T>(s->data.size())) return OPJ_FALSE;
-  s->offset = offset;
+  s->offset = static_cast<uint64_t>(offset);
   return OPJ_TRUE;
 }
 
-void OnError(const char* message, void* user) {
-  auto* s = static_cast<Jp2Source*>(user);
-  if (s->error.empty()) s->error = message;
-  while (!s->error.empty() && s->error.back() == '\n') s->error.pop_back();
-}
+void OnError(const char* message, void* user) { static_cast<StreamCursor*>(user)->Error(message); }
 
 void Ignore(const char*, void*) {}
 
@@ -68,7 +53,7 @@ struct ImageCloser {
   void operator()(opj_image_t* i) const { opj_image_destroy(i); }
 };
 
-absl::Status Corrupt(const Jp2Source& source, absl::string_view fallback) {
+absl::Status Corrupt(const StreamCursor& source, absl::string_view fallback) {
   return CorruptImage(kFormat, source.error.empty() ? fallback : absl::string_view(source.error));
 }
 
@@ -83,7 +68,7 @@ uint8_t To8Bit(int32_t v, const opj_image_comp_t& comp) {
 }
 
 // The components' planes to RGB; each must be non-null and cover the image at its subsampling.
-absl::StatusOr<Tensor> ToRgb(const opj_image_t& image, int64_t height, int64_t width, const Jp2Source& source) {
+absl::StatusOr<Tensor> ToRgb(const opj_image_t& image, int64_t height, int64_t width, const StreamCursor& source) {
   const int channels = image.numcomps >= 3 ? 3 : 1;
   for (int c = 0; c < channels; ++c) {
     const opj_image_comp_t& comp = image.comps[c];
@@ -109,7 +94,7 @@ absl::StatusOr<Tensor> ToRgb(const opj_image_t& image, int64_t height, int64_t w
 }  // namespace
 
 absl::StatusOr<Tensor> DecodeJpeg2000(Bytes data) {
-  Jp2Source source;
+  StreamCursor source;
   source.data = data;
   const bool jp2 = data.size() >= 4 && data[0] == 0 && data[1] == 0;  // a JP2 box, not the FF4F codestream marker
   std::unique_ptr<opj_codec_t, CodecCloser> codec(opj_create_decompress(jp2 ? OPJ_CODEC_JP2 : OPJ_CODEC_J2K));

@@ -18,28 +18,16 @@ namespace {
 
 constexpr absl::string_view kFormat = "TIFF";
 
-// The stream libtiff reads through the client procedures below, and the first error it reported.
-struct TiffSource {
-  Bytes data;
-  toff_t offset = 0;
-  std::string error;
-};
-
-TiffSource* SourceOf(thandle_t handle) { return static_cast<TiffSource*>(handle); }
+StreamCursor* SourceOf(thandle_t handle) { return static_cast<StreamCursor*>(handle); }
 
 tmsize_t Read(thandle_t handle, void* buffer, tmsize_t size) {
-  TiffSource* s = SourceOf(handle);
-  if (size < 0 || s->offset >= s->data.size()) return 0;
-  const tmsize_t n = static_cast<tmsize_t>(std::min<toff_t>(static_cast<toff_t>(size), s->data.size() - s->offset));
-  std::copy_n(s->data.data() + s->offset, n, static_cast<uint8_t*>(buffer));
-  s->offset += static_cast<toff_t>(n);
-  return n;
+  return size < 0 ? 0 : static_cast<tmsize_t>(SourceOf(handle)->Read(buffer, static_cast<size_t>(size)));
 }
 
 tmsize_t Write(thandle_t, void*, tmsize_t) { return -1; }
 
 toff_t Seek(thandle_t handle, toff_t offset, int whence) {
-  TiffSource* s = SourceOf(handle);
+  StreamCursor* s = SourceOf(handle);
   toff_t base = 0;
   if (whence == SEEK_CUR) base = s->offset;
   if (whence == SEEK_END) base = s->data.size();
@@ -55,12 +43,9 @@ int Map(thandle_t, void**, toff_t*) { return 0; }  // no memory mapping: reads g
 void Unmap(thandle_t, void*, toff_t) {}
 
 int OnError(TIFF*, void* user_data, const char* module, const char* fmt, va_list args) {
-  auto* s = static_cast<TiffSource*>(user_data);
-  if (s->error.empty()) {
-    char message[512];
-    std::vsnprintf(message, sizeof(message), fmt, args);
-    s->error = module != nullptr ? std::string(module) + ": " + message : message;
-  }
+  char message[512];
+  std::vsnprintf(message, sizeof(message), fmt, args);
+  static_cast<StreamCursor*>(user_data)->Error(module != nullptr ? std::string(module) + ": " + message : message);
   return 1;  // handled: libtiff does not call its global (printing) handler
 }
 
@@ -73,14 +58,14 @@ struct OptionsFreer {
   void operator()(TIFFOpenOptions* opts) const { TIFFOpenOptionsFree(opts); }
 };
 
-std::string ErrorOf(const TiffSource& source, absl::string_view fallback) {
+std::string ErrorOf(const StreamCursor& source, absl::string_view fallback) {
   return source.error.empty() ? std::string(fallback) : source.error;
 }
 
 }  // namespace
 
 absl::StatusOr<Tensor> DecodeTiff(Bytes data) {
-  TiffSource source;
+  StreamCursor source;
   source.data = data;
   std::unique_ptr<TIFFOpenOptions, OptionsFreer> options(TIFFOpenOptionsAlloc());
   if (options == nullptr) return absl::ResourceExhaustedError("TIFF: cannot allocate the decoder's options");
