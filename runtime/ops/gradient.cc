@@ -222,7 +222,8 @@ class Gradient final : public OpKernel {
       }
     }
     return absl::InvalidArgumentError(
-        absl::StrCat("Gradient: y \"", y, "\" is not computed from xs and zs in the graph"));
+        absl::StrCat("Gradient: y \"", y, "\" is not computed from xs and zs in the graph (nodes whose outputs "
+                     "nothing reads are dropped at load: make y a graph output)"));
   }
 
   // The producers of y back to the seeds and constants, in an order where each follows its inputs'.
