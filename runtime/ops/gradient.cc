@@ -270,7 +270,6 @@ class Gradient final : public OpKernel {
   }
 
   static absl::StatusOr<GemmAttrs> ReadGemm(const KernelInfo& info) {
-    GemmAttrs g;
     ASSIGN_OR_RETURN(const float alpha, info.Attr<float>("alpha", 1.0f));
     ASSIGN_OR_RETURN(const float beta, info.Attr<float>("beta", 1.0f));
     ASSIGN_OR_RETURN(const int64_t ta, info.Attr<int64_t>("transA", 0));
