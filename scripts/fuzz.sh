@@ -3,7 +3,7 @@
 # scripts/sanitize.sh) and runs each for SECONDS (default 60). Seeds are generated from the test data
 # (scripts/fuzz_seeds.py); what a run finds accumulates in build-fuzz/fuzz/corpus/<target>/, crashes go to the
 # shared build-fuzz/fuzz/artifacts/. Prints executions and time per target; exits 1 if any target crashed.
-# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   (targets: model tensor_proto config infer_request http)
+# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   (targets: model tensor_proto image config infer_request http)
 # Environment: ONNXSERVE_FUZZ_BUILD_DIR, JOBS, FUZZ_ARGS (extra libFuzzer flags, e.g. "-fork=2 -ignore_crashes=1").
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(model tensor_proto config infer_request http)
+[ ${#targets[@]} -gt 0 ] || targets=(model tensor_proto image config infer_request http)
 build_dir=${ONNXSERVE_FUZZ_BUILD_DIR:-build-fuzz}
 work="$build_dir/fuzz"
 
@@ -29,7 +29,7 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-"allocator_may_return_null=1:max_allocation_
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-"print_stacktrace=1:halt_on_error=1"}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-"suppressions=$PWD/tests/fuzz/lsan.supp"}
 
-declare -A max_len=([model]=65536 [tensor_proto]=65536 [config]=4096 [infer_request]=8192 [http]=4096)
+declare -A max_len=([model]=65536 [tensor_proto]=65536 [image]=16384 [config]=4096 [infer_request]=8192 [http]=4096)
 # The HTTP server answers on its own threads, so nearly every input ends with allocations still live and
 # libFuzzer's per-input leak scan (a fifth of the time) ran after most; leaks still fail the run at exit.
 declare -A target_args=([http]=-detect_leaks=0)

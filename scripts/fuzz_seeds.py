@@ -4,6 +4,8 @@
 Seeds are derived at run time from test data the repository already has, so none is committed:
   model/         model.onnx files of the ONNX backend tests (node/, simple/, pytorch-*) and the e2e models
   tensor_proto/  the backend tests' input and output .pb files (onnx.TensorProto)
+  image/         the encoded images of the backend tests' ImageDecoder inputs (BMP, JPEG, JPEG 2000, PNG,
+                 PNM, TIFF, WebP)
   config/        the e2e and example config.pbtxt files, plus configs for the fuzz targets' "mixed" model
   infer_request/ ModelInferRequests for the "mixed" model (tests/fuzz/fuzz_models.h), raw and typed payloads
   http/          HTTP requests for every route of server/http.cc, and malformed ones
@@ -130,6 +132,19 @@ HTTP_REQUESTS = [
 ]
 
 
+def encoded_images(tests, out):
+    """The raw bytes of node/test_image_decoder_*'s input tensors."""
+    import onnx  # only here: the other corpora need no onnx package
+    from onnx import numpy_helper
+    count = 0
+    for name in sorted(glob.glob(os.path.join(tests, "node/test_image_decoder_*/test_data_set_*/input_0.pb"))):
+        tensor = onnx.TensorProto()
+        with open(name, "rb") as f:
+            tensor.ParseFromString(f.read())
+        count += put(out, "image", numpy_helper.to_array(tensor).tobytes())
+    return count
+
+
 def main():
     out = sys.argv[1]
     tests = sys.argv[2] if len(sys.argv) > 2 else os.path.join(ROOT, "../shared/onnx-tests/data")
@@ -142,6 +157,7 @@ def main():
             os.path.join(tests, "node/*/model.onnx"), os.path.join(tests, "pytorch-operator/*/model.onnx")])
         counts["tensor_proto"] = copy_files(out, "tensor_proto", [
             os.path.join(tests, "simple/*/test_data_set_0/*.pb"), os.path.join(tests, "node/*/test_data_set_0/*.pb")])
+        counts["image"] = encoded_images(tests, out)
         counts["config"] = copy_files(out, "config", [os.path.join(repo, "*/config.pbtxt"),
                                                       os.path.join(ROOT, "examples/**/config.pbtxt")])
         for config in MIXED_CONFIGS:

@@ -57,6 +57,7 @@ onnx::AttributeProto FloatAttr(const std::string& name, float value);
 onnx::AttributeProto IntsAttr(const std::string& name, const std::vector<int64_t>& values);
 onnx::AttributeProto FloatAttr(const std::string& name, float value);
 onnx::AttributeProto StringAttr(const std::string& name, const std::string& value);
+onnx::AttributeProto StringsAttr(const std::string& name, const std::vector<std::string>& values);
 onnx::AttributeProto GraphAttr(const std::string& name, const onnx::GraphProto& graph);
 
 // Pieces of hand-written subgraphs: a node with one output ("" skips an input), a graph input or output of

@@ -1,6 +1,6 @@
-// Object-detection post-processing: NonMaxSuppression (greedy per batch and class) and RoiAlign
-// (bilinear pooling of regions of interest). Both follow ONNX Runtime's semantics, which the spec's tests
-// were generated from.
+// Object-detection post-processing: NonMaxSuppression (greedy per batch and class), RoiAlign (bilinear
+// pooling of regions of interest) and MaxRoiPool (Fast R-CNN's max pooling over integer RoI bins). All follow
+// ONNX Runtime's semantics, which the spec's tests were generated from.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_join.h"
 #include "runtime/ops/common.h"
 #include "runtime/registry/registry.h"
 
@@ -292,6 +293,114 @@ class RoiAlign final : public OpKernel {
 REGISTER_KERNEL(kOnnx, "RoiAlign", 10, 15, kFloatTypes, RoiAlign);
 REGISTER_KERNEL(kOnnx, "RoiAlign", 16, 21, kFloatTypes, RoiAlign);
 REGISTER_KERNEL(kOnnx, "RoiAlign", 22, kLatest, kFloatTypes, RoiAlign);
+
+// ---- MaxRoiPool ------------------------------------------------------------------------------------------
+
+constexpr DataType kMaxRoiPool1Types[] = {DataType::kFloat, DataType::kDouble, DataType::kFloat16};
+
+// RoI coordinates (scaled) beyond this many pixels are errors: no image is that large, and every bin bound
+// stays exact in double and fits in int64 before it is clamped to the image.
+constexpr double kMaxRoiCoordinate = double(int64_t{1} << 40);
+
+// One RoI on the feature map: its image, its top-left pixel and the (fractional) size of its bins.
+struct RoiBins {
+  int64_t batch = 0, start_h = 0, start_w = 0;
+  double bin_h = 0, bin_w = 0;
+};
+
+// Pixel bounds [begin, end) of bin `index` of size `bin` along an axis of `size` pixels from `start`.
+std::pair<int64_t, int64_t> BinBounds(int64_t index, double bin, int64_t start, int64_t size) {
+  const auto clamp = [&](double v) { return static_cast<int64_t>(std::clamp<double>(v + start, 0, size)); };
+  return {clamp(std::floor(index * bin)), clamp(std::ceil((index + 1) * bin))};
+}
+
+class MaxRoiPool final : public OpKernel {
+ public:
+  absl::Status Init(const KernelInfo& info) {
+    ASSIGN_OR_RETURN(pooled_, info.Attr<std::vector<int64_t>>("pooled_shape"));
+    if (pooled_.size() != 2 || pooled_[0] <= 0 || pooled_[1] <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat("pooled_shape [", absl::StrJoin(pooled_, ","),
+                                                     "]: expected two positive dims (height, width)"));
+    }
+    ASSIGN_OR_RETURN(spatial_scale_, info.Attr<float>("spatial_scale", 1.0f));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    RETURN_IF_ERROR(RequireInputs(ctx, 2));
+    const Tensor& x = *ctx.Input(0);
+    const Tensor& rois = *ctx.Input(1);
+    if (x.rank() != 4 || rois.rank() != 2 || rois.dim(1) != 5 || rois.dtype() != x.dtype()) {
+      return absl::InvalidArgumentError(absl::StrCat("X ", x.DebugString(), " and rois ", rois.DebugString(),
+                                                     ": expected [N,C,H,W] and [num_rois,5] of X's type"));
+    }
+    std::vector<RoiBins> bins(static_cast<size_t>(rois.dim(0)));
+    for (int64_t r = 0; r < rois.dim(0); ++r) {
+      ASSIGN_OR_RETURN(bins[r], ReadRoi(rois, r, x.dim(0)));
+    }
+    ASSIGN_OR_RETURN(Tensor * y, ctx.CheckedOutput(0, x.dtype(), {rois.dim(0), x.dim(1), pooled_[0], pooled_[1]}));
+    return DispatchFloating(x, "X", [&](auto tag) { Pool<decltype(tag)>(x, bins, *y, ctx.pool()); });
+  }
+
+ private:
+  // Row r of rois, [batch_id, x1, y1, x2, y2]: corners scaled and rounded to pixels, at least one pixel wide.
+  absl::StatusOr<RoiBins> ReadRoi(const Tensor& rois, int64_t r, int64_t batch_size) const {
+    double v[5];
+    for (int k = 0; k < 5; ++k) v[k] = rois.GetAsDouble(r * 5 + k);
+    if (!(v[0] >= 0 && v[0] < static_cast<double>(batch_size))) {
+      return absl::InvalidArgumentError(absl::StrCat("rois row ", r, ": batch_id ", v[0], " is not in [0, ",
+                                                     batch_size, ")"));
+    }
+    int64_t corner[4];
+    for (int k = 0; k < 4; ++k) {
+      // Scaled in float, as ONNX Runtime does, then rounded half away from zero.
+      const double scaled = std::round(static_cast<double>(static_cast<float>(v[k + 1]) * spatial_scale_));
+      if (!(std::abs(scaled) <= kMaxRoiCoordinate)) {
+        return absl::InvalidArgumentError(absl::StrCat("rois row ", r, ": coordinate ", v[k + 1], " times spatial_scale ",
+                                                       spatial_scale_, " is not a finite pixel position"));
+      }
+      corner[k] = static_cast<int64_t>(scaled);
+    }
+    const int64_t height = std::max<int64_t>(corner[3] - corner[1] + 1, 1);
+    const int64_t width = std::max<int64_t>(corner[2] - corner[0] + 1, 1);
+    return RoiBins{.batch = static_cast<int64_t>(v[0]),
+                   .start_h = corner[1],
+                   .start_w = corner[0],
+                   .bin_h = static_cast<double>(height) / static_cast<double>(pooled_[0]),
+                   .bin_w = static_cast<double>(width) / static_cast<double>(pooled_[1])};
+  }
+
+  // Each output is the largest pixel of its bin, clamped to the image; a bin left empty by the clamp is 0.
+  template <typename T>
+  void Pool(const Tensor& x, const std::vector<RoiBins>& rois, Tensor& y, ThreadPool& pool) const {
+    const int64_t channels = x.dim(1), height = x.dim(2), width = x.dim(3);
+    const int64_t pooled_h = pooled_[0], pooled_w = pooled_[1];
+    ForEachRow(pool, static_cast<int64_t>(rois.size()) * channels, pooled_h * pooled_w, [&](int64_t row) {
+      const RoiBins& roi = rois[row / channels];
+      const T* plane = x.data<T>() + (roi.batch * channels + row % channels) * height * width;
+      T* out = y.data<T>() + row * pooled_h * pooled_w;
+      for (int64_t ph = 0; ph < pooled_h; ++ph) {
+        const auto [h_begin, h_end] = BinBounds(ph, roi.bin_h, roi.start_h, height);
+        for (int64_t pw = 0; pw < pooled_w; ++pw) {
+          const auto [w_begin, w_end] = BinBounds(pw, roi.bin_w, roi.start_w, width);
+          ComputeType<T> best = 0;
+          if (h_begin < h_end && w_begin < w_end) best = -std::numeric_limits<ComputeType<T>>::infinity();
+          for (int64_t h = h_begin; h < h_end; ++h) {
+            for (int64_t w = w_begin; w < w_end; ++w) best = std::max(best, ToCompute(plane[h * width + w]));
+          }
+          out[ph * pooled_w + pw] = FromCompute<T>(best);
+        }
+      }
+    });
+  }
+
+  std::vector<int64_t> pooled_;
+  float spatial_scale_ = 1.0f;
+};
+
+// MaxRoiPool-22 adds bfloat16.
+REGISTER_KERNEL(kOnnx, "MaxRoiPool", 1, 21, kMaxRoiPool1Types, MaxRoiPool);
+REGISTER_KERNEL(kOnnx, "MaxRoiPool", 22, kLatest, kFloatTypes, MaxRoiPool);
 
 }  // namespace
 }  // namespace onnxserve

@@ -1,5 +1,5 @@
 // Linear quantization: QuantizeLinear, DequantizeLinear (per-tensor, per-axis, blocked),
-// DynamicQuantizeLinear, and the integer products MatMulInteger, QLinearMatMul and ConvInteger.
+// DynamicQuantizeLinear, and the integer products MatMulInteger, QLinearMatMul, ConvInteger and QLinearConv.
 // Quantized types: int8, uint8, int16, uint16, the 4- and 2-bit integers, float8 and float4 (and int32 for
 // DequantizeLinear); any other is UNIMPLEMENTED, naming the type.
 #include <algorithm>
@@ -461,38 +461,33 @@ class QLinearMatMul final : public OpKernel {
 REGISTER_KERNEL(kOnnx, "QLinearMatMul", 10, 20, kInt8Types, QLinearMatMul);
 REGISTER_KERNEL(kOnnx, "QLinearMatMul", 21, kLatest, kInt8Types, QLinearMatMul);
 
-// ---- ConvInteger -----------------------------------------------------------------------------------------
+// ---- ConvInteger and QLinearConv ------------------------------------------------------------------------
 
-// Runs the float Conv kernel (same attributes) on double copies of x - x_zero_point and w - w_zero_point:
-// sums of int8 products are exact in double, so rounding back to int32 loses nothing.
-class ConvInteger final : public OpKernel {
+// (x - x_zero_point) convolved with (w - w_zero_point), by the float Conv kernel (built from the node's own
+// attributes, which Conv shares) on double copies: sums of int8 products are exact in double, so rounding
+// them back to integers loses nothing. x's zero point is per tensor; w's per tensor or per output map.
+class IntegerConvolution {
  public:
   absl::Status Init(const KernelInfo& info) {
     const KernelDef* conv = KernelRegistry::Global().Find(kOnnx, "Conv", 10);
-    if (conv == nullptr) return absl::InternalError("ConvInteger needs the Conv-1 kernel, which is not registered");
+    if (conv == nullptr) return absl::InternalError("the Conv-1 kernel the integer convolutions run is not registered");
     ASSIGN_OR_RETURN(conv_, conv->create(info));
     return absl::OkStatus();
   }
 
-  absl::Status Compute(KernelContext& ctx) const override {
-    RETURN_IF_ERROR(RequireInputs(ctx, 2));
-    const Tensor& x = *ctx.Input(0);
-    const Tensor& w = *ctx.Input(1);
+  // The exact integer sums as a double tensor [N, M, ...].
+  absl::StatusOr<Tensor> Accumulate(const Tensor& x, const Tensor* x_zp, const Tensor& w, const Tensor* w_zp,
+                                    ThreadPool& pool) const {
     RETURN_IF_ERROR(CheckInt8(x, "x"));
     RETURN_IF_ERROR(CheckInt8(w, "w"));
     if (w.rank() < 1) return absl::InvalidArgumentError("w must have rank >= 1");
-    // x's zero point is per tensor; w's per tensor or per output map (w's first dim).
-    ASSIGN_OR_RETURN(const Tensor xd, WidenToDouble(x, ctx.Input(2), 1, x.NumElements(), "x"));
-    ASSIGN_OR_RETURN(const Tensor wd, WidenToDouble(w, ctx.Input(3), w.dim(0), w.NumElements() / std::max<int64_t>(w.dim(0), 1), "w"));
+    ASSIGN_OR_RETURN(const Tensor xd, WidenToDouble(x, x_zp, 1, x.NumElements(), "x"));
+    ASSIGN_OR_RETURN(const Tensor wd,
+                     WidenToDouble(w, w_zp, w.dim(0), w.NumElements() / std::max<int64_t>(w.dim(0), 1), "w"));
     std::vector<Tensor> outputs(1);
-    KernelContext conv_ctx({&xd, &wd}, &outputs, {true}, &ctx.pool(), {});
+    KernelContext conv_ctx({&xd, &wd}, &outputs, {true}, &pool, {});
     RETURN_IF_ERROR(conv_->Compute(conv_ctx));
-    const Tensor& yd = outputs[0];
-    Tensor& y = ctx.Output(0, DataType::kInt32, yd.shape());
-    const double* in = yd.data<double>();
-    int32_t* out = y.data<int32_t>();
-    for (int64_t i = 0; i < yd.NumElements(); ++i) out[i] = static_cast<int32_t>(std::llround(in[i]));
-    return absl::OkStatus();
+    return std::move(outputs[0]);
   }
 
  private:
@@ -507,6 +502,101 @@ class ConvInteger final : public OpKernel {
   std::unique_ptr<OpKernel> conv_;
 };
 
+class ConvInteger final : public OpKernel {
+ public:
+  absl::Status Init(const KernelInfo& info) { return conv_.Init(info); }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    RETURN_IF_ERROR(RequireInputs(ctx, 2));
+    ASSIGN_OR_RETURN(const Tensor yd,
+                     conv_.Accumulate(*ctx.Input(0), ctx.Input(2), *ctx.Input(1), ctx.Input(3), ctx.pool()));
+    Tensor& y = ctx.Output(0, DataType::kInt32, yd.shape());
+    const double* in = yd.data<double>();
+    int32_t* out = y.data<int32_t>();
+    for (int64_t i = 0; i < yd.NumElements(); ++i) out[i] = static_cast<int32_t>(std::llround(in[i]));
+    return absl::OkStatus();
+  }
+
+ private:
+  IntegerConvolution conv_;
+};
+
+// A float scale input holding `count` values (1: per tensor), named in the error otherwise.
+absl::StatusOr<std::vector<float>> ScaleValues(const Tensor& t, const char* name, int64_t count) {
+  if (t.dtype() != DataType::kFloat) {
+    return absl::InvalidArgumentError(absl::StrCat(name, " is ", t.DebugString(), ": expected float"));
+  }
+  if (t.NumElements() != 1 && t.NumElements() != count) {
+    return absl::InvalidArgumentError(absl::StrCat(name, " ", ShapeToString(t.shape()), ": expected a scalar",
+                                                   count != 1 ? absl::StrCat(" or ", count, " values") : ""));
+  }
+  return FloatValues(t);
+}
+
+// y = saturate(round_half_even((x - x_zp) * (w - w_zp) + B) * x_scale * w_scale / y_scale) + y_zp), w_scale
+// per tensor or per output map. B is int32 at scale x_scale * w_scale, zero point 0.
+class QLinearConv final : public OpKernel {
+ public:
+  absl::Status Init(const KernelInfo& info) { return conv_.Init(info); }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    RETURN_IF_ERROR(RequireInputs(ctx, 8));
+    const Tensor& w = *ctx.Input(3);
+    const Tensor& y_zp = *ctx.Input(7);
+    const Tensor* bias = ctx.Input(8);
+    RETURN_IF_ERROR(CheckInt8(y_zp, "y_zero_point"));
+    RETURN_IF_ERROR(CheckSameType(*ctx.Input(0), *ctx.Input(2), "x_zero_point"));
+    RETURN_IF_ERROR(CheckSameType(w, *ctx.Input(5), "w_zero_point"));
+    const int64_t maps = w.rank() >= 1 ? w.dim(0) : 1;
+    ASSIGN_OR_RETURN(const std::vector<float> x_scale, ScaleValues(*ctx.Input(1), "x_scale", 1));
+    ASSIGN_OR_RETURN(const std::vector<float> w_scale, ScaleValues(*ctx.Input(4), "w_scale", maps));
+    ASSIGN_OR_RETURN(const std::vector<float> y_scale, ScaleValues(*ctx.Input(6), "y_scale", 1));
+    if (y_zp.NumElements() != 1) {
+      return absl::InvalidArgumentError(absl::StrCat("y_zero_point ", ShapeToString(y_zp.shape()), ": expected a scalar"));
+    }
+    if (bias != nullptr && (bias->dtype() != DataType::kInt32 || bias->rank() != 1 || bias->dim(0) != maps)) {
+      return absl::InvalidArgumentError(absl::StrCat("B ", bias->DebugString(), ": expected int32 [", maps, "]"));
+    }
+    ASSIGN_OR_RETURN(const Tensor acc, conv_.Accumulate(*ctx.Input(0), ctx.Input(2), w, ctx.Input(5), ctx.pool()));
+    // The multiplier rounds in float, as the spec's float32 scales do; the product with the exact sum in double.
+    std::vector<double> multipliers(static_cast<size_t>(maps));
+    for (int64_t m = 0; m < maps; ++m) {
+      multipliers[m] = x_scale[0] * w_scale[w_scale.size() == 1 ? 0 : m] / y_scale[0];
+    }
+    Requantize(acc, bias, multipliers, y_zp, ctx.Output(0, y_zp.dtype(), acc.shape()));
+    return absl::OkStatus();
+  }
+
+ private:
+  static absl::Status CheckSameType(const Tensor& t, const Tensor& zp, const char* name) {
+    if (zp.dtype() == t.dtype()) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(name, " is ", DataTypeName(zp.dtype()),
+                                                   ": expected its tensor's type ", DataTypeName(t.dtype())));
+  }
+
+  static void Requantize(const Tensor& acc, const Tensor* bias, const std::vector<double>& multipliers,
+                         const Tensor& y_zp, Tensor& y) {
+    const int64_t maps = acc.dim(1), plane = acc.NumElements() / std::max<int64_t>(acc.dim(0) * maps, 1);
+    const double* in = acc.data<double>();
+    const double zero = y_zp.GetAsDouble(0);
+    DispatchQuantized(y_zp.dtype(), /*with_int32=*/false, [&](auto tag) {
+      using Q = decltype(tag);
+      if constexpr (std::is_same_v<Q, int8_t> || std::is_same_v<Q, uint8_t>) {
+        Q* out = y.data<Q>();
+        for (int64_t i = 0; i < acc.NumElements(); ++i) {
+          const int64_t m = i / plane % maps;
+          const double sum = in[i] + (bias != nullptr ? bias->data<int32_t>()[m] : 0);
+          // nearbyint rounds half to even (the default rounding mode).
+          out[i] = Saturate<Q>(static_cast<float>(std::nearbyint(sum * multipliers[m]) + zero));
+        }
+      }
+    });
+  }
+
+  IntegerConvolution conv_;
+};
+
+REGISTER_KERNEL(kOnnx, "QLinearConv", 10, kLatest, kInt8Types, QLinearConv);
 REGISTER_KERNEL(kOnnx, "ConvInteger", 10, kLatest, kInt8Types, ConvInteger);
 
 }  // namespace

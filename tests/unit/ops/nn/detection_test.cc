@@ -1,5 +1,6 @@
-// NonMaxSuppression and RoiAlign: the spec's NMS example and RoiAlign values worked out by hand from the
-// bilinear sampling rule.
+// NonMaxSuppression, RoiAlign and MaxRoiPool: the spec's NMS example, RoiAlign values worked out by hand from
+// the bilinear sampling rule, MaxRoiPool bins worked out by hand from Fast R-CNN's rule.
+#include <limits>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -91,6 +92,77 @@ TEST(RoiAlignTest, BatchIndexOutOfRangeIsAnError) {
                  .Output("y")
                  .Run();
   EXPECT_FALSE(out.ok());
+}
+
+// Image 0 of X holds 4h + w at (h, w); image 1 holds -(4h + w) - 1.
+Tensor RoiPoolInput() {
+  std::vector<float> v(32);
+  for (int i = 0; i < 16; ++i) {
+    v[i] = static_cast<float>(i);
+    v[16 + i] = -static_cast<float>(i) - 1;
+  }
+  return Floats({2, 1, 4, 4}, v);
+}
+
+OpTest MaxRoiPoolTest(Tensor rois, std::vector<int64_t> pooled_shape, float spatial_scale = 1.0f) {
+  OpTest test("MaxRoiPool", 1);
+  test.Input("X", RoiPoolInput()).Input("rois", std::move(rois))
+      .Attr("pooled_shape", pooled_shape).Attr("spatial_scale", spatial_scale);
+  return test;
+}
+
+TEST(MaxRoiPoolTest, TakesTheLargestPixelOfEachBin) {
+  // The whole image in 2x2 bins of 2x2 pixels: their bottom-right pixels 5, 7, 13, 15. Then one pixel of
+  // image 1, whose values are all negative.
+  auto out = MaxRoiPoolTest(Floats({2, 5}, {0, 0, 0, 3, 3, 1, 0, 0, 0, 0}), {2, 2})
+                 .Output("Y").Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Floats({2, 1, 2, 2}, {5, 7, 13, 15, -1, -1, -1, -1}), (*out)[0]));
+}
+
+TEST(MaxRoiPoolTest, ScalesRoundsAndOverlapsFractionalBins) {
+  // [2, 2, 6, 6] * 0.5 = pixels 1..3 on both axes: bins of 1.5 pixels, [floor(0), ceil(1.5)) = rows 1-2 and
+  // [floor(1.5), ceil(3)) = rows 2-3 (and the same columns): maxima at (2,2), (2,3), (3,2), (3,3).
+  auto out = MaxRoiPoolTest(Floats({1, 5}, {0, 2, 2, 6, 6}), {2, 2}, 0.5f).Output("Y").Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Floats({1, 1, 2, 2}, {10, 11, 14, 15}), (*out)[0]));
+}
+
+TEST(MaxRoiPoolTest, BinOutsideTheImageIsZero) {
+  // Pixels 3..10: bins of 8 rows and 4 columns from (3, 3); the second column bin [7, 11) lies past the image.
+  auto out = MaxRoiPoolTest(Floats({1, 5}, {0, 3, 3, 10, 10}), {1, 2}).Output("Y").Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Floats({1, 1, 1, 2}, {15, 0}), (*out)[0]));
+}
+
+TEST(MaxRoiPoolTest, BatchIdOutOfRangeIsAnError) {
+  auto out = MaxRoiPoolTest(Floats({1, 5}, {2, 0, 0, 1, 1}), {1, 1}).Output("Y").Run();
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
+  EXPECT_NE(out.status().message().find("batch_id 2"), std::string::npos) << out.status();
+}
+
+TEST(MaxRoiPoolTest, NonFiniteOrHugeCoordinateIsAnError) {
+  for (const float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(), 1e30f}) {
+    auto out = MaxRoiPoolTest(Floats({1, 5}, {0, 0, 0, bad, 1}), {1, 1}).Output("Y").Run();
+    ASSERT_FALSE(out.ok()) << bad;
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
+    EXPECT_NE(out.status().message().find("coordinate"), std::string::npos) << out.status();
+  }
+}
+
+TEST(MaxRoiPoolTest, HugePooledShapeIsResourceExhaustedBeforeAllocating) {
+  auto out = MaxRoiPoolTest(Floats({1, 5}, {0, 0, 0, 1, 1}), {int64_t{1} << 40, int64_t{1} << 40}).Output("Y").Run();
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted) << out.status();
+}
+
+TEST(MaxRoiPoolTest, PooledShapeMustBeTwoPositiveDims) {
+  for (const std::vector<int64_t>& pooled : {std::vector<int64_t>{0, 2}, std::vector<int64_t>{2}}) {
+    auto out = MaxRoiPoolTest(Floats({1, 5}, {0, 0, 0, 1, 1}), pooled).Output("Y").Run();
+    ASSERT_FALSE(out.ok());
+    EXPECT_NE(out.status().message().find("pooled_shape"), std::string::npos) << out.status();
+  }
 }
 
 }  // namespace

@@ -9,6 +9,7 @@ namespace onnxserve {
 namespace {
 
 using testing::OpTest;
+using testing::FailsWith;
 using testing::TensorsClose;
 
 TEST(QuantizeLinearTest, RoundsHalfToEvenThenSaturates) {
@@ -194,6 +195,83 @@ TEST(ConvIntegerTest, ConvolvesTheZeroPointShiftedInput) {
                  .Output("y").Run();
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<int32_t>({1, 1, 2, 2}, {8, 12, 20, 24}), (*out)[0]));
+}
+
+// QLinearConv's inputs in spec order, then optional B.
+OpTest QLinearConvTest(Tensor x, float x_scale, Tensor x_zp, Tensor w, Tensor w_scale, Tensor w_zp, float y_scale,
+                       Tensor y_zp) {
+  OpTest t("QLinearConv", 10);
+  t.Input("x", std::move(x)).Input("x_scale", Tensor::Scalar(x_scale)).Input("x_zp", std::move(x_zp))
+      .Input("w", std::move(w)).Input("w_scale", std::move(w_scale)).Input("w_zp", std::move(w_zp))
+      .Input("y_scale", Tensor::Scalar(y_scale)).Input("y_zp", std::move(y_zp));
+  return t;
+}
+
+TEST(QLinearConvTest, ShiftsByZeroPointsAndRoundsHalfToEven) {
+  // x - 10 = {0, 2, 4, 6}, w - 1 = 2: sums {0, 4, 8, 12}; times 0.5 * 1 / 4 = {0, 0.5, 1, 1.5}, which rounds
+  // half to even to {0, 0, 1, 2}; plus y's zero point 5.
+  auto out = QLinearConvTest(Tensor::FromVector<uint8_t>({1, 1, 2, 2}, {10, 12, 14, 16}), 0.5f,
+                             Tensor::Scalar<uint8_t>(10), Tensor::FromVector<uint8_t>({1, 1, 1, 1}, {3}),
+                             Tensor::Scalar(1.0f), Tensor::Scalar<uint8_t>(1), 4.0f, Tensor::Scalar<uint8_t>(5))
+                 .Output("y").Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<uint8_t>({1, 1, 2, 2}, {5, 5, 6, 7}), (*out)[0]));
+}
+
+TEST(QLinearConvTest, SaturatesToTheOutputType) {
+  // -128 * 127 and 127 * 127 at unit scales leave int8 and uint8 on both sides.
+  for (const Tensor& y_zp : {Tensor::Scalar<int8_t>(0), Tensor::Scalar<uint8_t>(0)}) {
+    auto out = QLinearConvTest(Tensor::FromVector<int8_t>({1, 1, 1, 2}, {-128, 127}), 1.0f, Tensor::Scalar<int8_t>(0),
+                               Tensor::FromVector<int8_t>({1, 1, 1, 1}, {127}), Tensor::Scalar(1.0f),
+                               Tensor::Scalar<int8_t>(0), 1.0f, y_zp)
+                   .Output("y").Run();
+    ASSERT_TRUE(out.ok()) << out.status();
+    const Tensor expected = y_zp.dtype() == DataType::kInt8 ? Tensor::FromVector<int8_t>({1, 1, 1, 2}, {-128, 127})
+                                                            : Tensor::FromVector<uint8_t>({1, 1, 1, 2}, {0, 255});
+    EXPECT_TRUE(TensorsClose(expected, (*out)[0]));
+  }
+}
+
+TEST(QLinearConvTest, PerChannelScalesZeroPointsAndBiasInGroups) {
+  // Two groups of one channel: w - w_zp = {2 - 0, -1 - 1} = {2, -2}. Map 0: {1, 2} * 2 + 1 = {3, 5}, times
+  // 1 * 1 / 2 = {1.5, 2.5} -> {2, 2}. Map 1: {3, 4} * -2 - 2 = {-8, -10}, times 1 * 0.5 / 2 = {-2, -2.5} ->
+  // {-2, -2}. Plus y's zero point 1.
+  auto out = QLinearConvTest(Tensor::FromVector<uint8_t>({1, 2, 1, 2}, {1, 2, 3, 4}), 1.0f, Tensor::Scalar<uint8_t>(0),
+                             Tensor::FromVector<int8_t>({2, 1, 1, 1}, {2, -1}), Tensor::FromVector<float>({2}, {1, 0.5f}),
+                             Tensor::FromVector<int8_t>({2}, {0, 1}), 2.0f, Tensor::Scalar<int8_t>(1))
+                 .Input("B", Tensor::FromVector<int32_t>({2}, {1, -2}))
+                 .Attr("group", int64_t{2})
+                 .Output("y").Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<int8_t>({1, 2, 1, 2}, {3, 3, -1, -1}), (*out)[0]));
+}
+
+TEST(QLinearConvTest, PadsWithTheInputZeroPoint) {
+  // A 1x2 kernel of ones over x - 7 = {1, 2} padded by one on each side: {1, 3, 2}.
+  auto out = QLinearConvTest(Tensor::FromVector<uint8_t>({1, 1, 1, 2}, {8, 9}), 1.0f, Tensor::Scalar<uint8_t>(7),
+                             Tensor::FromVector<uint8_t>({1, 1, 1, 2}, {1, 1}), Tensor::Scalar(1.0f),
+                             Tensor::Scalar<uint8_t>(0), 1.0f, Tensor::Scalar<uint8_t>(0))
+                 .Attr("pads", std::vector<int64_t>{0, 1, 0, 1})
+                 .Output("y").Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<uint8_t>({1, 1, 1, 3}, {1, 3, 2}), (*out)[0]));
+}
+
+TEST(QLinearConvTest, ScaleOfTheWrongLengthIsAnErrorNamingIt) {
+  auto out = QLinearConvTest(Tensor::FromVector<uint8_t>({1, 1, 1, 1}, {1}), 1.0f, Tensor::Scalar<uint8_t>(0),
+                             Tensor::FromVector<uint8_t>({2, 1, 1, 1}, {1, 1}), Tensor::FromVector<float>({3}, {1, 1, 1}),
+                             Tensor::Scalar<uint8_t>(0), 1.0f, Tensor::Scalar<uint8_t>(0))
+                 .Output("y").Run();
+  EXPECT_TRUE(FailsWith(out, "w_scale"));
+}
+
+TEST(QLinearConvTest, BiasOfTheWrongTypeIsAnErrorNamingIt) {
+  auto out = QLinearConvTest(Tensor::FromVector<uint8_t>({1, 1, 1, 1}, {1}), 1.0f, Tensor::Scalar<uint8_t>(0),
+                             Tensor::FromVector<uint8_t>({1, 1, 1, 1}, {1}), Tensor::Scalar(1.0f),
+                             Tensor::Scalar<uint8_t>(0), 1.0f, Tensor::Scalar<uint8_t>(0))
+                 .Input("B", Tensor::FromVector<float>({1}, {1}))
+                 .Output("y").Run();
+  EXPECT_TRUE(FailsWith(out, "B "));
 }
 
 }  // namespace
