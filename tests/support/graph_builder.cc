@@ -111,22 +111,6 @@ onnx::AttributeProto IntsAttr(const std::string& name, const std::vector<int64_t
   return attr;
 }
 
-onnx::AttributeProto FloatAttr(const std::string& name, float value) {
-  onnx::AttributeProto attr;
-  attr.set_name(name);
-  attr.set_type(onnx::AttributeProto::FLOAT);
-  attr.set_f(value);
-  return attr;
-}
-
-onnx::AttributeProto StringAttr(const std::string& name, const std::string& value) {
-  onnx::AttributeProto attr;
-  attr.set_name(name);
-  attr.set_type(onnx::AttributeProto::STRING);
-  attr.set_s(value);
-  return attr;
-}
-
 onnx::AttributeProto StringsAttr(const std::string& name, const std::vector<std::string>& values) {
   onnx::AttributeProto attr;
   attr.set_name(name);

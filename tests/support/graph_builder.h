@@ -55,7 +55,6 @@ void ExpectSameResultWithAndWithoutPasses(std::shared_ptr<const onnxserve::Model
 onnx::AttributeProto IntAttr(const std::string& name, int64_t value);
 onnx::AttributeProto FloatAttr(const std::string& name, float value);
 onnx::AttributeProto IntsAttr(const std::string& name, const std::vector<int64_t>& values);
-onnx::AttributeProto FloatAttr(const std::string& name, float value);
 onnx::AttributeProto StringAttr(const std::string& name, const std::string& value);
 onnx::AttributeProto StringsAttr(const std::string& name, const std::vector<std::string>& values);
 onnx::AttributeProto GraphAttr(const std::string& name, const onnx::GraphProto& graph);
