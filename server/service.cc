@@ -179,6 +179,29 @@ class FinishOnce {
   std::atomic<bool> called_{false};
 };
 
+// One request counted in its version's in-flight gauge from construction until End(), or until destruction
+// when End() never ran (a request dropped by an exception between queueing and its answer): the gauge is
+// decremented exactly once either way, so it returns to 0 whatever happened to the request.
+class InFlight {
+ public:
+  InFlight(ServerMetrics* metrics, std::string model, std::string version)
+      : metrics_(metrics), model_(std::move(model)), version_(std::move(version)) {
+    if (metrics_) metrics_->AddInFlight(model_, version_, +1);
+  }
+  ~InFlight() { End(); }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+
+  void End() {
+    if (metrics_ && !ended_.exchange(true)) metrics_->AddInFlight(model_, version_, -1);
+  }
+
+ private:
+  ServerMetrics* metrics_;
+  std::string model_, version_;
+  std::atomic<bool> ended_{false};
+};
+
 grpc::ServerUnaryReactor* Finished(grpc::CallbackServerContext* ctx, const absl::Status& status) {
   auto* reactor = ctx->DefaultReactor();
   reactor->Finish(ToGrpcStatus(status));
@@ -431,11 +454,13 @@ void InferenceService::Enqueue(const ModelInferRequest& wire, CallControl contro
   request->deadline = *deadline;
   request->priority_level = *level;
   request->cancelled = std::move(control.cancelled);
+  auto inflight = std::make_shared<InFlight>(metrics_, mv->name, mv->version_str);
   request->done = [this, mv, id = wire.id(), picked = *std::move(picked), rows = request->rows, response,
-                   arrival, finish = std::move(finish)](absl::StatusOr<std::vector<Tensor>> outputs) {
+                   arrival, inflight, finish = std::move(finish)](absl::StatusOr<std::vector<Tensor>> outputs) {
     if (outputs.ok()) FillResponse(*mv, id, picked, *outputs, *response);
     mv->stats->RecordRequest(outputs.ok(), absl::Now() - arrival, rows);
     Reply(mv->name, mv->version_str, arrival, outputs.status());
+    inflight->End();  // before finish: a client that sees its answer must not then scrape itself in flight
     finish(outputs.status());
   };
   mv->scheduler->Enqueue(std::move(request));
