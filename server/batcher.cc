@@ -299,6 +299,7 @@ absl::Duration Scheduler::State::Execute(Batch batch) {
   absl::StatusOr<std::vector<Tensor>> outputs = run(inputs, LimitsOf(live, start));
   const absl::Time computed = absl::Now();
   if (!outputs.ok()) {
+    for (auto& r : live) r->batch = {start, computed - start, rows};
     Fail(std::move(live), outputs.status());
     return computed - start;
   }
@@ -310,6 +311,7 @@ absl::Duration Scheduler::State::Execute(Batch batch) {
     for (size_t o = 0; o < outputs->size(); ++o) {
       auto full = std::make_shared<Tensor>((*outputs)[o]);
       if (full->rank() == 0 || full->dim(0) != rows) {
+        for (auto& r : live) r->batch = {start, computed - start, rows};
         Fail(std::move(live), absl::InternalError(absl::StrCat("output \"", options.output_names[o],
                                                                "\" has shape ", ShapeToString(full->shape()),
                                                                ", expected batch size ", rows,
@@ -332,6 +334,7 @@ absl::Duration Scheduler::State::Execute(Batch batch) {
                                 done - computed);
     if (metrics) metrics->OnQueue(options.model, options.version,
                                   absl::ToDoubleSeconds(start - live[r]->enqueued));
+    live[r]->batch = {start, done - start, rows};
     live[r]->done(std::move(split[r]));
   }
   return done - start;

@@ -59,6 +59,14 @@ struct QueuedRequest {
   absl::Time enqueued = absl::Now();
   absl::Time deadline = absl::InfiniteFuture();
   std::function<bool()> cancelled;  // polled before compute; may be empty
+  // Set by the scheduler just before `done` when the request reached a model execution: when that batch
+  // started, how long its run took (start to outputs split, or to the error) and its rows. Left as is when
+  // the request was answered without running (rejected, past its deadline, cancelled).
+  struct BatchTiming {
+    absl::Time start = absl::InfinitePast();
+    absl::Duration compute = absl::ZeroDuration();
+    int64_t rows = 0;
+  } batch;
   // Called exactly once with all outputs (in the scheduler's output order) or the error: on a worker
   // thread, or on the caller's thread when Enqueue rejects it.
   std::function<void(absl::StatusOr<std::vector<Tensor>>)> done;

@@ -44,6 +44,7 @@
 #include "server/log.h"
 #include "server/metrics.h"
 #include "server/rest_api.h"
+#include "server/trace_context.h"
 
 namespace onnxserve::server {
 namespace {
@@ -61,6 +62,7 @@ struct Request {
   std::vector<std::string> params;  // the path segments the route's "{name}" segments matched, in order
   std::string body;                 // at most the route's body limit
   std::optional<std::string> inference_header_length;  // the Inference-Header-Content-Length header
+  std::optional<TraceContext> trace;                   // the traceparent header, when valid
 };
 
 // One endpoint. `pattern` is a path whose segments are literal or "{name}"; a "{name}" segment matches any
@@ -358,7 +360,8 @@ class MhdHttpServer final : public HttpServer {
                         }});
       Route infer{"POST", paths.infer, ApiGroup::kInference, nullptr};
       infer.later = [&rest, version](const Request& r, std::function<bool()> abandoned, Done done) {
-        rest.Infer(r.params[0], version(r), r.body, r.inference_header_length, std::move(abandoned), std::move(done));
+        rest.Infer(r.params[0], version(r), r.body, r.inference_header_length, r.trace, std::move(abandoned),
+                   std::move(done));
       };
       infer.large_body = true;
       routes.push_back(std::move(infer));
@@ -503,9 +506,12 @@ class MhdHttpServer final : public HttpServer {
     if (DeclaredBodyBytes(connection) > BodyLimit(*dispatch.route)) {
       return Send(connection, JsonError(MHD_HTTP_CONTENT_TOO_LARGE, "request body too large"));
     }
-    Request request{std::move(dispatch.params), "", std::nullopt};
+    Request request{std::move(dispatch.params), "", std::nullopt, std::nullopt};
     if (const char* length = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, kInferenceHeaderLength)) {
       request.inference_header_length = length;
+    }
+    if (const char* traceparent = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, kTraceparentHeader)) {
+      request.trace = ParseTraceparent(traceparent);
     }
     *request_state = new Pending{dispatch.route, std::move(request), nullptr};
     return MHD_YES;

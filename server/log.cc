@@ -39,6 +39,25 @@ void AppendValue(std::string& line, std::string_view value) {
   line.push_back('"');
 }
 
+// Writes the line of one event: the one place lines are built, whichever way their fields come.
+void LogFields(LogLevel level, std::string_view event, const LogField* begin, const LogField* end) {
+  if (static_cast<int>(level) < MinLevel().load(std::memory_order_relaxed)) return;
+  std::string line = absl::StrCat(
+      "ts=", absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone()),
+      " level=", kLevelNames[static_cast<int>(level)], " event=", std::string(event));
+  for (const LogField* field = begin; field != end; ++field) {
+    const auto& [key, value] = *field;
+    line.push_back(' ');
+    line.append(key);
+    line.push_back('=');
+    AppendValue(line, value);
+  }
+  line.push_back('\n');
+  // One write(2) per line keeps concurrent lines whole.
+  ssize_t ignored = write(STDERR_FILENO, line.data(), line.size());
+  (void)ignored;
+}
+
 }  // namespace
 
 absl::StatusOr<LogLevel> ParseLogLevel(std::string_view name) {
@@ -52,20 +71,11 @@ absl::StatusOr<LogLevel> ParseLogLevel(std::string_view name) {
 void SetLogLevel(LogLevel level) { MinLevel().store(static_cast<int>(level)); }
 
 void Log(LogLevel level, std::string_view event, std::initializer_list<LogField> fields) {
-  if (static_cast<int>(level) < MinLevel().load(std::memory_order_relaxed)) return;
-  std::string line = absl::StrCat(
-      "ts=", absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone()),
-      " level=", kLevelNames[static_cast<int>(level)], " event=", std::string(event));
-  for (const auto& [key, value] : fields) {
-    line.push_back(' ');
-    line.append(key);
-    line.push_back('=');
-    AppendValue(line, value);
-  }
-  line.push_back('\n');
-  // One write(2) per line keeps concurrent lines whole.
-  ssize_t ignored = write(STDERR_FILENO, line.data(), line.size());
-  (void)ignored;
+  LogFields(level, event, fields.begin(), fields.end());
+}
+
+void Log(LogLevel level, std::string_view event, const std::vector<LogField>& fields) {
+  LogFields(level, event, fields.data(), fields.data() + fields.size());
 }
 
 }  // namespace onnxserve::server

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -23,5 +24,7 @@ using LogField = std::pair<std::string_view, std::string>;
 
 // `event` is a snake_case name; values with spaces, quotes or '=' are quoted.
 void Log(LogLevel level, std::string_view event, std::initializer_list<LogField> fields = {});
+// The same, for lines whose fields are chosen at run time.
+void Log(LogLevel level, std::string_view event, const std::vector<LogField>& fields);
 
 }  // namespace onnxserve::server

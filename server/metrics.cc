@@ -33,6 +33,7 @@ namespace {
   X(kComputeDuration, "onnxserve_compute_duration_seconds", "Time one model execution (one batch) took.")    \
   X(kBatchSize, "onnxserve_batch_size", "Batch items per model execution.")                                 \
   X(kQueueDepth, "onnxserve_queue_depth", "Requests waiting in the batch queue.")                           \
+  X(kInFlight, "onnxserve_inflight_requests", "Requests accepted and not yet answered (queued or computing).") \
   X(kModelReady, "onnxserve_model_ready", "1 when the model version is loaded and serving, else 0.")       \
   X(kProcessCpu, "process_cpu_seconds_total", "Total user and system CPU time spent in seconds.")           \
   X(kProcessResident, "process_resident_memory_bytes", "Resident memory size in bytes.")                   \
@@ -114,6 +115,7 @@ class PrometheusMetrics final : public ServerMetrics {
   void OnBatch(const std::string& model, const std::string& version, int batch_size,
                double compute_seconds) override;
   void SetQueueDepth(const std::string& model, const std::string& version, int depth) override;
+  void AddInFlight(const std::string& model, const std::string& version, int delta) override;
   void SetModelReady(const std::string& model, const std::string& version, bool ready) override;
   std::string Expose() const override;
 
@@ -129,6 +131,7 @@ class PrometheusMetrics final : public ServerMetrics {
     prometheus::Histogram* compute_duration;
     prometheus::Histogram* batch_size;
     prometheus::Gauge* queue_depth;
+    prometheus::Gauge* inflight;
     prometheus::Gauge* model_ready;
   };
 
@@ -146,6 +149,7 @@ class PrometheusMetrics final : public ServerMetrics {
   prometheus::Family<prometheus::Histogram>& compute_duration_;
   prometheus::Family<prometheus::Histogram>& batch_size_;
   prometheus::Family<prometheus::Gauge>& queue_depth_;
+  prometheus::Family<prometheus::Gauge>& inflight_;
   prometheus::Family<prometheus::Gauge>& model_ready_;
 
   absl::Mutex mu_;
@@ -162,6 +166,7 @@ PrometheusMetrics::PrometheusMetrics()
       compute_duration_(Build(prometheus::BuildHistogram(), kComputeDuration, *registry_)),
       batch_size_(Build(prometheus::BuildHistogram(), kBatchSize, *registry_)),
       queue_depth_(Build(prometheus::BuildGauge(), kQueueDepth, *registry_)),
+      inflight_(Build(prometheus::BuildGauge(), kInFlight, *registry_)),
       model_ready_(Build(prometheus::BuildGauge(), kModelReady, *registry_)) {}
 
 std::unique_ptr<PrometheusMetrics::Series> PrometheusMetrics::MakeSeries(absl::string_view model,
@@ -176,6 +181,7 @@ std::unique_ptr<PrometheusMetrics::Series> PrometheusMetrics::MakeSeries(absl::s
   series->compute_duration = &compute_duration_.Add(labels, DurationBuckets());
   series->batch_size = &batch_size_.Add(labels, BatchSizeBuckets());
   series->queue_depth = &queue_depth_.Add(labels);
+  series->inflight = &inflight_.Add(labels);
   series->model_ready = &model_ready_.Add(labels);
   return series;
 }
@@ -236,6 +242,10 @@ void PrometheusMetrics::OnBatch(const std::string& model, const std::string& ver
 
 void PrometheusMetrics::SetQueueDepth(const std::string& model, const std::string& version, int depth) {
   SeriesFor(model, version).queue_depth->Set(depth);
+}
+
+void PrometheusMetrics::AddInFlight(const std::string& model, const std::string& version, int delta) {
+  SeriesFor(model, version).inflight->Increment(delta);  // atomic: concurrent deltas never lose one another
 }
 
 void PrometheusMetrics::SetModelReady(const std::string& model, const std::string& version, bool ready) {

@@ -40,6 +40,9 @@ class ServerMetrics {
                        double compute_seconds) = 0;
   // Requests currently waiting in the version's batch queue.
   virtual void SetQueueDepth(const std::string& model, const std::string& version, int depth) = 0;
+  // A request accepted for the version (+1) or answered, whatever the outcome (-1): the gauge counts requests
+  // queued or computing. A delta rather than a level, because requests start and end on different threads.
+  virtual void AddInFlight(const std::string& model, const std::string& version, int delta) = 0;
   // Whether the version is loaded and serving; false when it is unloaded, replaced or failed to load.
   virtual void SetModelReady(const std::string& model, const std::string& version, bool ready) = 0;
 

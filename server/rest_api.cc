@@ -136,7 +136,8 @@ HttpReply RestApi::UnloadModel(const std::string& model, const std::string& body
 }
 
 void RestApi::Infer(const std::string& model, const std::string& version, const std::string& body,
-                    std::optional<std::string> header_length, std::function<bool()> cancelled, Done done) {
+                    std::optional<std::string> header_length, std::optional<TraceContext> trace,
+                    std::function<bool()> cancelled, Done done) {
   absl::StatusOr<RestInferRequest> decoded = DecodeRestInferRequest(body, header_length);
   if (!decoded.ok()) return done(ErrorReply(decoded.status()));
   auto call = std::make_shared<InferCall>();
@@ -145,6 +146,7 @@ void RestApi::Infer(const std::string& model, const std::string& version, const 
   call->request.wire.set_model_version(version);
   CallControl control;
   control.cancelled = std::move(cancelled);
+  control.trace = std::move(trace);
   // `call` lives until the service calls back: the request and response it holds must outlive the batch.
   service_.Infer(call->request.wire, std::move(control), &call->response,
                  [call, done = std::move(done)](const absl::Status& status) {

@@ -44,9 +44,11 @@ class RestApi {
   HttpReply UnloadModel(const std::string& model, const std::string& body);      // POST .../<m>/unload
 
   // POST /v2/models/<m>[/versions/<v>]/infer. `header_length` is the Inference-Header-Content-Length header;
-  // `cancelled` tells the batcher the answer is no longer wanted (called from batch workers).
+  // `trace` the valid traceparent header, if any; `cancelled` tells the batcher the answer is no longer wanted
+  // (called from batch workers).
   void Infer(const std::string& model, const std::string& version, const std::string& body,
-             std::optional<std::string> header_length, std::function<bool()> cancelled, Done done);
+             std::optional<std::string> header_length, std::optional<TraceContext> trace,
+             std::function<bool()> cancelled, Done done);
 
  private:
   InferenceService& service_;

@@ -75,6 +75,9 @@ ABSL_FLAG(int64_t, model_memory_budget_bytes, 0,
           "for models whose config.pbtxt sets no memory_budget_bytes; past it the request gets "
           "RESOURCE_EXHAUSTED. 0: no budget");
 ABSL_FLAG(std::string, log_level, "info", "--log-level debug|info|warning|error");
+ABSL_FLAG(bool, log_requests, false,
+          "--log-requests: one info line per inference request (event=request: model, version, code, stage "
+          "times, batch rows, trace_id and span_id of a valid traceparent)");
 
 namespace onnxserve::server {
 namespace {
@@ -114,7 +117,7 @@ absl::Status ParseFlags(int argc, char** argv, SecurityConfig& security) {
       "onnxserve serve --model-repository DIR [--grpc-port 8001] [--http-port 8000] [--metrics-port 8002] "
       "[--model-control-mode none|poll|explicit] [--repository-poll-secs 15] [--shutdown-grace-secs 30] "
       "[--max-request-bytes N] [--max-tensor-elements N] [--max-tensor-bytes N] "
-      "[--model-memory-budget-bytes N] [--threads N] [--exit-on-error] [--log-level info]\n"
+      "[--model-memory-budget-bytes N] [--threads N] [--exit-on-error] [--log-level info] [--log-requests]\n"
       "TLS, access control and listeners:\n",
       SecurityFlagsUsage()));
   absl::FlagsUsageConfig usage;
@@ -335,6 +338,7 @@ absl::Status Start(Server& s) {
   s.repository = std::make_unique<ModelRepository>(std::move(options));
   s.grpc_access = std::make_unique<GrpcAccess>(s.security.grpc_access);
   s.service = std::make_unique<InferenceService>(*s.repository, s.metrics.get(), s.grpc_access.get());
+  s.service->SetLogRequests(absl::GetFlag(FLAGS_log_requests));
   s.rest = std::make_unique<RestApi>(*s.service);
   int grpc_port = 0, http_port = -1, metrics_port = -1;
   if (absl::Status status = StartGrpc(s, grpc_port); !status.ok()) return status;

@@ -179,6 +179,42 @@ class FinishOnce {
   std::atomic<bool> called_{false};
 };
 
+// The queue and compute stages of a request the scheduler answers now.
+RequestTimes TimesOf(const QueuedRequest& request, absl::Time arrival) {
+  RequestTimes times;
+  if (request.batch.start == absl::InfinitePast()) {  // never ran: it waited until now
+    times.queue = absl::Now() - arrival;
+    return times;
+  }
+  times.queue = request.batch.start - arrival;
+  times.compute = request.batch.compute;
+  times.batch_rows = request.batch.rows;
+  return times;
+}
+
+// One request counted in its version's in-flight gauge from construction until End(), or until destruction
+// when End() never ran (a request dropped by an exception between queueing and its answer): the gauge is
+// decremented exactly once either way, so it returns to 0 whatever happened to the request.
+class InFlight {
+ public:
+  InFlight(ServerMetrics* metrics, std::string model, std::string version)
+      : metrics_(metrics), model_(std::move(model)), version_(std::move(version)) {
+    if (metrics_) metrics_->AddInFlight(model_, version_, +1);
+  }
+  ~InFlight() { End(); }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+
+  void End() {
+    if (metrics_ && !ended_.exchange(true)) metrics_->AddInFlight(model_, version_, -1);
+  }
+
+ private:
+  ServerMetrics* metrics_;
+  std::string model_, version_;
+  std::atomic<bool> ended_{false};
+};
+
 grpc::ServerUnaryReactor* Finished(grpc::CallbackServerContext* ctx, const absl::Status& status) {
   auto* reactor = ctx->DefaultReactor();
   reactor->Finish(ToGrpcStatus(status));
@@ -371,12 +407,33 @@ absl::Status InferenceService::Allowed(const grpc::CallbackServerContext* ctx, a
 }
 
 void InferenceService::Reply(const std::string& model, const std::string& version, absl::Time arrival,
-                             const absl::Status& status) {
-  if (metrics_) metrics_->OnRequest(model, version, ToGrpcCode(status.code()),
-                                    absl::ToDoubleSeconds(absl::Now() - arrival));
+                             const absl::Status& status, const std::optional<TraceContext>& trace,
+                             const RequestTimes& times) {
+  const absl::Duration total = absl::Now() - arrival;
+  if (metrics_) metrics_->OnRequest(model, version, ToGrpcCode(status.code()), absl::ToDoubleSeconds(total));
+  if (log_requests_.load(std::memory_order_relaxed)) LogRequest(model, version, status, total, trace, times);
   if (!status.ok()) {
     Log(LogLevel::kDebug, "request_failed", {{"model", model}, {"version", version}, {"error", status.ToString()}});
   }
+}
+
+// Whole microseconds, truncated: each stage is a difference of the same clock's readings and they follow one
+// another, so queue_us + compute_us + encode_us <= total_us holds on every line.
+void InferenceService::LogRequest(const std::string& model, const std::string& version, const absl::Status& status,
+                                  absl::Duration total, const std::optional<TraceContext>& trace,
+                                  const RequestTimes& times) const {
+  auto us = [](absl::Duration d) { return absl::StrCat(absl::ToInt64Microseconds(d)); };
+  // `model` is a repository's model or kUnknownModel, never a client's name: bounded, like the metric labels.
+  std::vector<LogField> fields = {
+      {"model", model},           {"version", version},
+      {"code", std::string(absl::StatusCodeToString(status.code()))},
+      {"queue_us", us(times.queue)}, {"compute_us", us(times.compute)}, {"encode_us", us(times.encode)},
+      {"total_us", us(total)},    {"batch", absl::StrCat(times.batch_rows)}};
+  if (trace) {
+    fields.emplace_back("trace_id", trace->trace_id);  // validated hex (trace_context.h): safe to log
+    fields.emplace_back("span_id", trace->span_id);
+  }
+  Log(LogLevel::kInfo, "request", fields);
 }
 
 CallControl ControlOf(grpc::CallbackServerContext* ctx) {
@@ -386,6 +443,10 @@ CallControl ControlOf(grpc::CallbackServerContext* ctx) {
     control.deadline = absl::FromChrono(grpc_deadline);
   }
   control.cancelled = [ctx] { return ctx->IsCancelled(); };
+  const auto& metadata = ctx->client_metadata();
+  if (auto it = metadata.find(kTraceparentHeader); it != metadata.end()) {
+    control.trace = ParseTraceparent(std::string_view(it->second.data(), it->second.size()));
+  }
   return control;
 }
 
@@ -410,7 +471,7 @@ void InferenceService::Enqueue(const ModelInferRequest& wire, CallControl contro
     // Only the repository's models get series of their own (UNAVAILABLE names one of them); any other
     // name would let clients mint series without end.
     const bool known = absl::IsUnavailable(found.status());
-    Reply(known ? wire.model_name() : kUnknownModel, "", arrival, found.status());
+    Reply(known ? wire.model_name() : kUnknownModel, "", arrival, found.status(), control.trace);
     return finish(found.status());
   }
   std::shared_ptr<const ModelVersion> mv = *std::move(found);
@@ -424,18 +485,25 @@ void InferenceService::Enqueue(const ModelInferRequest& wire, CallControl contro
   if (valid.ok()) valid = deadline.status();
   if (!valid.ok()) {
     mv->stats->RecordRequest(false, absl::Now() - arrival, 0);
-    Reply(mv->name, mv->version_str, arrival, valid);
+    Reply(mv->name, mv->version_str, arrival, valid, control.trace);
     return finish(valid);
   }
   request->enqueued = arrival;
   request->deadline = *deadline;
   request->priority_level = *level;
   request->cancelled = std::move(control.cancelled);
-  request->done = [this, mv, id = wire.id(), picked = *std::move(picked), rows = request->rows, response,
-                   arrival, finish = std::move(finish)](absl::StatusOr<std::vector<Tensor>> outputs) {
+  auto inflight = std::make_shared<InFlight>(metrics_, mv->name, mv->version_str);
+  // `done` is called on the request it belongs to (batcher.h), so `queued` is alive whenever it runs.
+  request->done = [this, mv, queued = request.get(), id = wire.id(), picked = *std::move(picked),
+                   rows = request->rows, response, arrival, inflight, trace = std::move(control.trace),
+                   finish = std::move(finish)](absl::StatusOr<std::vector<Tensor>> outputs) {
+    RequestTimes times = TimesOf(*queued, arrival);
+    const absl::Time encode_start = absl::Now();
     if (outputs.ok()) FillResponse(*mv, id, picked, *outputs, *response);
+    times.encode = absl::Now() - encode_start;
     mv->stats->RecordRequest(outputs.ok(), absl::Now() - arrival, rows);
-    Reply(mv->name, mv->version_str, arrival, outputs.status());
+    Reply(mv->name, mv->version_str, arrival, outputs.status(), trace, times);
+    inflight->End();  // before finish: a client that sees its answer must not then scrape itself in flight
     finish(outputs.status());
   };
   mv->scheduler->Enqueue(std::move(request));

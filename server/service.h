@@ -8,6 +8,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -18,6 +19,7 @@
 #include "server/grpc_access.h"
 #include "server/metrics.h"
 #include "server/repository.h"
+#include "server/trace_context.h"
 
 namespace onnxserve::server {
 
@@ -74,9 +76,20 @@ class LoadQueue {
 struct CallControl {
   absl::Time deadline = absl::InfiniteFuture();
   std::function<bool()> cancelled;  // may be empty (never cancelled); called from batch workers
+  std::optional<TraceContext> trace;  // the caller's valid traceparent, for the request's log line
 };
 
-// The control of a gRPC call: its deadline (none when it is further than a year away) and IsCancelled.
+// Where one request's time went, for its log line: queue (arrival to its batch's start, or to its answer when
+// it never ran), compute (its batch's run), encode (building the response message) and the batch's rows.
+struct RequestTimes {
+  absl::Duration queue = absl::ZeroDuration();
+  absl::Duration compute = absl::ZeroDuration();
+  absl::Duration encode = absl::ZeroDuration();
+  int64_t batch_rows = 0;
+};
+
+// The control of a gRPC call: its deadline (none when it is further than a year away), IsCancelled and the
+// `traceparent` metadata when it is valid.
 // `context` must outlive the call.
 CallControl ControlOf(grpc::CallbackServerContext* context);
 
@@ -89,6 +102,9 @@ class InferenceService final : public internal::CallbackServiceWithRawStream {
   // ServerReady's answer: false until the repository has started, and again once shutdown begins.
   void SetReady(bool ready) { ready_.store(ready); }
   bool ready() const { return ready_.load(); }
+  // Whether every inference request gets an info line `event=request` (serve's --log-requests). Off by
+  // default: at thousands of requests a second the lines would drown every other event.
+  void SetLogRequests(bool on) { log_requests_.store(on); }
 
   // Validates `request`, queues it and eventually fills `response` and calls `finish` exactly once (on this
   // thread for requests rejected up front, else on a batch worker). `request`, `response` and whatever
@@ -151,7 +167,12 @@ class InferenceService final : public internal::CallbackServiceWithRawStream {
   // Infer's work, which may throw.
   void Enqueue(const inference::ModelInferRequest& request, CallControl control,
                inference::ModelInferResponse* response, std::function<void(const absl::Status&)> finish);
-  void Reply(const std::string& model, const std::string& version, absl::Time arrival, const absl::Status& status);
+  // Accounts one answered inference request: metrics, and its log line. `times` is empty for requests
+  // answered before they were queued.
+  void Reply(const std::string& model, const std::string& version, absl::Time arrival, const absl::Status& status,
+             const std::optional<TraceContext>& trace, const RequestTimes& times = {});
+  void LogRequest(const std::string& model, const std::string& version, const absl::Status& status,
+                  absl::Duration total, const std::optional<TraceContext>& trace, const RequestTimes& times) const;
   // The access check of `method` (a GRPCInferenceService method name): handlers act only on an OK answer.
   // The interceptor has already ended a refused call; this keeps its handler from having effects anyway.
   absl::Status Allowed(const grpc::CallbackServerContext* context, absl::string_view method) const;
@@ -160,6 +181,7 @@ class InferenceService final : public internal::CallbackServiceWithRawStream {
   ServerMetrics* metrics_;
   const GrpcAccess* access_;
   std::atomic<bool> ready_{false};
+  std::atomic<bool> log_requests_{false};
   LoadQueue loads_;
 };
 

@@ -126,6 +126,7 @@ TEST(Metrics, EventsAppearWithModelAndVersionLabels) {
   metrics->OnBatch("digits", "1", 3, 0.0005);
   metrics->OnBatch("digits", "1", 5, 0.0007);
   metrics->SetQueueDepth("digits", "1", 7);
+  for (int delta : {+1, +1, +1, -1}) metrics->AddInFlight("digits", "1", delta);
   metrics->SetModelReady("digits", "1", true);
   metrics->SetModelReady("digits", "2", false);
   const std::string text = metrics->Expose();
@@ -144,6 +145,7 @@ TEST(Metrics, EventsAppearWithModelAndVersionLabels) {
   EXPECT_EQ(Sample(text, R"(onnxserve_batch_size_bucket{model="digits",version="1",le="4"})"), 1);
   EXPECT_EQ(Sample(text, R"(onnxserve_batch_size_sum{model="digits",version="1"})"), 8);
   EXPECT_EQ(Sample(text, R"(onnxserve_queue_depth{model="digits",version="1"})"), 7);
+  EXPECT_EQ(Sample(text, R"(onnxserve_inflight_requests{model="digits",version="1"})"), 2);
   EXPECT_EQ(Sample(text, R"(onnxserve_model_ready{model="digits",version="1"})"), 1);
   EXPECT_EQ(Sample(text, R"(onnxserve_model_ready{model="digits",version="2"})"), 0);
   EXPECT_GT(Sample(text, "process_resident_memory_bytes"), 0);
@@ -176,6 +178,26 @@ TEST(Metrics, ConcurrentReportersLoseNoEvents) {
           << model << " " << code;
     }
   }
+}
+
+// Requests start and end on different threads: no increment or decrement of the in-flight gauge may be lost.
+TEST(Metrics, ConcurrentInFlightDeltasLoseNone) {
+  auto metrics = MakePrometheusMetrics();
+  constexpr int kThreads = 8, kEach = 2000;
+  const std::string series = R"(onnxserve_inflight_requests{model="m",version="1"})";
+  auto add_from_threads = [&](int delta) {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&] {
+        for (int i = 0; i < kEach; ++i) metrics->AddInFlight("m", "1", delta);
+      });
+    }
+    for (auto& thread : threads) thread.join();
+  };
+  add_from_threads(+1);
+  EXPECT_EQ(Sample(metrics->Expose(), series), kThreads * kEach);
+  add_from_threads(-1);
+  EXPECT_EQ(Sample(metrics->Expose(), series), 0);
 }
 
 TEST(Metrics, UnboundedModelNamesFoldIntoOneOverflowSeries) {
