@@ -176,6 +176,17 @@ TEST_F(ChangelogTest, ListsEverySchemaVersion) {
   }
 }
 
+// The other direction: every operator the spec changelogs name, in every domain, has kernels (their ranges
+// are then checked above), so a missing operator fails here by name.
+TEST_F(ChangelogTest, EveryOperatorOfTheSpecIsRegistered) {
+  std::set<OpKey> registered;
+  for (const KernelDef* def : KernelRegistry::Global().All()) registered.insert({def->domain, def->op_type});
+  for (const auto& [key, versions] : spec_) {
+    EXPECT_TRUE(registered.contains(key)) << key.first << " " << key.second << " (spec versions "
+                                          << SpecText(versions) << ") has no kernel";
+  }
+}
+
 TEST_F(ChangelogTest, VersionsMatchTheSpecChangelogs) {
   for (const std::string& error : Mismatches(spec_, {}, kLatest, "the spec changelog")) {
     ADD_FAILURE() << error;
