@@ -132,6 +132,33 @@ HTTP_REQUESTS = [
 ]
 
 
+def rest_request(method, path, body=b"", headers=b""):
+    return (b"%s %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n%s\r\n" % (method, path, len(body), headers)) + body
+
+
+# The REST protocol against the http target's "mixed" model (tests/fuzz/fuzz_models.h): x FP32 [N,4],
+# s BYTES [N], i INT64 [N,3], h FP16 [N,2], b BOOL [N,1].
+_MIXED_JSON = (b'{"inputs":[{"name":"x","shape":[1,4],"datatype":"FP32","data":[1,2,3,4]},'
+               b'{"name":"s","shape":[1],"datatype":"BYTES","data":["ab"]},'
+               b'{"name":"i","shape":[1,3],"datatype":"INT64","data":[[1,2,3]]},'
+               b'{"name":"h","shape":[1,2],"datatype":"FP16","parameters":{"binary_data_size":4}},'
+               b'{"name":"b","shape":[1,1],"datatype":"BOOL","data":[true]}],'
+               b'"outputs":[{"name":"x_out","parameters":{"binary_data":true}},{"name":"s_out"}]}')
+HTTP_REQUESTS += [
+    rest_request(b"GET", b"/v2"),
+    rest_request(b"GET", b"/v2/models/mixed"),
+    rest_request(b"GET", b"/v2/models/mixed/versions/1/config"),
+    rest_request(b"GET", b"/v2/models/mixed/stats"),
+    rest_request(b"POST", b"/v2/models/mixed/infer", _MIXED_JSON + b"\x00\x3c\x00\x40",
+                 b"Inference-Header-Content-Length: %d\r\n" % len(_MIXED_JSON)),
+    rest_request(b"POST", b"/v2/models/mixed/versions/1/infer",
+                 b'{"inputs":[{"name":"x","shape":[2,4],"datatype":"FP32","data":[1,2,3,4,5,6,7,8]}]}'),
+    rest_request(b"POST", b"/v2/repository/index", b"{}"),
+    rest_request(b"POST", b"/v2/repository/models/mixed/unload", b"{}"),
+    rest_request(b"POST", b"/v2/repository/models/mixed/load", b"{}"),
+]
+
+
 def encoded_images(tests, out):
     """The raw bytes of node/test_image_decoder_*'s input tensors."""
     import onnx  # only here: the other corpora need no onnx package

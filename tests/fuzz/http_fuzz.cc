@@ -1,6 +1,8 @@
 // Fuzz target: raw bytes as one HTTP connection's request stream to the server's HTTP side (server/http.cc:
-// route table, probes, /metrics, body limits) running in this process on an ephemeral loopback port.
-// libmicrohttpd itself is not instrumented; the coverage that steers the fuzzer is our handlers'.
+// route table, probes, /metrics, body limits, and the KServe REST protocol over a repository holding the
+// "mixed" model of every payload type: JSON and binary-extension inference, metadata, config, statistics,
+// the repository extension) running in this process on an ephemeral loopback port. libmicrohttpd itself is
+// not instrumented; the coverage that steers the fuzzer is our handlers'.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -10,22 +12,50 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <string_view>
 
 #include "server/log.h"
 #include "server/metrics.h"
+#include "server/repository.h"
+#include "server/rest_api.h"
+#include "server/service.h"
+#include "tests/fuzz/fuzz_models.h"
 
 namespace onnxserve::server {
 namespace {
 
+// A repository folder holding the mixed model as version 1 of "mixed", in the system's temp folder.
+std::string WriteRepository() {
+  const std::filesystem::path root =
+      std::filesystem::temp_directory_path() / ("onnxserve-http-fuzz-" + std::to_string(getpid()));
+  std::filesystem::create_directories(root / "mixed" / "1");
+  std::ofstream(root / "mixed" / "1" / "model.onnx", std::ios::binary) << fuzz::MixedModel().SerializeAsString();
+  return root.string();
+}
+
 struct Fixture {
   std::unique_ptr<ServerMetrics> metrics = MakePrometheusMetrics();
+  std::unique_ptr<ModelRepository> repository;
+  std::unique_ptr<InferenceService> service;
+  std::unique_ptr<RestApi> rest;
   std::unique_ptr<HttpServer> http;
 
   Fixture() {
     SetLogLevel(LogLevel::kError);
+    // Explicit mode: inputs may load and unload "mixed" (or try other names) through the repository extension.
+    RepositoryOptions options;
+    options.root = WriteRepository();
+    options.mode = ControlMode::kExplicit;
+    options.metrics = metrics.get();
+    repository = std::make_unique<ModelRepository>(std::move(options));
+    if (!repository->Start(/*exit_on_error=*/false).ok() || !repository->Load("mixed").ok()) std::abort();
+    service = std::make_unique<InferenceService>(*repository, metrics.get());
+    service->SetReady(true);
+    rest = std::make_unique<RestApi>(*service);
     metrics->SetModelReady("add", "1", true);
     metrics->OnRequest("add", "1", grpc::StatusCode::OK, 0.001);
     HealthProbes probes;
@@ -38,7 +68,10 @@ struct Fixture {
     limits.threads = 2;
     limits.idle_timeout_secs = 1;
     limits.max_body_bytes = 4096;
-    auto started = StartHttpServer("127.0.0.1", 0, *metrics, std::move(probes), limits);
+    limits.max_infer_body_bytes = 4096;
+    HttpOptions http_options;
+    http_options.rest = rest.get();
+    auto started = StartHttpServer("127.0.0.1", 0, *metrics, std::move(probes), limits, std::move(http_options));
     if (!started.ok()) std::abort();
     http = *std::move(started);
   }
