@@ -235,8 +235,10 @@ TEST(PoolTest, FloatMaxAndAveragePoolMatchTheReferenceOnRandomGeometries) {
 TEST(PoolTest, WholePlaneWindowsMatchTheReference) {
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> value(-10, 10);
-  for (const auto& [height, width, pad_end, stride] : std::vector<std::array<int64_t, 4>>{
+  // Not a structured binding: clang 14 cannot capture one in the lambda below.
+  for (const std::array<int64_t, 4>& shape : std::vector<std::array<int64_t, 4>>{
            {25, 5, 0, 1}, {7, 7, 0, 1}, {1, 1, 0, 1}, {3, 40, 0, 1}, {6, 9, 1, 2}}) {
+    const int64_t height = shape[0], width = shape[1], pad_end = shape[2], stride = shape[3];
     const Pool2D p{4, height, width, {height, width}, {stride, stride}, {0, 0}, {pad_end, pad_end}, false, false};
     std::vector<float> values(static_cast<size_t>(p.planes * height * width));
     for (float& v : values) v = value(rng);
