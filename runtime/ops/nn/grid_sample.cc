@@ -2,6 +2,8 @@
 // of an affine transform). Coordinates follow PyTorch's grid_sample/affine_grid, as the ONNX reference does.
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,19 +22,31 @@ float Denormalize(float n, int64_t size, bool align_corners) {
                        : ((n + 1) * static_cast<float>(size) - 1) / 2.0f;
 }
 
-// Reflects x by the borders [lo, hi] until it falls inside.
+// How many times a point dx past a border reflects over `range`; nullopt past 2^62 flips (an infinite or
+// absurd coordinate: converting that to int64 is undefined behaviour, and float has lost the answer anyway).
+std::optional<int64_t> Flips(float dx, float range) {
+  const float flips = dx / range;
+  if (!(flips < 0x1p62f)) return std::nullopt;
+  return static_cast<int64_t>(flips);
+}
+
+// Reflects x by the borders [lo, hi] until it falls inside; NaN where the reflection is lost.
 float Reflect(float x, float lo, float hi) {
   const float range = hi - lo;
   if (range <= 0) return lo;
   if (x < lo) {
     const float dx = lo - x;
-    const int64_t flips = static_cast<int64_t>(dx / range);
+    const std::optional<int64_t> maybe_flips = Flips(dx, range);
+    if (!maybe_flips) return std::numeric_limits<float>::quiet_NaN();
+    const int64_t flips = *maybe_flips;
     const float r = dx - static_cast<float>(flips) * range;
     return flips % 2 == 0 ? lo + r : hi - r;
   }
   if (x > hi) {
     const float dx = x - hi;
-    const int64_t flips = static_cast<int64_t>(dx / range);
+    const std::optional<int64_t> maybe_flips = Flips(dx, range);
+    if (!maybe_flips) return std::numeric_limits<float>::quiet_NaN();
+    const int64_t flips = *maybe_flips;
     const float r = dx - static_cast<float>(flips) * range;
     return flips % 2 == 0 ? hi - r : lo + r;
   }
