@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -75,6 +76,18 @@ inline ComputeType<T> ToCompute(T v) {
 template <typename T>
 inline T FromCompute(ComputeType<T> v) {
   return static_cast<T>(v);
+}
+
+// A real result (a power, log or square root of integers) as T. For an integer T the conversion must not be
+// undefined: NaN becomes 0 and values out of T's range (infinities included) saturate.
+template <typename T, typename Real>
+T FromReal(Real value) {
+  if constexpr (std::is_integral_v<T>) {
+    if (std::isnan(value)) return T(0);
+    if (value <= static_cast<Real>(std::numeric_limits<T>::min())) return std::numeric_limits<T>::min();
+    if (value >= static_cast<Real>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+  }
+  return static_cast<T>(value);
 }
 
 // The elements of a small integer tensor (a shape, axes, repeats) as int64.

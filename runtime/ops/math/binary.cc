@@ -118,13 +118,14 @@ B IntegerPow(B base, E exponent) {
 }
 
 // Pow's exponent type may differ from the base's (from Pow-12); the result has the base's type, so an
-// integer base with a float exponent truncates the float power like numpy's astype.
+// integer base with a float exponent truncates the float power like numpy's astype (saturating where that
+// would overflow: 10^30 in int32, NaN of a negative base's fractional power becomes 0).
 struct PowOp {
   template <typename B, typename E> B operator()(B base, E exponent) const {
     if constexpr (std::is_integral_v<B> && std::is_integral_v<E>) {
       return IntegerPow(base, exponent);
     } else if constexpr (std::is_integral_v<B>) {
-      return static_cast<B>(std::pow(static_cast<double>(base), static_cast<double>(exponent)));
+      return FromReal<B>(std::pow(static_cast<double>(base), static_cast<double>(exponent)));
     } else {
       return static_cast<B>(std::pow(base, static_cast<B>(exponent)));
     }

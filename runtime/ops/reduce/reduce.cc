@@ -56,19 +56,6 @@ struct L1Op : SumOp<T> {
   }
 };
 
-// The result of a real function (sqrt, log) as the accumulator type. For integers the conversion must not
-// be undefined: NaN (the log of a negative sum) becomes 0, and values out of range (the log of an empty
-// sum, -inf) saturate.
-template <typename Acc, typename Real>
-Acc FromReal(Real value) {
-  if constexpr (std::is_integral_v<Acc>) {
-    if (std::isnan(value)) return Acc(0);
-    if (value <= static_cast<Real>(std::numeric_limits<Acc>::min())) return std::numeric_limits<Acc>::min();
-    if (value >= static_cast<Real>(std::numeric_limits<Acc>::max())) return std::numeric_limits<Acc>::max();
-  }
-  return static_cast<Acc>(value);
-}
-
 template <typename T>
 struct L2Op : SumSquareOp<T> {
   using Acc = ComputeType<T>;

@@ -237,6 +237,18 @@ TEST(PowTest, ExponentTypeMayDifferFromTheBase) {
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<int32_t>({2}, {1, 3}), int_base));
 }
 
+// Found by the model fuzzer (UBSan): an integer base with a float exponent converted an infinite or NaN
+// power to int. Out of range saturates, NaN (a negative base to a fractional power) becomes 0.
+TEST(PowTest, FloatPowersOutOfAnIntegerBaseRangeSaturate) {
+  const Tensor actual = RunOne(OpTest("Pow", 15)
+                                   .Input("x", Tensor::FromVector<int32_t>({4}, {10, -10, -8, 0}))
+                                   .Input("y", Tensor::FromVector<float>({4}, {30.0f, 31.0f, 0.5f, -1.0f})));
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<int32_t>({4}, {std::numeric_limits<int32_t>::max(),
+                                                             std::numeric_limits<int32_t>::min(), 0,
+                                                             std::numeric_limits<int32_t>::max()}),
+                           actual));
+}
+
 TEST(PowTest, IntegerPowersAreExact) {
   const Tensor actual = RunOne(OpTest("Pow", 15)
                                    .Input("x", Tensor::FromVector<int64_t>({4}, {3, -2, 2, -1}))
