@@ -221,13 +221,15 @@ bool IsWholePlaneWindow(const PoolGeometry& g) {
   return true;
 }
 
+// The max or the mean of one float plane of `size` values: global pooling, however it is spelled.
+float ReduceFloatPlane(bool max, const float* plane, int64_t size) {
+  const vec::VectorKernels& k = vec::Kernels();
+  return max ? k.max(plane, size) : static_cast<float>(k.sum(plane, size) / static_cast<double>(size));
+}
+
 // y[p] = max or mean of plane p, for planes [begin, end) of `size` floats each.
 void ReduceWholePlanes(bool max, int64_t begin, int64_t end, int64_t size, const float* x, float* y) {
-  const vec::VectorKernels& k = vec::Kernels();
-  for (int64_t p = begin; p < end; ++p) {
-    const float* plane = x + p * size;
-    y[p] = max ? k.max(plane, size) : static_cast<float>(k.sum(plane, size) / static_cast<double>(size));
-  }
+  for (int64_t p = begin; p < end; ++p) y[p] = ReduceFloatPlane(max, x + p * size, size);
 }
 
 class FloatPoolPlanes {
@@ -560,10 +562,8 @@ class GlobalPool final : public OpKernel {
   template <typename T>
   T Reduce(const T* in, int64_t size) const {
     using C = ComputeType<T>;
-    if constexpr (std::is_same_v<T, float> && kKind == GlobalKind::kMax) {
-      return vec::Kernels().max(in, size);
-    } else if constexpr (std::is_same_v<T, float> && kKind == GlobalKind::kAverage) {
-      return static_cast<float>(vec::Kernels().sum(in, size) / static_cast<double>(size));
+    if constexpr (std::is_same_v<T, float> && kKind != GlobalKind::kLp) {
+      return ReduceFloatPlane(kKind == GlobalKind::kMax, in, size);
     } else if constexpr (kKind == GlobalKind::kMax) {
       C best = std::numeric_limits<C>::lowest();
       for (int64_t i = 0; i < size; ++i) best = std::max(best, ToCompute(in[i]));
