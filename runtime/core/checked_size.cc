@@ -48,6 +48,14 @@ absl::StatusOr<int64_t> CheckedMul(int64_t a, int64_t b) {
   return product;
 }
 
+absl::StatusOr<int64_t> CheckedAdd(int64_t a, int64_t b) {
+  int64_t sum;
+  if (__builtin_add_overflow(a, b, &sum)) {
+    return absl::ResourceExhaustedError(absl::StrCat(a, " + ", b, " overflows int64"));
+  }
+  return sum;
+}
+
 absl::StatusOr<int64_t> CheckedElementCount(absl::Span<const int64_t> shape, int64_t max_elements) {
   int64_t nonzero_product = 1;
   bool empty = false;

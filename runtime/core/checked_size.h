@@ -36,6 +36,8 @@ absl::Status SetSizeLimits(const SizeLimits& limits);
 
 // a * b, or RESOURCE_EXHAUSTED when it does not fit in int64.
 absl::StatusOr<int64_t> CheckedMul(int64_t a, int64_t b);
+// a + b, or RESOURCE_EXHAUSTED when it does not fit in int64.
+absl::StatusOr<int64_t> CheckedAdd(int64_t a, int64_t b);
 
 // The element count of `shape`: INVALID_ARGUMENT for a negative dim, RESOURCE_EXHAUSTED past max_elements.
 absl::StatusOr<int64_t> CheckedElementCount(absl::Span<const int64_t> shape,

@@ -47,6 +47,22 @@ bool IsFlat(const GroupedConvShape& s, Isa isa) {
   return s.stride_h == 1 && s.stride_w == 1 && 2 * s.out_w <= Lanes(isa);
 }
 
+// Rows of `row_stride` the flat layout reads: the map's rows rounded up to whole blocks, plus the taps'
+// reach below them. INT64_MAX when that does not fit in int64: a huge dilation on a narrow map (its padded
+// row can be 2^61 long while the output stays a few columns wide), which the caller's scratch check
+// rejects.
+int64_t FlatRows(const GroupedConvShape& s, int64_t row_stride) {
+  int64_t map = 0, below = 0, reach = 0;
+  if (__builtin_mul_overflow(s.out_h, row_stride, &map) ||
+      __builtin_mul_overflow((s.kernel_h - 1) * s.dilation_h, row_stride, &below) ||
+      __builtin_add_overflow(RoundUp(map, grouped::kFlatBlock), below, &reach) ||
+      __builtin_add_overflow(reach, (s.kernel_w - 1) * s.dilation_w, &reach) ||
+      __builtin_add_overflow(reach, row_stride - 1, &reach)) {
+    return INT64_MAX;
+  }
+  return reach / row_stride;
+}
+
 // The source layout (grouped_conv_kernels.h) for `shape`; plane_floats and tap_offsets are left to the
 // caller.
 grouped::GroupGeometry GeometryOf(const GroupedConvShape& s, Isa isa) {
@@ -57,9 +73,7 @@ grouped::GroupGeometry GeometryOf(const GroupedConvShape& s, Isa isa) {
   if (flat) {
     // Rows at their padded width, and enough zero rows below for the last block's loads past the map.
     row_stride = s.out_w + (s.kernel_w - 1) * s.dilation_w;
-    const int64_t reach = RoundUp(s.out_h * row_stride, grouped::kFlatBlock) +
-                          (s.kernel_h - 1) * s.dilation_h * row_stride + (s.kernel_w - 1) * s.dilation_w;
-    rows = std::max(rows, (reach + row_stride - 1) / row_stride);
+    rows = std::max(rows, FlatRows(s, row_stride));
   }
   const bool depthwise = s.group_channels == 1;
   return {

@@ -125,6 +125,13 @@ TEST(CheckedSizeTest, DimFromDoubleRejectsWhatCannotBeConverted) {
   EXPECT_EQ(*CheckedMul(-3, 4), -12);
 }
 
+TEST(CheckedSizeTest, AddReportsOverflowInBothDirections) {
+  EXPECT_EQ(*CheckedAdd(k2Pow62, k2Pow62 - 1), INT64_MAX);
+  EXPECT_EQ(CheckedAdd(k2Pow62, k2Pow62).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(CheckedAdd(INT64_MIN, -1).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(*CheckedAdd(-3, 4), 1);
+}
+
 TEST(CheckedSizeTest, LimitsAreConfigurableAndValidated) {
   const SizeLimits defaults = GetSizeLimits();
   EXPECT_EQ(defaults.max_elements, int64_t{1} << 32);

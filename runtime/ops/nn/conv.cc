@@ -18,6 +18,7 @@
 #include "runtime/ops/blas.h"
 #include "runtime/ops/common.h"
 #include "runtime/ops/fused_activation.h"
+#include "runtime/ops/window.h"
 #include "runtime/registry/registry.h"
 
 namespace onnxserve {
@@ -33,13 +34,15 @@ absl::Status PlaceOutput(const ConvAttributes& attrs, ConvGeometry& geo) {
   geo.pad_begin.resize(rank);
   for (size_t d = 0; d < rank; ++d) {
     const int64_t in = geo.image[d], stride = geo.strides[d];
-    const int64_t extent = (geo.kernel[d] - 1) * geo.dilations[d] + 1;
+    ASSIGN_OR_RETURN(const int64_t extent, DilatedExtent(geo.kernel[d], geo.dilations[d]));
     int64_t padded = in;
     switch (attrs.auto_pad) {
       case ConvAttributes::AutoPad::kNotSet: {
         const bool has_pads = !attrs.pads.empty();
         geo.pad_begin[d] = has_pads ? attrs.pads[d] : 0;
-        padded = in + (has_pads ? attrs.pads[d] + attrs.pads[d + rank] : 0);
+        if (has_pads) {
+          ASSIGN_OR_RETURN(padded, PaddedSize(in, attrs.pads[d], attrs.pads[d + rank]));
+        }
         break;
       }
       case ConvAttributes::AutoPad::kValid:
@@ -47,22 +50,20 @@ absl::Status PlaceOutput(const ConvAttributes& attrs, ConvGeometry& geo) {
         break;
       case ConvAttributes::AutoPad::kSameUpper:
       case ConvAttributes::AutoPad::kSameLower: {
-        // Output ceil(in / stride); an odd total pad puts the extra element at the end for SAME_UPPER.
-        const int64_t out = (in + stride - 1) / stride;
-        const int64_t total = std::max<int64_t>(0, (out - 1) * stride + extent - in);
+        // An odd total pad puts the extra element at the end for SAME_UPPER.
+        ASSIGN_OR_RETURN(const int64_t total, SamePadding(in, extent, stride));
         const bool upper = attrs.auto_pad == ConvAttributes::AutoPad::kSameUpper;
         geo.pad_begin[d] = upper ? total / 2 : total - total / 2;
-        padded = in + total;
+        ASSIGN_OR_RETURN(padded, CheckedAdd(in, total));
         break;
       }
     }
-    if (padded < extent) {
-      return absl::InvalidArgumentError(absl::StrCat("spatial axis ", d, ": padded input size ", padded,
-                                                     " is smaller than the dilated kernel extent ", extent));
-    }
-    geo.grid[d] = (padded - extent) / stride + 1;
+    absl::StatusOr<int64_t> windows = WindowCount(padded, extent, stride);
+    if (!windows.ok()) return absl::InvalidArgumentError(absl::StrCat("spatial axis ", d, ": ", windows.status().message()));
+    geo.grid[d] = *windows;
   }
-  return absl::OkStatus();
+  // The grid bounds im2col's columns and Y: check it before anything multiplies it.
+  return CheckedElementCount(geo.grid).status();
 }
 
 // Y[n, m, ...] = B[m] + Z[n, m, ...] for every position, so the GEMM accumulates onto them with beta 1
@@ -242,9 +243,14 @@ class ConvKernel final : public OpKernel {
         .pad_top = along_h(geo.pad_begin, 0),
         .pad_left = geo.pad_begin[w_axis],
     };
-    const int64_t planes = shape.group_channels * geo.ImageSize();
-    const int64_t columns = shape.group_channels * geo.KernelSize() * geo.GridSize();
-    if (GroupedConvScratchFloats(shape) > 2 * (planes + columns) + kSmallPlaneScratch) return std::nullopt;
+    // In double: a heuristic, and im2col's column count of a hostile shape need not fit in int64.
+    const double planes = static_cast<double>(shape.group_channels) * static_cast<double>(geo.ImageSize());
+    const double columns = static_cast<double>(shape.group_channels) * static_cast<double>(geo.KernelSize()) *
+                           static_cast<double>(geo.GridSize());
+    const int64_t scratch = GroupedConvScratchFloats(shape);
+    if (scratch == INT64_MAX || static_cast<double>(scratch) > 2 * (planes + columns) + kSmallPlaneScratch) {
+      return std::nullopt;
+    }
     return shape;
   }
 

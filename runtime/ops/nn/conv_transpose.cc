@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/ops/blas.h"
 #include "runtime/ops/common.h"
+#include "runtime/ops/window.h"
 #include "runtime/registry/registry.h"
 
 namespace onnxserve {
@@ -31,6 +32,9 @@ class ConvTranspose final : public OpKernel {
     RETURN_IF_ERROR(attrs_.Resolve(absl::MakeConstSpan(w.shape()).subspan(2), &geo));
     geo.grid.assign(x.shape().begin() + 2, x.shape().end());
     RETURN_IF_ERROR(PlaceOutput(geo));
+    // Run's column matrix: (output map, kernel offset) rows by input positions.
+    ASSIGN_OR_RETURN(const int64_t column_rows, CheckedMul(w.dim(1), geo.KernelSize()));
+    RETURN_IF_ERROR(CheckedMul(column_rows, geo.GridSize()).status());
     Shape y_shape = {x.dim(0), w.dim(1) * attrs_.group};
     y_shape.insert(y_shape.end(), geo.image.begin(), geo.image.end());
     Tensor& y = ctx.Output(0, x.dtype(), y_shape);
@@ -86,20 +90,28 @@ class ConvTranspose final : public OpKernel {
     for (size_t d = 0; d < rank; ++d) {
       const int64_t in = geo.grid[d], stride = geo.strides[d];
       const int64_t adjust = output_padding_.empty() ? 0 : output_padding_[d];
-      const int64_t full = stride * (in - 1) + adjust + (geo.kernel[d] - 1) * geo.dilations[d] + 1;
+      ASSIGN_OR_RETURN(const int64_t full, FullExtent(in, stride, adjust, geo.kernel[d], geo.dilations[d]));
       if (!output_shape_.empty() || attrs_.auto_pad == AutoPad::kSameUpper ||
           attrs_.auto_pad == AutoPad::kSameLower) {
-        geo.image[d] = output_shape_.empty() ? in * stride : output_shape_[d + shape_skip];
+        if (output_shape_.empty()) {
+          ASSIGN_OR_RETURN(geo.image[d], CheckedMul(in, stride));
+        } else {
+          geo.image[d] = output_shape_[d + shape_skip];
+        }
+        if (geo.image[d] < 0) {
+          return absl::InvalidArgumentError(absl::StrCat("spatial axis ", d, ": output_shape ", geo.image[d]));
+        }
         // Negative when output_shape asks for more than the full extent. The spec halves with floor
         // division (as the reference does): SAME_UPPER puts the odd element at the end, others at the start.
-        const int64_t total = full - geo.image[d];
+        ASSIGN_OR_RETURN(const int64_t total, CheckedAdd(full, -geo.image[d]));
         const int64_t half = total >= 0 ? total / 2 : -((1 - total) / 2);
         geo.pad_begin[d] = attrs_.auto_pad == AutoPad::kSameUpper ? half : total - half;
       } else if (attrs_.auto_pad == AutoPad::kValid || attrs_.pads.empty()) {
         geo.image[d] = full;
         geo.pad_begin[d] = 0;
       } else {
-        geo.image[d] = full - attrs_.pads[d] - attrs_.pads[d + rank];
+        ASSIGN_OR_RETURN(const int64_t begin_cut, CheckedAdd(full, -attrs_.pads[d]));  // pads are >= 0
+        ASSIGN_OR_RETURN(geo.image[d], CheckedAdd(begin_cut, -attrs_.pads[d + rank]));
         geo.pad_begin[d] = attrs_.pads[d];
       }
       if (geo.image[d] < 0) {
@@ -108,6 +120,17 @@ class ConvTranspose final : public OpKernel {
       }
     }
     return absl::OkStatus();
+  }
+
+  // stride * (in - 1) + output_padding + (kernel - 1) * dilation + 1: the output a transposed convolution
+  // covers before pads are taken off.
+  static absl::StatusOr<int64_t> FullExtent(int64_t in, int64_t stride, int64_t adjust, int64_t kernel,
+                                            int64_t dilation) {
+    if (adjust < 0) return absl::InvalidArgumentError(absl::StrCat("output_padding ", adjust, ": expected >= 0"));
+    ASSIGN_OR_RETURN(const int64_t extent, DilatedExtent(kernel, dilation));
+    ASSIGN_OR_RETURN(const int64_t strided, CheckedMul(stride, in - 1));
+    ASSIGN_OR_RETURN(const int64_t adjusted, CheckedAdd(strided, adjust));
+    return CheckedAdd(adjusted, extent);
   }
 
   template <typename T>

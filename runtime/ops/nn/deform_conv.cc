@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/ops/blas.h"
 #include "runtime/ops/common.h"
+#include "runtime/ops/window.h"
 #include "runtime/registry/registry.h"
 
 namespace onnxserve {
@@ -80,6 +81,18 @@ class DeformConv final : public OpKernel {
   }
 
  private:
+  // Output positions along one axis; pads, dilations and strides come from the model, so checked.
+  static absl::StatusOr<int64_t> OutputSize(int64_t in, int64_t pad_begin, int64_t pad_end, int64_t kernel,
+                                            int64_t dilation, int64_t stride, const Tensor& w, const Tensor& x) {
+    ASSIGN_OR_RETURN(const int64_t extent, DilatedExtent(kernel, dilation));
+    ASSIGN_OR_RETURN(const int64_t padded, PaddedSize(in, pad_begin, pad_end));
+    if (padded < extent) {
+      return absl::InvalidArgumentError(absl::StrCat("the kernel ", w.DebugString(), " does not fit X ",
+                                                     x.DebugString(), " with these pads and dilations"));
+    }
+    return WindowCount(padded, extent, stride);
+  }
+
   absl::StatusOr<Geometry> Resolve(const KernelContext& ctx) const {
     const Tensor& x = *ctx.Input(kX);
     const Tensor& w = *ctx.Input(kW);
@@ -103,12 +116,8 @@ class DeformConv final : public OpKernel {
     }
     g.stride_h = strides_[0], g.stride_w = strides_[1], g.dil_h = dilations_[0], g.dil_w = dilations_[1];
     g.pad_top = pads_[0], g.pad_left = pads_[1], g.groups = group_, g.offset_groups = offset_group_;
-    g.out_h = (g.height + pads_[0] + pads_[2] - (g.dil_h * (g.kh - 1) + 1)) / g.stride_h + 1;
-    g.out_w = (g.width + pads_[1] + pads_[3] - (g.dil_w * (g.kw - 1) + 1)) / g.stride_w + 1;
-    if (g.out_h <= 0 || g.out_w <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat("the kernel ", w.DebugString(), " does not fit X ",
-                                                     x.DebugString(), " with these pads and dilations"));
-    }
+    ASSIGN_OR_RETURN(g.out_h, OutputSize(g.height, pads_[0], pads_[2], g.kh, g.dil_h, g.stride_h, w, x));
+    ASSIGN_OR_RETURN(g.out_w, OutputSize(g.width, pads_[1], pads_[3], g.kw, g.dil_w, g.stride_w, w, x));
     const Shape offset_shape = {g.batch, offset_group_ * g.taps() * 2, g.out_h, g.out_w};
     const Tensor& offset = *ctx.Input(kOffset);
     if (offset.dtype() != x.dtype() || offset.shape() != offset_shape) {

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/ops/blas.h"
 #include "runtime/ops/common.h"
+#include "runtime/ops/window.h"
 #include "runtime/registry/registry.h"
 
 namespace onnxserve {
@@ -70,13 +71,21 @@ class Col2ImOp final : public OpKernel {
     }
     geo.pad_begin.assign(pads.begin(), pads.begin() + rank);
     for (size_t d = 0; d < rank; ++d) {
-      const int64_t extent = geo.dilations[d] * (geo.kernel[d] - 1) + 1;
-      const int64_t padded = geo.image[d] + pads[d] + pads[d + rank];
-      if (padded < extent || geo.strides[d] < 1) {
-        return absl::InvalidArgumentError(absl::StrCat("axis ", d, ": padded image ", padded,
-                                                       " is smaller than the dilated block ", extent));
+      if (geo.image[d] < 0 || geo.kernel[d] < 1 || geo.dilations[d] < 1 || geo.strides[d] < 1 || pads[d] < 0 ||
+          pads[d + rank] < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "axis ", d, ": block_shape, dilations and strides must be positive, image_shape and pads >= 0"));
       }
-      geo.grid.push_back((padded - extent) / geo.strides[d] + 1);
+      ASSIGN_OR_RETURN(const int64_t extent, DilatedExtent(geo.kernel[d], geo.dilations[d]));
+      ASSIGN_OR_RETURN(const int64_t padded, PaddedSize(geo.image[d], pads[d], pads[d + rank]));
+      absl::StatusOr<int64_t> windows = WindowCount(padded, extent, geo.strides[d]);
+      if (!windows.ok()) return absl::InvalidArgumentError(absl::StrCat("axis ", d, ": ", windows.status().message()));
+      geo.grid.push_back(*windows);
+    }
+    // image_shape and block_shape are data: their products are checked before anything divides by or
+    // allocates them.
+    for (const std::vector<int64_t>* dims : {&geo.image, &geo.kernel, &geo.grid}) {
+      RETURN_IF_ERROR(CheckedElementCount(*dims).status());
     }
     return geo;
   }

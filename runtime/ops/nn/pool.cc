@@ -16,8 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_join.h"
 #include "runtime/math/vector_kernels.h"
 #include "runtime/ops/common.h"
+#include "runtime/ops/window.h"
 #include "runtime/registry/registry.h"
 
 namespace onnxserve {
@@ -62,6 +64,9 @@ absl::StatusOr<PoolAttrs> ReadPoolAttrs(const KernelInfo& info, bool has_ceil, b
       return absl::InvalidArgumentError("kernel_shape, strides and dilations must be positive");
     }
   }
+  if (std::any_of(a.pads.begin(), a.pads.end(), [](int64_t p) { return p < 0; })) {
+    return absl::InvalidArgumentError(absl::StrCat("pads [", absl::StrJoin(a.pads, ","), "]: expected >= 0"));
+  }
   if (a.auto_pad != "NOTSET" && a.auto_pad != "VALID" && a.auto_pad != "SAME_UPPER" && a.auto_pad != "SAME_LOWER") {
     return absl::InvalidArgumentError(absl::StrCat("unknown auto_pad \"", a.auto_pad, "\""));
   }
@@ -83,7 +88,8 @@ struct PoolGeometry {
   Shape out_shape;
 };
 
-int64_t CeilDiv(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
+// Without a + b - 1, which overflows for a dilation or stride near 2^63.
+int64_t CeilDiv(int64_t a, int64_t b) { return a >= 0 ? a / b + (a % b != 0 ? 1 : 0) : -((-a) / b); }
 
 absl::StatusOr<PoolGeometry> PlanPool(const PoolAttrs& a, const Shape& x) {
   const size_t rank = a.kernel.size();
@@ -95,27 +101,38 @@ absl::StatusOr<PoolGeometry> PlanPool(const PoolAttrs& a, const Shape& x) {
   g.planes = x[0] * x[1];
   g.out_shape = {x[0], x[1]};
   const size_t skip = kMaxSpatial - rank;
+  std::vector<int64_t> pad_begin(rank), pad_end(rank);
   for (size_t d = 0; d < rank; ++d) {
-    const int64_t in = x[d + 2], k = a.kernel[d], s = a.strides[d], dil = a.dilations[d];
-    const int64_t extent = (k - 1) * dil + 1;
-    int64_t pad_begin = a.pads[d], pad_end = a.pads[d + rank], out;
+    const int64_t in = x[d + 2], s = a.strides[d];
+    ASSIGN_OR_RETURN(const int64_t extent, DilatedExtent(a.kernel[d], a.dilations[d]));
+    pad_begin[d] = a.pads[d];
+    pad_end[d] = a.pads[d + rank];
+    int64_t out;
     if (a.auto_pad == "SAME_UPPER" || a.auto_pad == "SAME_LOWER") {
-      out = CeilDiv(in, s);
-      const int64_t total = std::max<int64_t>(0, (out - 1) * s + extent - in);
-      pad_begin = a.auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      pad_end = total - pad_begin;
+      out = in / s + (in % s != 0 ? 1 : 0);
+      ASSIGN_OR_RETURN(const int64_t total, SamePadding(in, extent, s));
+      pad_begin[d] = a.auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pad_end[d] = total - pad_begin[d];
     } else {
-      if (a.auto_pad == "VALID") pad_begin = pad_end = 0;
-      const int64_t span = in + pad_begin + pad_end - extent;
-      if (span < 0) {
+      if (a.auto_pad == "VALID") pad_begin[d] = pad_end[d] = 0;
+      ASSIGN_OR_RETURN(const int64_t padded, PaddedSize(in, pad_begin[d], pad_end[d]));
+      if (padded < extent) {
         return absl::InvalidArgumentError(absl::StrCat("kernel extent ", extent, " exceeds padded input dim ", d,
                                                        " of ", ShapeToString(x)));
       }
-      out = (a.ceil_mode ? CeilDiv(span, s) : span / s) + 1;
+      ASSIGN_OR_RETURN(out, WindowCount(padded, extent, s, a.ceil_mode));
       // A last window that would start in the end padding is dropped (as PyTorch and the ONNX reference do).
-      if (a.ceil_mode && (out - 1) * s >= in + pad_begin) --out;
+      if (a.ceil_mode) {
+        ASSIGN_OR_RETURN(const int64_t last_start, CheckedMul(out - 1, s));
+        if (last_start >= in + pad_begin[d]) --out;
+      }
     }
     g.out_shape.push_back(out);
+  }
+  // The windows below take memory per output position: bound the output before building them.
+  RETURN_IF_ERROR(CheckedElementCount(g.out_shape).status());
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t in = x[d + 2], k = a.kernel[d], s = a.strides[d], dil = a.dilations[d], out = g.out_shape[d + 2];
     const size_t dd = d + skip;
     g.in[dd] = in;
     g.out[dd] = out;
@@ -124,11 +141,11 @@ absl::StatusOr<PoolGeometry> PlanPool(const PoolAttrs& a, const Shape& x) {
     g.dilation[dd] = dil;
     DimWindows& w = g.windows[dd];
     for (int64_t o = 0; o < out; ++o) {
-      const int64_t start = o * s - pad_begin;
+      const int64_t start = o * s - pad_begin[d];
       w.start.push_back(start);
       w.lo.push_back(start >= 0 ? 0 : std::min(k, CeilDiv(-start, dil)));
       w.hi.push_back(std::max(w.lo.back(), std::min(k, CeilDiv(in - start, dil))));
-      w.padded.push_back(std::min(k, CeilDiv(in + pad_end - start, dil)));
+      w.padded.push_back(std::min(k, CeilDiv(in + pad_end[d] - start, dil)));
     }
   }
   for (size_t dd = 0; dd < skip; ++dd) g.windows[dd] = DimWindows{{0}, {0}, {1}, {1}};

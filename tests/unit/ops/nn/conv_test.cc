@@ -220,6 +220,83 @@ TEST(ConvTest, MismatchedChannelsAreRejected) {
   EXPECT_NE(result.status().message().find("C == W[1] * group"), std::string::npos) << result.status();
 }
 
+// Window attributes are the model's to choose; their arithmetic must be an error, never a wrapped int64
+// (UBSan flags the overflow in the sanitizer build; in release the wrapped sizes indexed the wrong memory).
+TEST(ConvTest, AttributesWhoseWindowArithmeticOverflowsAreErrors) {
+  constexpr int64_t kHuge = int64_t{1} << 62;
+  struct Case {
+    const char* name;
+    std::vector<int64_t> dilations, pads, strides;
+    std::string auto_pad = "NOTSET";
+  };
+  const Case cases[] = {
+      {.name = "dilated extent", .dilations = {kHuge, 1}, .pads = {}, .strides = {}},
+      {.name = "padded size", .dilations = {}, .pads = {kHuge, 0, kHuge, 0}, .strides = {}},
+      {.name = "SAME with a huge dilation", .dilations = {kHuge, 1}, .pads = {}, .strides = {},
+       .auto_pad = "SAME_UPPER"},
+  };
+  for (const Case& c : cases) {
+    OpTest test("Conv", 22);
+    test.Input("x", Random({1, 1, 4, 4}, 1)).Input("w", Random({1, 1, 3, 3}, 2)).Output("y");
+    if (!c.dilations.empty()) test.Attr("dilations", c.dilations);
+    if (!c.pads.empty()) test.Attr("pads", c.pads);
+    if (!c.strides.empty()) test.Attr("strides", c.strides);
+    if (c.auto_pad != "NOTSET") test.Attr("auto_pad", c.auto_pad);
+    auto result = test.Run();
+    EXPECT_FALSE(result.ok()) << c.name;
+  }
+}
+
+// SAME's ceil(in / stride) once computed in + stride - 1, which wraps for a stride near 2^63.
+TEST(ConvTest, SameWithTheLargestStrideHasOneWindow) {
+  auto result = OpTest("Conv", 22).Input("x", Random({1, 1, 4, 4}, 1)).Input("w", Random({1, 1, 3, 3}, 2))
+                    .Attr("strides", std::vector<int64_t>{INT64_MAX, 1}).Attr("auto_pad", std::string("SAME_UPPER"))
+                    .Output("y").Run();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ((*result)[0].shape(), (Shape{1, 1, 1, 4}));
+}
+
+// A narrow map with a huge dilation and pads as wide: only the middle tap of each window lands in the image,
+// so Y = W[1] * X. The depthwise kernel's flat layout would need rows of 2^62 floats; its size arithmetic
+// overflowed, and now sends the shape to im2col.
+TEST(ConvTest, HugeDilationOnANarrowMapReadsOnlyTheTapsInTheImage) {
+  constexpr int64_t kHalf = int64_t{1} << 61;
+  const Tensor x = Random({1, 1, 8, 4}, 3);
+  const Tensor w = Tensor::FromVector<float>({1, 1, 1, 3}, {0.5f, 2.0f, -1.0f});
+  for (bool constant_w : {false, true}) {
+    OpTest test("Conv", 22);
+    test.Input("x", x);
+    if (constant_w) {
+      test.Constant("w", w);
+    } else {
+      test.Input("w", w);
+    }
+    auto result = test.Attr("dilations", std::vector<int64_t>{1, kHalf})
+                      .Attr("pads", std::vector<int64_t>{0, kHalf, 0, kHalf})
+                      .Output("y")
+                      .Run();
+    ASSERT_TRUE(result.ok()) << result.status();
+    Tensor expected(DataType::kFloat, {1, 1, 8, 4});
+    for (int64_t i = 0; i < 32; ++i) expected.data<float>()[i] = 2.0f * x.data<float>()[i];
+    EXPECT_TRUE(TensorsClose(expected, (*result)[0])) << "constant W: " << constant_w;
+  }
+}
+
+TEST(ConvTransposeTest, AttributesWhoseOutputArithmeticOverflowsAreErrors) {
+  constexpr int64_t kHuge = int64_t{1} << 62;
+  const Tensor x = Random({1, 1, 4, 4}, 4), w = Random({1, 1, 3, 3}, 5);
+  EXPECT_FALSE(OpTest("ConvTranspose", 22).Input("x", x).Input("w", w).Output("y")
+                   .Attr("strides", std::vector<int64_t>{kHuge, 1}).Run().ok());
+  EXPECT_FALSE(OpTest("ConvTranspose", 22).Input("x", x).Input("w", w).Output("y")
+                   .Attr("dilations", std::vector<int64_t>{kHuge, 1}).Run().ok());
+  EXPECT_FALSE(OpTest("ConvTranspose", 22).Input("x", x).Input("w", w).Output("y")
+                   .Attr("output_padding", std::vector<int64_t>{INT64_MAX, 0}).Run().ok());
+  EXPECT_FALSE(OpTest("ConvTranspose", 22).Input("x", x).Input("w", w).Output("y")
+                   .Attr("output_shape", std::vector<int64_t>{INT64_MIN, 4}).Run().ok());
+  EXPECT_FALSE(OpTest("ConvTranspose", 22).Input("x", x).Input("w", w).Output("y")
+                   .Attr("pads", std::vector<int64_t>{INT64_MAX, 0, INT64_MAX, 0}).Run().ok());
+}
+
 // FusedConv(X, W, B, Z) with activation "Relu" must equal Relu(Conv(X, W, B) + Z).
 Tensor AddThenRelu(Tensor y, const Tensor* z, bool relu) {
   float* v = y.data<float>();

@@ -27,6 +27,21 @@ TEST(DeformConvTest, ZeroOffsetsGiveAPlainConvolution) {
   EXPECT_TRUE(TensorsClose(Floats({1, 1, 2, 2}, {12, 16, 24, 28}), (*out)[0]));
 }
 
+TEST(DeformConvTest, PadsAndDilationsWhoseArithmeticOverflowsAreErrors) {
+  constexpr int64_t kHuge = int64_t{1} << 62;
+  for (const char* attribute : {"pads", "dilations"}) {
+    OpTest test("DeformConv", 22);
+    test.Input("X", Zeros({1, 1, 3, 3})).Input("W", Zeros({1, 1, 2, 2})).Input("offset", Zeros({1, 8, 2, 2}))
+        .Output("Y");
+    if (std::string(attribute) == "pads") {
+      test.Attr("pads", std::vector<int64_t>{kHuge, 0, kHuge, 0});
+    } else {
+      test.Attr("dilations", std::vector<int64_t>{kHuge, 1});
+    }
+    EXPECT_FALSE(test.Run().ok()) << attribute;
+  }
+}
+
 TEST(DeformConvTest, FractionalOffsetsInterpolateThenMaskAndBiasApply) {
   // X = [10, 20]; both pixels sample half a step right: 15, and 0.5 * 20 + 0.5 * (outside: 0) = 10.
   // The mask doubles the second, the bias adds 1.

@@ -17,6 +17,25 @@ TEST(Col2ImTest, OverlappingBlocksAddUp) {
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1, 1, 3, 3}, {1, 2, 1, 2, 4, 2, 1, 2, 1}), (*out)[0]));
 }
 
+// image_shape and block_shape are inputs, so data: a zero or negative dim, a product past int64 or a dilated
+// block past it is an error (a zero block once divided C by 0).
+TEST(Col2ImTest, HostileShapesAndAttributesAreErrors) {
+  constexpr int64_t kHuge = int64_t{1} << 62;
+  const Tensor x = Tensor::FromVector<float>({1, 4, 4}, std::vector<float>(16, 1));
+  auto run = [&](std::vector<int64_t> image, std::vector<int64_t> block, std::vector<int64_t> dilations = {}) {
+    OpTest test("Col2Im", 18);
+    test.Input("x", x).Input("image", Tensor::FromVector<int64_t>({2}, image))
+        .Input("block", Tensor::FromVector<int64_t>({2}, block)).Output("y");
+    if (!dilations.empty()) test.Attr("dilations", dilations);
+    return test.Run();
+  };
+  EXPECT_FALSE(run({3, 3}, {0, 2}).ok());
+  EXPECT_FALSE(run({-3, 3}, {2, 2}).ok());
+  EXPECT_FALSE(run({kHuge, kHuge}, {1, 1}).ok());
+  EXPECT_FALSE(run({3, 3}, {kHuge, 4}).ok());
+  EXPECT_FALSE(run({3, 3}, {2, 2}, {kHuge, 1}).ok());
+}
+
 TEST(Col2ImTest, StridesAndPadsPlaceBlocks) {
   // 1-row image of width 4, 1x2 blocks at stride 2 with one pad column each side: blocks start at -1, 1, 3;
   // the padded columns are dropped.

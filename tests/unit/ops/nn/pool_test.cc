@@ -23,6 +23,37 @@ using testing::TensorsClose;
 // X [1, 1, 3, 3] = 1..9.
 Tensor Grid() { return Tensor::FromVector<float>({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9}); }
 
+// Pads, strides and dilations are the model's: an output of 2^41 windows is refused before a window is
+// built (each took memory, so this ran out of it), and wrapped arithmetic is an error.
+TEST(MaxPoolTest, WindowArithmeticFromHostileAttributesIsAnError) {
+  constexpr int64_t kHuge = int64_t{1} << 62;
+  struct Case {
+    const char* op;
+    int opset;
+    const char* name;
+    std::vector<int64_t> pads, strides, dilations;
+    std::string auto_pad = "NOTSET";
+  };
+  const Case cases[] = {
+      {"MaxPool", 12, "2^41 windows", {int64_t{1} << 40, 0, int64_t{1} << 40, 0}, {}, {}},
+      {"AveragePool", 19, "2^41 windows", {int64_t{1} << 40, 0, int64_t{1} << 40, 0}, {}, {}},
+      {"MaxPool", 12, "padded size", {kHuge, 0, kHuge, 0}, {}, {}},
+      {"MaxPool", 12, "dilated extent", {}, {}, {kHuge, 1}},
+      {"LpPool", 18, "dilated extent", {}, {}, {kHuge, 1}},
+      {"MaxPool", 12, "negative pads", {-1, 0, 0, 0}, {}, {}},
+      {"MaxPool", 12, "SAME with huge stride and dilation", {}, {INT64_MAX, 1}, {kHuge, 1}, "SAME_UPPER"},
+  };
+  for (const Case& c : cases) {
+    OpTest test(c.op, c.opset);
+    test.Input("x", Grid()).Attr("kernel_shape", std::vector<int64_t>{3, 1}).Output("y");
+    if (!c.pads.empty()) test.Attr("pads", c.pads);
+    if (!c.strides.empty()) test.Attr("strides", c.strides);
+    if (!c.dilations.empty()) test.Attr("dilations", c.dilations);
+    if (c.auto_pad != "NOTSET") test.Attr("auto_pad", c.auto_pad);
+    EXPECT_FALSE(test.Run().ok()) << c.op << ": " << c.name;
+  }
+}
+
 TEST(MaxPoolTest, TwoByTwoWindowsWithIndices) {
   auto out = OpTest("MaxPool", 8)
                  .Input("x", Grid())
