@@ -106,6 +106,12 @@ void VersionStats::RecordExecution(int64_t batch_rows, absl::Duration input, abs
   Add(entry->mutable_compute_output(), output);
 }
 
+void VersionStats::RecordCacheLookup(bool hit, absl::Duration took) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto* infer = stats_.mutable_inference_stats();
+  Add(hit ? infer->mutable_cache_hit() : infer->mutable_cache_miss(), took);
+}
+
 inference::ModelStatistics VersionStats::Snapshot() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;

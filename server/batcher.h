@@ -45,6 +45,8 @@ class VersionStats {
                             absl::Duration output);
   // One model execution over `batch_rows` rows.
   void RecordExecution(int64_t batch_rows, absl::Duration input, absl::Duration infer, absl::Duration output);
+  // One response cache lookup (response_cache.h) that hit or missed, and the time it cost.
+  void RecordCacheLookup(bool hit, absl::Duration took);
   inference::ModelStatistics Snapshot() const;
 
  private:

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/ir/determinism.h"
 #include "server/datatype.h"
 #include "server/log.h"
 
@@ -230,6 +231,17 @@ absl::Status CheckScheduling(const inference::ModelConfig& config) {
   return absl::OkStatus();
 }
 
+// A response cache replays a model's first answer to every equal request: wrong for a model that draws random
+// numbers, so such a model may not enable it.
+absl::Status CheckResponseCache(const inference::ModelConfig& config, const Session& session) {
+  if (!config.response_cache().enable()) return absl::OkStatus();
+  const ir::Node* random = ir::FindRandomNode(session.plan().graph());
+  if (random == nullptr) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("response_cache is enabled, but the model is not deterministic: ", random->Label(),
+                   " draws random numbers, so equal requests may get different answers"));
+}
+
 // Per-tensor fields that ask for what onnxserve does not do.
 absl::Status CheckInputFeatures(const inference::ModelInput& input) {
   const char* unsupported = input.is_shape_tensor()      ? "is_shape_tensor (a TensorRT feature)"
@@ -374,6 +386,7 @@ absl::Status CompleteModelConfig(const std::string& model_name, const Session& s
                                  inference::ModelConfig& config) {
   RETURN_IF_ERROR(CheckIdentity(model_name, config));
   RETURN_IF_ERROR(CheckScheduling(config));
+  RETURN_IF_ERROR(CheckResponseCache(config, session));
   if (!from_file && CanBatch(session)) {
     config.set_max_batch_size(kDefaultMaxBatchSize);
     config.mutable_dynamic_batching();

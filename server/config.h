@@ -22,7 +22,8 @@ absl::StatusOr<inference::ModelConfig> ReadModelConfig(const std::string& path);
 // the model), one CPU instance. With `from_file` false (no config.pbtxt) batching is turned on
 // (max_batch_size kDefaultMaxBatchSize, dynamic_batching {}) when every input and output has a dynamic
 // first dimension. Unsupported settings (sequence_batching, ensemble_scheduling, preserve_ordering, shape
-// tensors, ...) are errors naming the field; ignored ones (parameters) are logged as warnings.
+// tensors, ...) are errors naming the field; ignored ones (parameters) are logged as warnings. A model
+// with a random op (runtime/ir/determinism.h) may not enable response_cache: the error names the node.
 absl::Status CompleteModelConfig(const std::string& model_name, const Session& session, bool from_file,
                                  inference::ModelConfig& config);
 

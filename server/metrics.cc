@@ -35,6 +35,10 @@ namespace {
   X(kQueueDepth, "onnxserve_queue_depth", "Requests waiting in the batch queue.")                           \
   X(kInFlight, "onnxserve_inflight_requests", "Requests accepted and not yet answered (queued or computing).") \
   X(kModelReady, "onnxserve_model_ready", "1 when the model version is loaded and serving, else 0.")       \
+  X(kCacheHits, "onnxserve_cache_hits_total", "Requests answered from the response cache.")                 \
+  X(kCacheMisses, "onnxserve_cache_misses_total", "Response cache lookups that found no answer.")           \
+  X(kCacheEntries, "onnxserve_cache_entries", "Answers held by the response cache (no labels).")             \
+  X(kCacheBytes, "onnxserve_cache_bytes", "Bytes charged to the response cache's answers (no labels).")      \
   X(kProcessCpu, "process_cpu_seconds_total", "Total user and system CPU time spent in seconds.")           \
   X(kProcessResident, "process_resident_memory_bytes", "Resident memory size in bytes.")                   \
   X(kProcessOpenFds, "process_open_fds", "Number of open file descriptors.")
@@ -117,6 +121,8 @@ class PrometheusMetrics final : public ServerMetrics {
   void SetQueueDepth(const std::string& model, const std::string& version, int depth) override;
   void AddInFlight(const std::string& model, const std::string& version, int delta) override;
   void SetModelReady(const std::string& model, const std::string& version, bool ready) override;
+  void OnCacheLookup(const std::string& model, const std::string& version, bool hit) override;
+  void SetCacheUsage(size_t entries, size_t bytes) override;
   std::string Expose() const override;
 
  private:
@@ -133,6 +139,8 @@ class PrometheusMetrics final : public ServerMetrics {
     prometheus::Gauge* queue_depth;
     prometheus::Gauge* inflight;
     prometheus::Gauge* model_ready;
+    prometheus::Counter* cache_hits;
+    prometheus::Counter* cache_misses;
   };
 
   Series& SeriesFor(absl::string_view model, absl::string_view version);
@@ -151,6 +159,10 @@ class PrometheusMetrics final : public ServerMetrics {
   prometheus::Family<prometheus::Gauge>& queue_depth_;
   prometheus::Family<prometheus::Gauge>& inflight_;
   prometheus::Family<prometheus::Gauge>& model_ready_;
+  prometheus::Family<prometheus::Counter>& cache_hits_;
+  prometheus::Family<prometheus::Counter>& cache_misses_;
+  prometheus::Gauge& cache_entries_;
+  prometheus::Gauge& cache_bytes_;
 
   absl::Mutex mu_;
   absl::flat_hash_map<SeriesKey, std::unique_ptr<Series>, SeriesKeyHash, SeriesKeyEq> series_
@@ -167,7 +179,11 @@ PrometheusMetrics::PrometheusMetrics()
       batch_size_(Build(prometheus::BuildHistogram(), kBatchSize, *registry_)),
       queue_depth_(Build(prometheus::BuildGauge(), kQueueDepth, *registry_)),
       inflight_(Build(prometheus::BuildGauge(), kInFlight, *registry_)),
-      model_ready_(Build(prometheus::BuildGauge(), kModelReady, *registry_)) {}
+      model_ready_(Build(prometheus::BuildGauge(), kModelReady, *registry_)),
+      cache_hits_(Build(prometheus::BuildCounter(), kCacheHits, *registry_)),
+      cache_misses_(Build(prometheus::BuildCounter(), kCacheMisses, *registry_)),
+      cache_entries_(Build(prometheus::BuildGauge(), kCacheEntries, *registry_).Add({})),
+      cache_bytes_(Build(prometheus::BuildGauge(), kCacheBytes, *registry_).Add({})) {}
 
 std::unique_ptr<PrometheusMetrics::Series> PrometheusMetrics::MakeSeries(absl::string_view model,
                                                                          absl::string_view version) {
@@ -183,6 +199,8 @@ std::unique_ptr<PrometheusMetrics::Series> PrometheusMetrics::MakeSeries(absl::s
   series->queue_depth = &queue_depth_.Add(labels);
   series->inflight = &inflight_.Add(labels);
   series->model_ready = &model_ready_.Add(labels);
+  series->cache_hits = &cache_hits_.Add(labels);
+  series->cache_misses = &cache_misses_.Add(labels);
   return series;
 }
 
@@ -250,6 +268,16 @@ void PrometheusMetrics::AddInFlight(const std::string& model, const std::string&
 
 void PrometheusMetrics::SetModelReady(const std::string& model, const std::string& version, bool ready) {
   SeriesFor(model, version).model_ready->Set(ready ? 1 : 0);
+}
+
+void PrometheusMetrics::OnCacheLookup(const std::string& model, const std::string& version, bool hit) {
+  Series& series = SeriesFor(model, version);
+  (hit ? series.cache_hits : series.cache_misses)->Increment();
+}
+
+void PrometheusMetrics::SetCacheUsage(size_t entries, size_t bytes) {
+  cache_entries_.Set(static_cast<double>(entries));
+  cache_bytes_.Set(static_cast<double>(bytes));
 }
 
 prometheus::MetricFamily ProcessFamily(Metric metric, prometheus::MetricType type, double value) {

@@ -45,6 +45,10 @@ class ServerMetrics {
   virtual void AddInFlight(const std::string& model, const std::string& version, int delta) = 0;
   // Whether the version is loaded and serving; false when it is unloaded, replaced or failed to load.
   virtual void SetModelReady(const std::string& model, const std::string& version, bool ready) = 0;
+  // One response cache lookup of a request for the version: a hit (answered from the cache) or a miss.
+  virtual void OnCacheLookup(const std::string& model, const std::string& version, bool hit) = 0;
+  // What the server's response cache holds now.
+  virtual void SetCacheUsage(size_t entries, size_t bytes) = 0;
 
   // The Prometheus text exposition of everything above, for GET /metrics.
   virtual std::string Expose() const = 0;

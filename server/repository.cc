@@ -1,6 +1,7 @@
 #include "server/repository.h"
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <set>
 
@@ -31,6 +32,11 @@ struct ModelRepository::ModelSlot {
 namespace {
 
 constexpr const char* kConfigFile = "config.pbtxt";
+
+uint64_t NextLoadId() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
 
 // Changes whenever a file is rewritten, replaced or removed.
 std::string FileFingerprint(const fs::path& path) {
@@ -392,6 +398,7 @@ absl::StatusOr<std::shared_ptr<ModelVersion>> ModelRepository::BuildVersion(cons
   mv->name = name;
   mv->version = version;
   mv->version_str = absl::StrCat(version);
+  mv->load_id = NextLoadId();
   SessionOptions session_options;
   ASSIGN_OR_RETURN(session_options.intra_op_threads, ThreadsParameter(config, options_.intra_op_threads));
   ASSIGN_OR_RETURN(mv->execution_timeout, ExecutionTimeoutParameter(config));
@@ -400,6 +407,11 @@ absl::StatusOr<std::shared_ptr<ModelVersion>> ModelRepository::BuildVersion(cons
   ASSIGN_OR_RETURN(mv->session, Session::LoadFile(model_file.string(), session_options));
   RETURN_IF_ERROR(CompleteModelConfig(name, *mv->session, from_file, config));
   mv->config = std::move(config);
+  if (mv->config.response_cache().enable() && !options_.response_cache) {
+    Log(LogLevel::kWarning, "response_cache_off",
+        {{"model", name}, {"version", mv->version_str},
+         {"reason", "the config enables response_cache but the server has none (--response-cache-byte-size)"}});
+  }
   mv->inputs = InputSpecs(mv->config);
   mv->outputs = OutputSpecs(mv->config);
   mv->stats = std::make_unique<VersionStats>(name, mv->version_str);

@@ -55,6 +55,9 @@ struct ModelVersion {
   std::string name;
   int64_t version = 0;
   std::string version_str;
+  // Unique to this load in the process: a reload of the same version number is another load, whose answers
+  // the response cache must not mix with the old one's.
+  uint64_t load_id = 0;
   absl::Duration execution_timeout = absl::InfiniteDuration();  // config parameter execution_timeout_ms
   inference::ModelConfig config;  // completed
   std::vector<TensorSpec> inputs;
@@ -70,6 +73,8 @@ struct RepositoryOptions {
   int intra_op_threads = 1;
   int64_t memory_budget_bytes = 0;  // per execution, for models whose config sets none; 0: no budget
   ServerMetrics* metrics = nullptr;  // may be null; must outlive the repository
+  // Whether the server has a response cache: a model enabling one without it is served uncached, with a warning.
+  bool response_cache = false;
   // Called (outside the repository lock) when a model's readiness may have changed: `ready` is true when at
   // least one of its versions serves.
   std::function<void(const std::string& model, bool ready)> on_model_ready;

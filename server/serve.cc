@@ -40,6 +40,7 @@
 #include "server/log.h"
 #include "server/metrics.h"
 #include "server/repository.h"
+#include "server/response_cache.h"
 #include "server/rest_api.h"
 #include "server/security_config.h"
 #include "server/service.h"
@@ -74,6 +75,9 @@ ABSL_FLAG(int64_t, model_memory_budget_bytes, 0,
           "--model-memory-budget-bytes N: most bytes of tensors one execution of a model may hold at once, "
           "for models whose config.pbtxt sets no memory_budget_bytes; past it the request gets "
           "RESOURCE_EXHAUSTED. 0: no budget");
+ABSL_FLAG(int64_t, response_cache_byte_size, 0,
+          "--response-cache-byte-size N: bytes of answers the response cache keeps for models whose config says "
+          "response_cache { enable: true }; 0 (the default): no cache");
 ABSL_FLAG(std::string, log_level, "info", "--log-level debug|info|warning|error");
 ABSL_FLAG(bool, log_requests, false,
           "--log-requests: one info line per inference request (event=request: model, version, code, stage "
@@ -117,7 +121,8 @@ absl::Status ParseFlags(int argc, char** argv, SecurityConfig& security) {
       "onnxserve serve --model-repository DIR [--grpc-port 8001] [--http-port 8000] [--metrics-port 8002] "
       "[--model-control-mode none|poll|explicit] [--repository-poll-secs 15] [--shutdown-grace-secs 30] "
       "[--max-request-bytes N] [--max-tensor-elements N] [--max-tensor-bytes N] "
-      "[--model-memory-budget-bytes N] [--threads N] [--exit-on-error] [--log-level info] [--log-requests]\n"
+      "[--model-memory-budget-bytes N] [--threads N] [--response-cache-byte-size N] [--exit-on-error] "
+      "[--log-level info] [--log-requests]\n"
       "TLS, access control and listeners:\n",
       SecurityFlagsUsage()));
   absl::FlagsUsageConfig usage;
@@ -143,6 +148,9 @@ absl::Status ParseFlags(int argc, char** argv, SecurityConfig& security) {
   if (absl::Status status = ApplyTensorLimits(); !status.ok()) return status;
   if (absl::GetFlag(FLAGS_model_memory_budget_bytes) < 0) {
     return absl::InvalidArgumentError("--model-memory-budget-bytes must be >= 0 (0: no budget)");
+  }
+  if (absl::GetFlag(FLAGS_response_cache_byte_size) < 0) {
+    return absl::InvalidArgumentError("--response-cache-byte-size must be >= 0");
   }
   if (absl::GetFlag(FLAGS_repository_poll_secs) < 1) {
     return absl::InvalidArgumentError("--repository-poll-secs must be >= 1");
@@ -222,6 +230,7 @@ class ShutdownSignal {
 struct Server {
   SecurityConfig security;
   std::unique_ptr<ServerMetrics> metrics;
+  std::unique_ptr<ResponseCache> cache;  // null without --response-cache-byte-size; outlives every request
   grpc::HealthCheckServiceInterface* health = nullptr;
   std::unique_ptr<ModelRepository> repository;
   std::unique_ptr<GrpcAccess> grpc_access;
@@ -332,12 +341,17 @@ absl::Status Start(Server& s) {
   options.intra_op_threads = absl::GetFlag(FLAGS_threads);
   options.memory_budget_bytes = absl::GetFlag(FLAGS_model_memory_budget_bytes);
   options.metrics = s.metrics.get();
+  if (const int64_t bytes = absl::GetFlag(FLAGS_response_cache_byte_size); bytes > 0) {
+    s.cache = std::make_unique<ResponseCache>(static_cast<size_t>(bytes));
+  }
+  options.response_cache = s.cache != nullptr;
   options.on_model_ready = [&s](const std::string& model, bool ready) {
     if (s.health) s.health->SetServingStatus(model, ready);
   };
   s.repository = std::make_unique<ModelRepository>(std::move(options));
   s.grpc_access = std::make_unique<GrpcAccess>(s.security.grpc_access);
-  s.service = std::make_unique<InferenceService>(*s.repository, s.metrics.get(), s.grpc_access.get());
+  s.service =
+      std::make_unique<InferenceService>(*s.repository, s.metrics.get(), s.grpc_access.get(), s.cache.get());
   s.service->SetLogRequests(absl::GetFlag(FLAGS_log_requests));
   s.rest = std::make_unique<RestApi>(*s.service);
   int grpc_port = 0, http_port = -1, metrics_port = -1;

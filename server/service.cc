@@ -397,8 +397,9 @@ void LoadQueue::Work() {
   }
 }
 
-InferenceService::InferenceService(ModelRepository& repository, ServerMetrics* metrics, const GrpcAccess* access)
-    : repository_(repository), metrics_(metrics), access_(access),
+InferenceService::InferenceService(ModelRepository& repository, ServerMetrics* metrics, const GrpcAccess* access,
+                                   ResponseCache* cache)
+    : repository_(repository), metrics_(metrics), access_(access), cache_(cache),
       loads_([&repository](const std::string& model) { return repository.Load(model); }) {}
 
 absl::Status InferenceService::Allowed(const grpc::CallbackServerContext* ctx, absl::string_view method) const {
@@ -488,6 +489,14 @@ void InferenceService::Enqueue(const ModelInferRequest& wire, CallControl contro
     Reply(mv->name, mv->version_str, arrival, valid, control.trace);
     return finish(valid);
   }
+  // The response cache: a hit is answered here, a miss stores the answer it gets (response_cache.h).
+  std::shared_ptr<CachedRequest> cached = CachedRequest::Lookup(cache_, metrics_, *mv, request->inputs, wire);
+  if (cached && cached->hit()) {
+    cached->Answer(wire.id(), *response);
+    mv->stats->RecordRequest(true, absl::Now() - arrival, request->rows);
+    Reply(mv->name, mv->version_str, arrival, absl::OkStatus(), control.trace);
+    return finish(absl::OkStatus());
+  }
   request->enqueued = arrival;
   request->deadline = *deadline;
   request->priority_level = *level;
@@ -495,11 +504,12 @@ void InferenceService::Enqueue(const ModelInferRequest& wire, CallControl contro
   auto inflight = std::make_shared<InFlight>(metrics_, mv->name, mv->version_str);
   // `done` is called on the request it belongs to (batcher.h), so `queued` is alive whenever it runs.
   request->done = [this, mv, queued = request.get(), id = wire.id(), picked = *std::move(picked),
-                   rows = request->rows, response, arrival, inflight, trace = std::move(control.trace),
+                   rows = request->rows, response, arrival, inflight, trace = std::move(control.trace), cached,
                    finish = std::move(finish)](absl::StatusOr<std::vector<Tensor>> outputs) {
     RequestTimes times = TimesOf(*queued, arrival);
     const absl::Time encode_start = absl::Now();
     if (outputs.ok()) FillResponse(*mv, id, picked, *outputs, *response);
+    if (cached) cached->Store(outputs.status(), *response);
     times.encode = absl::Now() - encode_start;
     mv->stats->RecordRequest(outputs.ok(), absl::Now() - arrival, rows);
     Reply(mv->name, mv->version_str, arrival, outputs.status(), trace, times);

@@ -19,6 +19,7 @@
 #include "server/grpc_access.h"
 #include "server/metrics.h"
 #include "server/repository.h"
+#include "server/response_cache.h"
 #include "server/trace_context.h"
 
 namespace onnxserve::server {
@@ -95,9 +96,10 @@ CallControl ControlOf(grpc::CallbackServerContext* context);
 
 class InferenceService final : public internal::CallbackServiceWithRawStream {
  public:
-  // `repository`, `metrics` and `access` (both may be null: no metrics, no access control) must outlive the
-  // service.
-  InferenceService(ModelRepository& repository, ServerMetrics* metrics, const GrpcAccess* access = nullptr);
+  // `repository`, `metrics`, `access` and `cache` (the last three may be null: no metrics, no access control,
+  // no response cache) must outlive the service.
+  InferenceService(ModelRepository& repository, ServerMetrics* metrics, const GrpcAccess* access = nullptr,
+                   ResponseCache* cache = nullptr);
 
   // ServerReady's answer: false until the repository has started, and again once shutdown begins.
   void SetReady(bool ready) { ready_.store(ready); }
@@ -180,6 +182,7 @@ class InferenceService final : public internal::CallbackServiceWithRawStream {
   ModelRepository& repository_;
   ServerMetrics* metrics_;
   const GrpcAccess* access_;
+  ResponseCache* cache_;
   std::atomic<bool> ready_{false};
   std::atomic<bool> log_requests_{false};
   LoadQueue loads_;

@@ -7,24 +7,17 @@
 // ConstantOfShape outputs), and a load cannot be cancelled, so an unbounded fold would keep a model, or a
 // starting server, LOADING forever. Past the budget the remaining nodes stay in the graph and run per request,
 // where deadlines and execution_timeout_ms reach them.
-#include <set>
 
 #include "absl/time/clock.h"
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/exception_status.h"
+#include "runtime/ir/determinism.h"
 #include "runtime/passes/pass.h"
 #include "runtime/registry/registry.h"
 
 namespace onnxserve::passes {
 namespace {
-
-// Ops whose result is random (or, for Dropout, may be) must run every time.
-bool IsDeterministic(const ir::Node& node) {
-  static const std::set<std::string> kRandom = {"RandomNormal", "RandomUniform", "RandomNormalLike",
-                                                "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"};
-  return !kRandom.contains(node.op_type());
-}
 
 bool InputsAreConstant(const ir::Node& node) {
   for (const ir::Value* in : node.inputs()) {
@@ -64,7 +57,7 @@ class ConstantFolding final : public Pass {
   absl::Status Run(ir::Graph& graph, std::vector<std::string>& changes) const override {
     const absl::Time stop = absl::Now() + budget_;
     for (ir::Node* node : graph.nodes()) {
-      if (!node->subgraphs().empty() || !IsDeterministic(*node) || !InputsAreConstant(*node)) continue;
+      if (!node->subgraphs().empty() || ir::IsRandomOp(*node) || !InputsAreConstant(*node)) continue;
       if (absl::Now() >= stop) {
         changes.push_back(absl::StrCat("stopped at ", node->Label(), ": the ", absl::FormatDuration(budget_),
                                        " budget is spent, the rest runs per request"));

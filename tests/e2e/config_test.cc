@@ -85,23 +85,29 @@ TEST(ConfigTest, ABadMemoryBudgetIsAnErrorNamingTheValue) {
   }
 }
 
-// y = Identity(x) over float [N, 4]: a model to complete configs against.
-std::unique_ptr<Session> IdentitySession() {
+// A session of the opset-14 model whose graph is `nodes` from float x [N, 4] to float y [N, 4] (text format).
+std::unique_ptr<Session> SessionOf(const std::string& nodes, const std::string& more_inputs = "") {
   onnx::ModelProto model;
-  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(R"(
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(absl::StrCat(R"(
     ir_version: 8
     opset_import { version: 14 }
     graph {
-      name: "identity"
-      node { op_type: "Identity" input: "x" output: "y" }
+      name: "g"
+      )", nodes, R"(
       input { name: "x" type { tensor_type { elem_type: 1 shape { dim { dim_param: "N" } dim { dim_value: 4 } } } } }
+      )", more_inputs, R"(
       output { name: "y" type { tensor_type { elem_type: 1 shape { dim { dim_param: "N" } dim { dim_value: 4 } } } } }
-    })", &model));
+    })"), &model));
   auto loaded = Model::FromProto(model, "");
   EXPECT_TRUE(loaded.ok()) << loaded.status();
   auto session = Session::Create(*std::move(loaded));
   EXPECT_TRUE(session.ok()) << session.status();
   return *std::move(session);
+}
+
+// y = Identity(x) over float [N, 4]: a model to complete configs against.
+std::unique_ptr<Session> IdentitySession() {
+  return SessionOf(R"(node { op_type: "Identity" input: "x" output: "y" })");
 }
 
 TEST(ConfigTest, InstanceCountsAreCappedInsteadOfStartingThreads) {
@@ -149,6 +155,58 @@ TEST(ConfigTest, DeclaredButUnsupportedFieldsAreErrorsNamingThem) {
     const absl::Status status = CompleteModelConfig("m", *session, true, config);
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << text << ": " << status;
     EXPECT_NE(status.message().find(field), std::string::npos) << text << ": " << status;
+  }
+}
+
+// ReadModelConfig of a config.pbtxt holding `text`.
+absl::StatusOr<inference::ModelConfig> ReadConfigText(const std::string& text) {
+  const std::string path = testing::TempDir() + "/config_" + std::to_string(getpid()) + ".pbtxt";
+  {
+    std::ofstream out(path);
+    out << text;
+  }
+  auto config = ReadModelConfig(path);
+  std::filesystem::remove(path);
+  return config;
+}
+
+TEST(ConfigTest, ResponseCacheIsTritonsFieldAndADeterministicModelMayEnableIt) {
+  auto config = ReadConfigText("max_batch_size: 8\nresponse_cache { enable: true }\n");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->response_cache().enable());
+  EXPECT_TRUE(CompleteModelConfig("m", *IdentitySession(), true, *config).ok());
+  // Dropout at inference (no training_mode) is the identity: deterministic.
+  auto dropout = SessionOf(R"(node { op_type: "Dropout" input: "x" output: "y" })");
+  inference::ModelConfig cached = Parse("response_cache { enable: true }");
+  EXPECT_TRUE(CompleteModelConfig("m", *dropout, true, cached).ok());
+}
+
+TEST(ConfigTest, AFieldResponseCacheDoesNotHaveIsStillAnErrorNamingIt) {
+  auto config = ReadConfigText("response_cache { enable: true size: 5 }\n");
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(config.status().message().find("size"), std::string::npos) << config.status();
+}
+
+TEST(ConfigTest, AModelThatDrawsRandomNumbersMayNotEnableTheResponseCache) {
+  const std::pair<std::string, std::string> cases[] = {
+      {R"(node { op_type: "RandomUniformLike" input: "x" output: "r" }
+          node { op_type: "Add" input: "x" input: "r" output: "y" })", "RandomUniformLike"},
+      {R"(node { op_type: "RandomNormalLike" input: "x" output: "r" attribute { name: "seed" f: 1 type: FLOAT } }
+          node { op_type: "Add" input: "x" input: "r" output: "y" })", "RandomNormalLike"},
+      // Dropout whose training_mode the request decides.
+      {R"(node { op_type: "Dropout" input: "x" input: "" input: "train" output: "y" })", "Dropout"},
+  };
+  const std::string train_input =
+      R"(input { name: "train" type { tensor_type { elem_type: 9 shape { } } } })";
+  for (const auto& [nodes, op] : cases) {
+    auto session = SessionOf(nodes, train_input);
+    inference::ModelConfig config = Parse("response_cache { enable: true }");
+    const absl::Status status = CompleteModelConfig("m", *session, true, config);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << op << ": " << status;
+    EXPECT_NE(status.message().find(op), std::string::npos) << status;
+    EXPECT_NE(status.message().find("response_cache"), std::string::npos) << status;
+    inference::ModelConfig uncached;
+    EXPECT_TRUE(CompleteModelConfig("m", *session, true, uncached).ok()) << op;
   }
 }
 
@@ -206,13 +264,7 @@ TEST(ConfigTest, TheModelFileIsModelOnnxUnlessTheConfigNamesAnotherInTheVersionF
 }
 
 TEST(ConfigTest, AnOversizedConfigFileIsNotRead) {
-  const std::string path = testing::TempDir() + "/big_config_" + std::to_string(getpid()) + ".pbtxt";
-  {
-    std::ofstream out(path);
-    out << "max_batch_size: 8\n" << std::string(kMaxConfigBytes, ' ');
-  }
-  auto config = ReadModelConfig(path);
-  std::filesystem::remove(path);
+  auto config = ReadConfigText("max_batch_size: 8\n" + std::string(kMaxConfigBytes, ' '));
   EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(config.status().message().find("larger than"), std::string::npos) << config.status();
 }
