@@ -30,6 +30,7 @@
 #include "runtime/core/status_macros.h"
 #include "runtime/core/tensor.h"
 #include "runtime/model/tensor_proto.h"
+#include "server/client_options.h"
 #include "server/commands.h"
 #include "server/datatype.h"
 #include "server/sample_tensors.h"
@@ -306,97 +307,74 @@ LoadReport Summarize(const std::vector<std::unique_ptr<Connection>>& connections
 // ---- Command line ----------------------------------------------------------------------------------------
 
 constexpr char kUsage[] = R"(usage: onnxserve load --model NAME [options]
-Sends ModelInfer requests to a running onnxserve (or any KServe v2 gRPC server) and reports latency.
-  --target HOST:PORT       server address (default 127.0.0.1:8001)
-  --model NAME             model to call (required)
-  --model-version V        version (default: the server's latest)
-  -c, --concurrency N      calls in flight (default 1)
-  --connections N          HTTP/2 connections to spread the calls over (default 1)
-  -n, --total N            requests to send (default 200; 0 with -z: until the duration ends)
-  -z, --duration SECONDS   stop sending after this long (at most 600)
-  --rps R                  pace sends to R requests per second (default: unpaced)
-  --input PATH             a ModelInferRequest JSON file (bytes in base64, as ghz's -D) or a directory of
-                           input_K.pb TensorProtos; default: random inputs shaped by ModelMetadata
-  --batch N                the dynamic first dimension of random inputs (default 1)
-  --timeout-ms N           deadline of each call (default 10000)
-  --metadata KEY=VALUE     gRPC metadata sent with every call, repeatable (e.g. triton-grpc-protocol-KEY=VALUE
-                           for a server started with --grpc-restricted-protocol)
+Sends inference requests to a running onnxserve (or any KServe v2 server, gRPC or REST) and reports latency.
 )";
 constexpr char kUsageEnd[] = "The last line of stdout is the report as one JSON object.\n";
 
-absl::Status ParseInt(const std::string& name, const std::string& value, int64_t min, int64_t max, int64_t& out) {
-  if (!absl::SimpleAtoi(value, &out) || out < min || out > max) {
-    return absl::InvalidArgumentError(absl::StrCat(name, " must be an integer in [", min, ", ", max, "], got \"",
-                                                   value, "\""));
-  }
-  return absl::OkStatus();
+cli::OptionTable LoadOptionTable() {
+  using cli::ValueKind;
+  return cli::Join(
+      {
+          {.name = "target", .value_name = "HOST:PORT",
+           .help = "server address (default 127.0.0.1:8001; 127.0.0.1:8000 with --protocol http)"},
+          {.name = "protocol", .value_name = "grpc|http",
+           .help = "gRPC ModelInfer, or REST POST /v2/models/NAME[/versions/V]/infer", .default_value = "grpc"},
+          {.name = "binary-data", .kind = ValueKind::kBool,
+           .help = "with --protocol http: tensors in Triton's binary data extension instead of JSON"},
+          {.name = "model", .value_name = "NAME", .help = "model to call", .required = true},
+          {.name = "model-version", .value_name = "V", .help = "version (default: the server's latest)"},
+          {.name = "concurrency", .kind = ValueKind::kInt, .value_name = "N", .help = "calls in flight",
+           .default_value = "1", .short_name = 'c', .min = 1, .max = 10000},
+          {.name = "connections", .kind = ValueKind::kInt, .value_name = "N",
+           .help = "connections to spread the calls over (HTTP/2 for gRPC; REST keeps one call per connection)",
+           .default_value = "1", .min = 1, .max = 64},
+          {.name = "total", .kind = ValueKind::kInt, .value_name = "N",
+           .help = "requests to send (0 with -z: until the duration ends)", .default_value = "200",
+           .short_name = 'n', .min = 0, .max = int64_t{1} << 40},
+          {.name = "duration", .kind = ValueKind::kNumber, .value_name = "SECONDS",
+           .help = "stop sending after this long", .short_name = 'z', .max = static_cast<int64_t>(LoadOptions::kMaxSeconds)},
+          {.name = "rps", .kind = ValueKind::kNumber, .value_name = "R",
+           .help = "pace sends to R requests per second (default: unpaced)", .max = 10000000},
+          {.name = "input", .kind = ValueKind::kFile, .value_name = "PATH",
+           .help = "a ModelInferRequest JSON file (bytes in base64, as ghz's -D) or a directory of input_K.pb "
+                   "TensorProtos; default: random inputs shaped by the model's metadata"},
+          {.name = "batch", .kind = ValueKind::kInt, .value_name = "N",
+           .help = "the dynamic first dimension of random inputs", .default_value = "1", .min = 1, .max = 1 << 20},
+          {.name = "timeout-ms", .kind = ValueKind::kInt, .value_name = "N", .help = "deadline of each call",
+           .default_value = "10000", .min = 1, .max = 3600000},
+          MetadataOption("gRPC metadata (HTTP headers with --protocol http) sent with every call, e.g. "
+                         "triton-grpc-protocol-KEY=VALUE for a server started with --grpc-restricted-protocol"),
+      },
+      ClientTlsOptions());
 }
 
-absl::Status ParseSeconds(const std::string& name, const std::string& value, double max, double& out) {
-  if (!absl::SimpleAtod(value, &out) || !(out > 0) || out > max) {
-    return absl::InvalidArgumentError(absl::StrCat(name, " must be a number in (0, ", max, "], got \"", value, "\""));
+// -z without -n runs for the duration only.
+absl::StatusOr<LoadOptions> LoadOptionsFromArgs(const cli::Args& args) {
+  if (!args.positional.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("unexpected argument \"", args.positional[0], "\""));
   }
-  return absl::OkStatus();
-}
-
-absl::Status SetOption(const std::string& name, const std::string& value, LoadOptions& options) {
-  if (SetClientTlsFlag(name, value, options.tls)) return absl::OkStatus();
-  int64_t n = 0;
-  if (name == "--target") {
-    options.target = value;
-  } else if (name == "--model") {
-    options.model = value;
-  } else if (name == "--model-version") {
-    options.model_version = value;
-  } else if (name == "-c" || name == "--concurrency") {
-    RETURN_IF_ERROR(ParseInt(name, value, 1, 10000, n));
-    options.concurrency = static_cast<int>(n);
-  } else if (name == "--connections") {
-    RETURN_IF_ERROR(ParseInt(name, value, 1, 64, n));
-    options.connections = static_cast<int>(n);
-  } else if (name == "-n" || name == "--total") {
-    RETURN_IF_ERROR(ParseInt(name, value, 0, int64_t{1} << 40, options.total));
-  } else if (name == "-z" || name == "--duration") {
-    RETURN_IF_ERROR(ParseSeconds(name, value, LoadOptions::kMaxSeconds, options.duration_seconds));
-  } else if (name == "--rps") {
-    RETURN_IF_ERROR(ParseSeconds(name, value, 1e7, options.rps));
-  } else if (name == "--input") {
-    options.input = value;
-  } else if (name == "--batch") {
-    RETURN_IF_ERROR(ParseInt(name, value, 1, 1 << 20, options.batch));
-  } else if (name == "--timeout-ms") {
-    RETURN_IF_ERROR(ParseInt(name, value, 1, 3600000, options.timeout_ms));
-  } else if (name == "--metadata") {
-    const size_t eq = value.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return absl::InvalidArgumentError(absl::StrCat("--metadata must be KEY=VALUE, got \"", value, "\""));
-    }
-    options.metadata.emplace_back(value.substr(0, eq), value.substr(eq + 1));
-  } else {
-    return absl::InvalidArgumentError(absl::StrCat("unknown option ", name, " (see onnxserve load --help)"));
-  }
-  return absl::OkStatus();
-}
-
-// Options as "--name value", "--name=value" or "-c value"; -z without -n runs for the duration only.
-absl::StatusOr<LoadOptions> ParseLoadOptions(int argc, char** argv) {
   LoadOptions options;
-  bool total_given = false;
-  for (int i = 2; i < argc; ++i) {
-    std::string name = argv[i], value;
-    if (const size_t eq = name.find('='); name.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name.resize(eq);
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat("option ", name, " needs a value"));
-    }
-    total_given |= name == "-n" || name == "--total";
-    RETURN_IF_ERROR(SetOption(name, value, options));
+  const std::string protocol = args.Get("protocol");
+  if (protocol != "grpc" && protocol != "http") {
+    return absl::InvalidArgumentError(absl::StrCat("--protocol must be grpc or http, got \"", protocol, "\""));
   }
-  if (options.model.empty()) return absl::InvalidArgumentError("--model is required");
-  if (options.duration_seconds > 0 && !total_given) options.total = 0;
+  options.http = protocol == "http";
+  options.binary_data = args.Bool("binary-data");
+  if (options.binary_data && !options.http) return absl::InvalidArgumentError("--binary-data needs --protocol http");
+  options.target = args.Has("target") ? args.Get("target") : options.http ? "127.0.0.1:8000" : "127.0.0.1:8001";
+  options.model = args.Get("model");
+  options.model_version = args.Get("model-version");
+  options.concurrency = static_cast<int>(args.Int("concurrency"));
+  options.connections = static_cast<int>(args.Int("connections"));
+  options.total = args.Int("total");
+  options.duration_seconds = args.Number("duration");
+  options.rps = args.Number("rps");
+  options.input = args.Get("input");
+  options.batch = args.Int("batch");
+  options.timeout_ms = args.Int("timeout-ms");
+  ASSIGN_OR_RETURN(options.metadata, MetadataFromArgs(args));
+  options.tls = ClientTlsFromArgs(args);
+  if (options.duration_seconds > 0 && !args.Has("total")) options.total = 0;
   if (options.total == 0 && options.duration_seconds <= 0) {
     return absl::InvalidArgumentError("-n 0 needs -z: every run must be bounded");
   }
@@ -454,13 +432,16 @@ std::string FormatReportJson(const LoadOptions& options, const LoadReport& repor
 }
 
 int LoadCommand(int argc, char** argv) {
-  if (argc > 2 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h")) {
-    std::cout << kUsage << kClientTlsUsage << kUsageEnd;
+  const cli::OptionTable table = LoadOptionTable();
+  auto args = cli::ParseArgs(table, argc, argv, 2);
+  if (args.ok() && args->help) {
+    std::cout << kUsage << cli::OptionsHelp(table) << kUsageEnd;
     return 0;
   }
-  auto options = ParseLoadOptions(argc, argv);
+  auto options = args.ok() ? LoadOptionsFromArgs(*args) : args.status();
   if (!options.ok()) {
-    std::cerr << "onnxserve load: " << options.status().message() << "\n" << kUsage << kClientTlsUsage << kUsageEnd;
+    std::cerr << "onnxserve load: " << options.status().message() << "\n" << kUsage << cli::OptionsHelp(table)
+              << kUsageEnd;
     return 2;
   }
   auto report = RunLoad(*options);

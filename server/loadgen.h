@@ -18,6 +18,8 @@ struct LoadOptions {
   static constexpr double kMaxSeconds = 600;  // hard cap on any run, whatever -n or -z say
 
   std::string target = "127.0.0.1:8001";
+  bool http = false;          // REST (KServe v2 over HTTP/1.1) instead of gRPC
+  bool binary_data = false;   // REST: tensors in Triton's binary data extension
   std::string model;
   std::string model_version;  // "" = the server's choice (latest)
   int concurrency = 1;        // calls in flight
