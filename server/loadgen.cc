@@ -397,7 +397,7 @@ std::string FormatReportJson(const LoadOptions& options, const LoadReport& repor
   for (const auto& [code, n] : report.codes) codes.push_back(absl::StrFormat("\"%s\": %d", code, n));
   return absl::StrFormat(
       "{\"target\": \"%s\", \"model\": \"%s\", \"model_version\": \"%s\", \"concurrency\": %d, \"batch\": %d, "
-      "\"count\": %d, \"ok\": %d, \"errors\": %d, \"codes\": {%s}, \"seconds\": %.4f, \"rps\": %.2f, "
+      "\"count\": %d, \"ok\": %d, \"errors\": %d, \"codes\": {%s}, \"seconds\": %.6f, \"rps\": %.2f, "
       "\"mean_ms\": %.4f, \"p50_ms\": %.4f, \"p90_ms\": %.4f, \"p99_ms\": %.4f, \"max_ms\": %.4f}",
       absl::CEscape(options.target), absl::CEscape(options.model), absl::CEscape(options.model_version),
       options.concurrency, options.batch, report.count,
