@@ -30,7 +30,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "health.pb.h"
-#include "runtime/core/checked_size.h"
+#include "cli/limit_options.h"
 #include "server/commands.h"
 #include "server/grpc_access.h"
 #include "server/log.h"
@@ -60,7 +60,6 @@ struct ServeOptions {
   int64_t max_request_bytes = 0;
   bool exit_on_error = false;
   int threads = 0;
-  SizeLimits limits;
   int64_t model_memory_budget_bytes = 0;
   std::string log_level;
   bool log_requests = false;
@@ -68,7 +67,6 @@ struct ServeOptions {
 
 cli::OptionTable ServeOptionTable() {
   using cli::ValueKind;
-  const SizeLimits defaults;
   cli::OptionTable table = {
       {.name = "model-repository", .kind = ValueKind::kFile, .value_name = "DIR",
        .help = "ROOT/<model>/<version>/model.onnx and optional ROOT/<model>/config.pbtxt", .required = true},
@@ -96,13 +94,6 @@ cli::OptionTable ServeOptionTable() {
                "loaded and lists the others as UNAVAILABLE"},
       {.name = "threads", .kind = ValueKind::kInt, .value_name = "N", .help = "intra-op threads of each model instance",
        .default_value = "1", .min = 1, .max = 256},
-      {.name = "max-tensor-elements", .kind = ValueKind::kInt, .value_name = "N",
-       .help = "most elements one tensor may have, from a request or computed by a model; past it the request "
-               "gets RESOURCE_EXHAUSTED",
-       .default_value = absl::StrCat(defaults.max_elements), .min = 1, .max = kMaxSettableElements},
-      {.name = "max-tensor-bytes", .kind = ValueKind::kInt, .value_name = "N",
-       .help = "most bytes of storage one tensor may take", .default_value = absl::StrCat(defaults.max_bytes),
-       .min = 1, .max = INT64_MAX},
       {.name = "model-memory-budget-bytes", .kind = ValueKind::kInt, .value_name = "N",
        .help = "most bytes of tensors one execution of a model may hold at once, for models whose config.pbtxt "
                "sets no memory_budget_bytes; past it the request gets RESOURCE_EXHAUSTED; 0: no budget",
@@ -113,7 +104,7 @@ cli::OptionTable ServeOptionTable() {
        .help = "one info line per inference request (event=request: model, version, code, stage times, batch "
                "rows, trace_id and span_id of a valid traceparent)"},
   };
-  return cli::Join(std::move(table), SecurityOptions());
+  return cli::Join(cli::Join(std::move(table), cli::TensorLimitOptions()), SecurityOptions());
 }
 
 ServeOptions ServeOptionsFromArgs(const cli::Args& args) {
@@ -128,7 +119,6 @@ ServeOptions ServeOptionsFromArgs(const cli::Args& args) {
   options.max_request_bytes = args.Int("max-request-bytes");
   options.exit_on_error = args.Bool("exit-on-error");
   options.threads = static_cast<int>(args.Int("threads"));
-  options.limits = {args.Int("max-tensor-elements"), args.Int("max-tensor-bytes")};
   options.model_memory_budget_bytes = args.Int("model-memory-budget-bytes");
   options.log_level = args.Get("log-level");
   options.log_requests = args.Bool("log-requests");
@@ -148,7 +138,7 @@ absl::Status ParseFlags(const cli::Args& args, ServeOptions& options, SecurityCo
   auto level = ParseLogLevel(options.log_level);
   if (!level.ok()) return level.status();
   SetLogLevel(*level);
-  return SetSizeLimits(options.limits);
+  return cli::ApplyTensorLimits(args);
 }
 
 // The write end of the pipe that carries shutdown signals to ShutdownSignal's thread.
