@@ -88,6 +88,8 @@ absl::StatusOr<inference::ModelMetadataResponse> FetchRestMetadata(const LoadOpt
 RestConnection::RestConnection(const LoadOptions& options, const RestBody& body, int slots)
     : LoadConnection(options, slots), multi_(curl_multi_init()), headers_(RestHeaders(options, body), curl_slist_free_all),
       url_(RestUrl(options, RestModelPath(options) + "/infer")) {
+  // Every slot's connection stays in the cache between its calls, whatever the number in flight.
+  curl_multi_setopt(multi_, CURLMOPT_MAXCONNECTS, static_cast<long>(slots));
   for (int i = 0; i < slots; ++i) {
     CURL* easy = curl_easy_init();
     SetCommonOptions(easy, options, headers_.get());
