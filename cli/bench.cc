@@ -65,9 +65,9 @@ double Percentile(const std::vector<double>& sorted, double p) {
 
 absl::Status Bench(const Args& args) {
   if (args.positional.size() != 1) return absl::InvalidArgumentError("expected exactly one MODEL.onnx");
-  ASSIGN_OR_RETURN(int64_t batch, args.GetInt("batch", 1, 1, 1 << 20));
-  ASSIGN_OR_RETURN(int64_t iterations, args.GetInt("iterations", 100, 1, 10000000));
-  ASSIGN_OR_RETURN(int64_t warmup, args.GetInt("warmup", 10, 0, 1000000));
+  const int64_t batch = args.Int("batch");
+  const int64_t iterations = args.Int("iterations");
+  const int64_t warmup = args.Int("warmup");
   ASSIGN_OR_RETURN(SessionOptions options, ApplyRunOptions(args));
   const auto load_start = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(auto session, Session::LoadFile(args.positional[0], options));
@@ -98,9 +98,23 @@ absl::Status Bench(const Args& args) {
 }  // namespace
 
 int BenchCommand(int argc, char** argv) {
-  std::vector<std::string> known = RunOptionNames();
-  known.insert(known.end(), {"inputs-dir", "batch", "iterations", "warmup"});
-  auto args = ParseArgs(argc, argv, 2, known);
+  const OptionTable options = Join(
+      {
+          {.name = "inputs-dir", .kind = ValueKind::kFile, .value_name = "DIR",
+           .help = "input_K.pb files; default: random inputs"},
+          {.name = "batch", .kind = ValueKind::kInt, .value_name = "N",
+           .help = "the dynamic first dimension of random inputs", .default_value = "1", .min = 1, .max = 1 << 20},
+          {.name = "iterations", .kind = ValueKind::kInt, .value_name = "N", .help = "timed runs",
+           .default_value = "100", .min = 1, .max = 10000000},
+          {.name = "warmup", .kind = ValueKind::kInt, .value_name = "N", .help = "untimed runs first",
+           .default_value = "10", .min = 0, .max = 1000000},
+      },
+      RunOptions());
+  auto args = ParseArgs(options, argc, argv, 2);
+  if (args.ok() && args->help) {
+    std::cout << "usage: onnxserve bench MODEL.onnx [options]\n" << OptionsHelp(options);
+    return 0;
+  }
   absl::Status status = args.ok() ? Bench(*args) : args.status();
   if (!status.ok()) {
     std::cerr << "onnxserve bench: " << status << "\n";

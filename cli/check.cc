@@ -3,6 +3,7 @@
 #include <iostream>
 #include <map>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/args.h"
 #include "cli/commands.h"
@@ -55,9 +56,16 @@ void PrintPlan(const Session& session) {
 }  // namespace
 
 int CheckCommand(int argc, char** argv) {
-  auto args = ParseArgs(argc, argv, 2, {}, {"plan"});
+  const OptionTable options = {
+      {.name = "plan", .kind = ValueKind::kBool, .help = "also print what each pass changed and the plan's steps"}};
+  auto args = ParseArgs(options, argc, argv, 2);
+  const char* usage = "usage: onnxserve check MODEL.onnx [--plan]\n";
+  if (args.ok() && args->help) {
+    std::cout << usage << OptionsHelp(options);
+    return 0;
+  }
   if (!args.ok() || args->positional.size() != 1) {
-    std::cerr << "usage: onnxserve check MODEL.onnx [--plan]\n";
+    std::cerr << (args.ok() ? "" : absl::StrCat(args.status().message(), "\n")) << usage << OptionsHelp(options);
     return 2;
   }
   auto model = Model::LoadFromFile(args->positional[0]);
@@ -93,7 +101,7 @@ int CheckCommand(int argc, char** argv) {
     std::cout << "status: cannot run: " << session.status() << "\n";
     return 1;
   }
-  if (args->options.contains("plan")) PrintPlan(**session);
+  if (args->Bool("plan")) PrintPlan(**session);
   std::cout << "status: ok\n";
   return 0;
 }

@@ -41,10 +41,18 @@ void PrintTable(const std::vector<const KernelDef*>& defs) {
 }  // namespace
 
 int OpsCommand(int argc, char** argv) {
-  auto args = ParseArgs(argc, argv, 2, {"format"});
-  const std::string format = args.ok() ? args->Get("format", "table") : "";
+  const OptionTable options = {{.name = "format", .value_name = "table|markdown",
+                                 .help = "a plain table, or the Markdown of docs/operators.md",
+                                 .default_value = "table"}};
+  auto args = ParseArgs(options, argc, argv, 2);
+  const char* usage = "usage: onnxserve ops [--format table|markdown]\n";
+  if (args.ok() && args->help) {
+    std::cout << usage << OptionsHelp(options);
+    return 0;
+  }
+  const std::string format = args.ok() ? args->Get("format") : "";
   if (!args.ok() || !args->positional.empty() || (format != "table" && format != "markdown")) {
-    std::cerr << "usage: onnxserve ops [--format table|markdown]\n";
+    std::cerr << usage;
     return 2;
   }
   const auto defs = KernelRegistry::Global().All();

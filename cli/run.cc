@@ -20,9 +20,6 @@ absl::Status Run(const Args& args) {
   if (args.positional.size() != 1) return absl::InvalidArgumentError("expected exactly one MODEL.onnx");
   const std::string inputs_dir = args.Get("inputs-dir");
   const std::string outputs_dir = args.Get("outputs-dir");
-  if (inputs_dir.empty() || outputs_dir.empty()) {
-    return absl::InvalidArgumentError("--inputs-dir and --outputs-dir are required");
-  }
   ASSIGN_OR_RETURN(SessionOptions options, ApplyRunOptions(args));
   ASSIGN_OR_RETURN(auto session, Session::LoadFile(args.positional[0], options));
   std::vector<std::pair<std::string, Value>> feeds;
@@ -46,9 +43,19 @@ absl::Status Run(const Args& args) {
 }  // namespace
 
 int RunCommand(int argc, char** argv) {
-  std::vector<std::string> known = RunOptionNames();
-  known.insert(known.end(), {"inputs-dir", "outputs-dir"});
-  auto args = ParseArgs(argc, argv, 2, known);
+  const OptionTable options = Join(
+      {
+          {.name = "inputs-dir", .kind = ValueKind::kFile, .value_name = "DIR",
+           .help = "input_0.pb, input_1.pb, ... for the model's inputs", .required = true},
+          {.name = "outputs-dir", .kind = ValueKind::kFile, .value_name = "DIR",
+           .help = "where output_K.pb files are written", .required = true},
+      },
+      RunOptions());
+  auto args = ParseArgs(options, argc, argv, 2);
+  if (args.ok() && args->help) {
+    std::cout << "usage: onnxserve run MODEL.onnx --inputs-dir DIR --outputs-dir OUT [options]\n" << OptionsHelp(options);
+    return 0;
+  }
   absl::Status status = args.ok() ? Run(*args) : args.status();
   if (!status.ok()) {
     std::cerr << "onnxserve run: " << status << "\n";

@@ -2,26 +2,27 @@
 
 #include <cstdint>
 
-#include "runtime/core/checked_size.h"
+#include "cli/limit_options.h"
 #include "runtime/core/status_macros.h"
 
 namespace onnxserve::cli {
 
-std::vector<std::string> RunOptionNames() {
-  return {"threads", "max-tensor-elements", "max-tensor-bytes", "memory-budget-bytes"};
+OptionTable RunOptions() {
+  return Join(TensorLimitOptions(),
+              {
+                  {.name = "threads", .kind = ValueKind::kInt, .value_name = "N", .help = "intra-op threads",
+                   .default_value = "1", .min = 1, .max = 256},
+                  {.name = "memory-budget-bytes", .kind = ValueKind::kInt, .value_name = "N",
+                   .help = "most bytes of tensors one run may hold at once; 0: no budget", .default_value = "0",
+                   .min = 0, .max = INT64_MAX},
+              });
 }
 
 absl::StatusOr<SessionOptions> ApplyRunOptions(const Args& args) {
-  const SizeLimits defaults;
-  SizeLimits limits;
-  ASSIGN_OR_RETURN(limits.max_elements,
-                   args.GetInt("max-tensor-elements", defaults.max_elements, 1, kMaxSettableElements));
-  ASSIGN_OR_RETURN(limits.max_bytes, args.GetInt("max-tensor-bytes", defaults.max_bytes, 1, INT64_MAX));
-  RETURN_IF_ERROR(SetSizeLimits(limits));
+  RETURN_IF_ERROR(ApplyTensorLimits(args));
   SessionOptions options;
-  ASSIGN_OR_RETURN(int64_t threads, args.GetInt("threads", 1, 1, 256));
-  options.intra_op_threads = static_cast<int>(threads);
-  ASSIGN_OR_RETURN(options.memory_budget_bytes, args.GetInt("memory-budget-bytes", 0, 0, INT64_MAX));
+  options.intra_op_threads = static_cast<int>(args.Int("threads"));
+  options.memory_budget_bytes = args.Int("memory-budget-bytes");
   return options;
 }
 

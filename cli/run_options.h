@@ -3,17 +3,14 @@
 // limits it will be served with.
 #pragma once
 
-#include <string>
-#include <vector>
-
 #include "absl/status/statusor.h"
 #include "cli/args.h"
 #include "runtime/exec/session.h"
 
 namespace onnxserve::cli {
 
-// Option names for ParseArgs: threads, max-tensor-elements, max-tensor-bytes, memory-budget-bytes.
-std::vector<std::string> RunOptionNames();
+// --threads, --max-tensor-elements, --max-tensor-bytes, --memory-budget-bytes.
+OptionTable RunOptions();
 
 // Sets the process-wide per-tensor limits from --max-tensor-elements and --max-tensor-bytes (before the model
 // loads: they bound loading too) and returns the session options from --threads and --memory-budget-bytes.

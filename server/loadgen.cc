@@ -4,8 +4,6 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
-#include <array>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -21,7 +19,6 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -30,15 +27,18 @@
 #include "runtime/core/status_macros.h"
 #include "runtime/core/tensor.h"
 #include "runtime/model/tensor_proto.h"
+#include "server/client_options.h"
 #include "server/commands.h"
 #include "server/datatype.h"
+#include "server/loadgen_rest.h"
+#include "server/loadgen_run.h"
+#include "server/rest_json.h"
 #include "server/sample_tensors.h"
 
 namespace onnxserve::server {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
 using inference::GRPCInferenceService;
 using inference::ModelInferRequest;
 using inference::ModelInferResponse;
@@ -128,12 +128,14 @@ absl::Status ReadJsonRequest(const std::string& path, ModelInferRequest& request
   return absl::OkStatus();
 }
 
-absl::StatusOr<ModelInferRequest> BuildRequest(GRPCInferenceService::Stub& stub, const LoadOptions& options) {
+// `fetch_metadata` returns the model's ModelMetadataResponse, over whichever protocol the run speaks.
+template <typename FetchMetadata>
+absl::StatusOr<ModelInferRequest> BuildRequest(const FetchMetadata& fetch_metadata, const LoadOptions& options) {
   ModelInferRequest request;
   if (!options.input.empty() && !fs::is_directory(options.input)) {
     RETURN_IF_ERROR(ReadJsonRequest(options.input, request));
   } else {
-    ASSIGN_OR_RETURN(ModelMetadataResponse metadata, FetchMetadata(stub, options));
+    ASSIGN_OR_RETURN(ModelMetadataResponse metadata, fetch_metadata());
     if (options.input.empty()) {
       RETURN_IF_ERROR(AddRandomInputs(metadata, options.batch, request));
     } else {
@@ -147,54 +149,14 @@ absl::StatusOr<ModelInferRequest> BuildRequest(GRPCInferenceService::Stub& stub,
 
 // ---- The run ----------------------------------------------------------------------------------------------
 
-// Hands out send slots ("tickets") to the connection threads: bounds the count and the duration and paces
-// the rate. Ticket i of a paced run is due at start + i / rps, so a slow moment is caught up, not lost.
-class Schedule {
+// One gRPC connection: its own channel, CompletionQueue and thread, keeping up to `slots` calls in flight.
+class GrpcConnection final : public LoadConnection {
  public:
-  explicit Schedule(const LoadOptions& options)
-      : options_(options), start_(Clock::now()),
-        end_(start_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
-                          options.total > 0 && options.duration_seconds <= 0 ? LoadOptions::kMaxSeconds
-                                                                              : options.duration_seconds))) {}
-
-  Clock::time_point start() const { return start_; }
-
-  // The due time of the next ticket, or nullopt when the run has sent all it may.
-  std::optional<Clock::time_point> Take() {
-    const int64_t i = next_.fetch_add(1, std::memory_order_relaxed);
-    if (options_.total > 0 && i >= options_.total) return std::nullopt;
-    const Clock::time_point due =
-        options_.rps > 0 ? start_ + std::chrono::duration_cast<Clock::duration>(
-                                        std::chrono::duration<double>(static_cast<double>(i) / options_.rps))
-                         : Clock::now();
-    if (due >= end_) return std::nullopt;
-    return due;
-  }
-
- private:
-  const LoadOptions& options_;
-  const Clock::time_point start_;
-  const Clock::time_point end_;
-  std::atomic<int64_t> next_{0};
-};
-
-// What one connection saw; merged into the report at the end, so threads never share a counter.
-constexpr size_t kNumCodes = grpc::StatusCode::UNAUTHENTICATED + 1;
-
-struct Tally {
-  std::vector<double> ok_ms;
-  std::array<int64_t, kNumCodes> codes{};  // responses by grpc::StatusCode
-  Clock::time_point last_done;
-};
-
-// One connection: its own channel, CompletionQueue and thread, keeping up to `slots` calls in flight.
-class Connection {
- public:
-  Connection(const LoadOptions& options, const std::shared_ptr<grpc::ChannelCredentials>& credentials, int slots)
-      : options_(options), slots_(slots), stub_(GRPCInferenceService::NewStub(MakeChannel(options, credentials))) {}
-
-  void Run(const ModelInferRequest& request, Schedule& schedule);
-  const Tally& tally() const { return tally_; }
+  GrpcConnection(const LoadOptions& options, const std::shared_ptr<grpc::ChannelCredentials>& credentials,
+                 const ModelInferRequest& request, int slots)
+      : LoadConnection(options, slots), request_(request),
+        stub_(GRPCInferenceService::NewStub(MakeChannel(options, credentials))) {}
+  ~GrpcConnection() override;
 
  private:
   struct Call {
@@ -213,61 +175,52 @@ class Connection {
     return grpc::CreateCustomChannel(options.target, credentials, args);
   }
 
-  void Send(const ModelInferRequest& request);
+  void Send() override;
+  int Wait(Clock::time_point until) override;
   void Complete(Call* call);
 
-  const LoadOptions& options_;
-  const int slots_;
+  const ModelInferRequest& request_;
   std::unique_ptr<GRPCInferenceService::Stub> stub_;
   grpc::CompletionQueue cq_;
-  Tally tally_;
 };
 
-void Connection::Send(const ModelInferRequest& request) {
+void GrpcConnection::Send() {
   auto* call = new Call;  // owned by the completion queue until Complete()
   call->sent = Clock::now();
   call->context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(options_.timeout_ms));
   for (const auto& [key, value] : options_.metadata) call->context.AddMetadata(key, value);
-  call->reader = stub_->PrepareAsyncModelInfer(&call->context, request, &cq_);
+  call->reader = stub_->PrepareAsyncModelInfer(&call->context, request_, &cq_);
   call->reader->StartCall();
   call->reader->Finish(&call->response, &call->status, call);
 }
 
-void Connection::Complete(Call* done) {
+void GrpcConnection::Complete(Call* done) {
   std::unique_ptr<Call> call(done);
-  tally_.last_done = Clock::now();
-  const auto code = static_cast<size_t>(call->status.error_code());
-  ++tally_.codes[code < kNumCodes ? code : static_cast<size_t>(grpc::StatusCode::UNKNOWN)];
-  if (call->status.ok()) {
-    tally_.ok_ms.push_back(std::chrono::duration<double, std::milli>(tally_.last_done - call->sent).count());
-  }
+  tally_.Record(call->status.error_code(), call->status.ok(), call->sent);
 }
 
-void Connection::Run(const ModelInferRequest& request, Schedule& schedule) {
-  tally_.ok_ms.reserve(options_.total > 0 ? static_cast<size_t>(options_.total) : 4096);
-  int in_flight = 0;
-  std::optional<Clock::time_point> due = schedule.Take();
-  while (due || in_flight > 0) {
-    while (due && in_flight < slots_ && *due <= Clock::now()) {
-      Send(request);
-      ++in_flight;
-      due = schedule.Take();
-    }
-    // Wake for the next completion, or when the next paced send is due if a slot is free for it.
-    const auto wake = due && in_flight < slots_ ? *due : Clock::now() + std::chrono::seconds(1);
-    void* tag;
-    bool ok;
-    const auto deadline = std::chrono::system_clock::now() + (wake - Clock::now());
-    if (cq_.AsyncNext(&tag, &ok, deadline) == grpc::CompletionQueue::GOT_EVENT) {
-      Complete(static_cast<Call*>(tag));
-      --in_flight;
-    }
-  }
+int GrpcConnection::Wait(Clock::time_point until) {
+  void* tag;
+  bool ok;
+  const auto deadline = std::chrono::system_clock::now() + (until - Clock::now());
+  if (cq_.AsyncNext(&tag, &ok, deadline) != grpc::CompletionQueue::GOT_EVENT) return 0;
+  Complete(static_cast<Call*>(tag));
+  return 1;
+}
+
+// A CompletionQueue must be shut down and drained before it goes.
+GrpcConnection::~GrpcConnection() {
   cq_.Shutdown();
   void* tag;
   bool ok;
   while (cq_.Next(&tag, &ok)) Complete(static_cast<Call*>(tag));
 }
+
+std::string GrpcCodeName(int code) {
+  // absl::StatusCode and grpc::StatusCode share google.rpc.Code numbering (asserted in status.cc).
+  return absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
+}
+
 
 // Nearest-rank percentile of sorted values.
 double Percentile(const std::vector<double>& sorted, double p) {
@@ -276,20 +229,18 @@ double Percentile(const std::vector<double>& sorted, double p) {
   return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
 }
 
-LoadReport Summarize(const std::vector<std::unique_ptr<Connection>>& connections, Clock::time_point start) {
+LoadReport Summarize(const std::vector<const Tally*>& tallies, Clock::time_point start,
+                     std::string (*code_name)(int)) {
   LoadReport report;
   std::vector<double> ms;
   Clock::time_point last = start;
-  for (const auto& connection : connections) {
-    const Tally& tally = connection->tally();
-    ms.insert(ms.end(), tally.ok_ms.begin(), tally.ok_ms.end());
-    for (size_t code = 0; code < kNumCodes; ++code) {
-      if (tally.codes[code] == 0) continue;
-      // absl::StatusCode and grpc::StatusCode share google.rpc.Code numbering (asserted in status.cc).
-      report.codes[absl::StatusCodeToString(static_cast<absl::StatusCode>(code))] += tally.codes[code];
-      report.count += tally.codes[code];
+  for (const Tally* tally : tallies) {
+    ms.insert(ms.end(), tally->ok_ms.begin(), tally->ok_ms.end());
+    for (const auto& [code, n] : tally->codes) {
+      report.codes[code_name(code)] += n;
+      report.count += n;
     }
-    last = std::max(last, tally.last_done);
+    last = std::max(last, tally->last_done);
   }
   std::sort(ms.begin(), ms.end());
   report.ok = static_cast<int64_t>(ms.size());
@@ -306,97 +257,75 @@ LoadReport Summarize(const std::vector<std::unique_ptr<Connection>>& connections
 // ---- Command line ----------------------------------------------------------------------------------------
 
 constexpr char kUsage[] = R"(usage: onnxserve load --model NAME [options]
-Sends ModelInfer requests to a running onnxserve (or any KServe v2 gRPC server) and reports latency.
-  --target HOST:PORT       server address (default 127.0.0.1:8001)
-  --model NAME             model to call (required)
-  --model-version V        version (default: the server's latest)
-  -c, --concurrency N      calls in flight (default 1)
-  --connections N          HTTP/2 connections to spread the calls over (default 1)
-  -n, --total N            requests to send (default 200; 0 with -z: until the duration ends)
-  -z, --duration SECONDS   stop sending after this long (at most 600)
-  --rps R                  pace sends to R requests per second (default: unpaced)
-  --input PATH             a ModelInferRequest JSON file (bytes in base64, as ghz's -D) or a directory of
-                           input_K.pb TensorProtos; default: random inputs shaped by ModelMetadata
-  --batch N                the dynamic first dimension of random inputs (default 1)
-  --timeout-ms N           deadline of each call (default 10000)
-  --metadata KEY=VALUE     gRPC metadata sent with every call, repeatable (e.g. triton-grpc-protocol-KEY=VALUE
-                           for a server started with --grpc-restricted-protocol)
+Sends inference requests to a running onnxserve (or any KServe v2 server, gRPC or REST) and reports latency.
 )";
 constexpr char kUsageEnd[] = "The last line of stdout is the report as one JSON object.\n";
 
-absl::Status ParseInt(const std::string& name, const std::string& value, int64_t min, int64_t max, int64_t& out) {
-  if (!absl::SimpleAtoi(value, &out) || out < min || out > max) {
-    return absl::InvalidArgumentError(absl::StrCat(name, " must be an integer in [", min, ", ", max, "], got \"",
-                                                   value, "\""));
-  }
-  return absl::OkStatus();
+cli::OptionTable LoadOptionTable() {
+  using cli::ValueKind;
+  return cli::Join(
+      {
+          {.name = "target", .value_name = "HOST:PORT",
+           .help = "server address (default 127.0.0.1:8001; 127.0.0.1:8000 with --protocol http)"},
+          {.name = "protocol", .value_name = "grpc|http",
+           .help = "gRPC ModelInfer, or REST POST /v2/models/NAME[/versions/V]/infer", .default_value = "grpc"},
+          {.name = "binary-data", .kind = ValueKind::kBool,
+           .help = "with --protocol http: tensors in Triton's binary data extension instead of JSON"},
+          {.name = "model", .value_name = "NAME", .help = "model to call", .required = true},
+          {.name = "model-version", .value_name = "V", .help = "version (default: the server's latest)"},
+          {.name = "concurrency", .kind = ValueKind::kInt, .value_name = "N", .help = "calls in flight",
+           .default_value = "1", .short_name = 'c', .min = 1, .max = 10000},
+          {.name = "connections", .kind = ValueKind::kInt, .value_name = "N",
+           .help = "gRPC: HTTP/2 connections to spread the calls over; REST: threads, each with its share of the "
+                   "calls on keep-alive connections of their own",
+           .default_value = "1", .min = 1, .max = 64},
+          {.name = "total", .kind = ValueKind::kInt, .value_name = "N",
+           .help = "requests to send (0 with -z: until the duration ends)", .default_value = "200",
+           .short_name = 'n', .min = 0, .max = int64_t{1} << 40},
+          {.name = "duration", .kind = ValueKind::kNumber, .value_name = "SECONDS",
+           .help = "stop sending after this long", .short_name = 'z', .max = static_cast<int64_t>(LoadOptions::kMaxSeconds)},
+          {.name = "rps", .kind = ValueKind::kNumber, .value_name = "R",
+           .help = "pace sends to R requests per second (default: unpaced)", .max = 10000000},
+          {.name = "input", .kind = ValueKind::kFile, .value_name = "PATH",
+           .help = "a ModelInferRequest JSON file (bytes in base64, as ghz's -D) or a directory of input_K.pb "
+                   "TensorProtos; default: random inputs shaped by the model's metadata"},
+          {.name = "batch", .kind = ValueKind::kInt, .value_name = "N",
+           .help = "the dynamic first dimension of random inputs", .default_value = "1", .min = 1, .max = 1 << 20},
+          {.name = "timeout-ms", .kind = ValueKind::kInt, .value_name = "N", .help = "deadline of each call",
+           .default_value = "10000", .min = 1, .max = 3600000},
+          MetadataOption("gRPC metadata (HTTP headers with --protocol http) sent with every call, e.g. "
+                         "triton-grpc-protocol-KEY=VALUE for a server started with --grpc-restricted-protocol"),
+      },
+      ClientTlsOptions());
 }
 
-absl::Status ParseSeconds(const std::string& name, const std::string& value, double max, double& out) {
-  if (!absl::SimpleAtod(value, &out) || !(out > 0) || out > max) {
-    return absl::InvalidArgumentError(absl::StrCat(name, " must be a number in (0, ", max, "], got \"", value, "\""));
+// -z without -n runs for the duration only.
+absl::StatusOr<LoadOptions> LoadOptionsFromArgs(const cli::Args& args) {
+  if (!args.positional.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("unexpected argument \"", args.positional[0], "\""));
   }
-  return absl::OkStatus();
-}
-
-absl::Status SetOption(const std::string& name, const std::string& value, LoadOptions& options) {
-  if (SetClientTlsFlag(name, value, options.tls)) return absl::OkStatus();
-  int64_t n = 0;
-  if (name == "--target") {
-    options.target = value;
-  } else if (name == "--model") {
-    options.model = value;
-  } else if (name == "--model-version") {
-    options.model_version = value;
-  } else if (name == "-c" || name == "--concurrency") {
-    RETURN_IF_ERROR(ParseInt(name, value, 1, 10000, n));
-    options.concurrency = static_cast<int>(n);
-  } else if (name == "--connections") {
-    RETURN_IF_ERROR(ParseInt(name, value, 1, 64, n));
-    options.connections = static_cast<int>(n);
-  } else if (name == "-n" || name == "--total") {
-    RETURN_IF_ERROR(ParseInt(name, value, 0, int64_t{1} << 40, options.total));
-  } else if (name == "-z" || name == "--duration") {
-    RETURN_IF_ERROR(ParseSeconds(name, value, LoadOptions::kMaxSeconds, options.duration_seconds));
-  } else if (name == "--rps") {
-    RETURN_IF_ERROR(ParseSeconds(name, value, 1e7, options.rps));
-  } else if (name == "--input") {
-    options.input = value;
-  } else if (name == "--batch") {
-    RETURN_IF_ERROR(ParseInt(name, value, 1, 1 << 20, options.batch));
-  } else if (name == "--timeout-ms") {
-    RETURN_IF_ERROR(ParseInt(name, value, 1, 3600000, options.timeout_ms));
-  } else if (name == "--metadata") {
-    const size_t eq = value.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return absl::InvalidArgumentError(absl::StrCat("--metadata must be KEY=VALUE, got \"", value, "\""));
-    }
-    options.metadata.emplace_back(value.substr(0, eq), value.substr(eq + 1));
-  } else {
-    return absl::InvalidArgumentError(absl::StrCat("unknown option ", name, " (see onnxserve load --help)"));
-  }
-  return absl::OkStatus();
-}
-
-// Options as "--name value", "--name=value" or "-c value"; -z without -n runs for the duration only.
-absl::StatusOr<LoadOptions> ParseLoadOptions(int argc, char** argv) {
   LoadOptions options;
-  bool total_given = false;
-  for (int i = 2; i < argc; ++i) {
-    std::string name = argv[i], value;
-    if (const size_t eq = name.find('='); name.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name.resize(eq);
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat("option ", name, " needs a value"));
-    }
-    total_given |= name == "-n" || name == "--total";
-    RETURN_IF_ERROR(SetOption(name, value, options));
+  const std::string protocol = args.Get("protocol");
+  if (protocol != "grpc" && protocol != "http") {
+    return absl::InvalidArgumentError(absl::StrCat("--protocol must be grpc or http, got \"", protocol, "\""));
   }
-  if (options.model.empty()) return absl::InvalidArgumentError("--model is required");
-  if (options.duration_seconds > 0 && !total_given) options.total = 0;
+  options.http = protocol == "http";
+  options.binary_data = args.Bool("binary-data");
+  if (options.binary_data && !options.http) return absl::InvalidArgumentError("--binary-data needs --protocol http");
+  options.target = args.Has("target") ? args.Get("target") : options.http ? "127.0.0.1:8000" : "127.0.0.1:8001";
+  options.model = args.Get("model");
+  options.model_version = args.Get("model-version");
+  options.concurrency = static_cast<int>(args.Int("concurrency"));
+  options.connections = static_cast<int>(args.Int("connections"));
+  options.total = args.Int("total");
+  options.duration_seconds = args.Number("duration");
+  options.rps = args.Number("rps");
+  options.input = args.Get("input");
+  options.batch = args.Int("batch");
+  options.timeout_ms = args.Int("timeout-ms");
+  ASSIGN_OR_RETURN(options.metadata, MetadataFromArgs(args));
+  options.tls = ClientTlsFromArgs(args);
+  if (options.duration_seconds > 0 && !args.Has("total")) options.total = 0;
   if (options.total == 0 && options.duration_seconds <= 0) {
     return absl::InvalidArgumentError("-n 0 needs -z: every run must be bounded");
   }
@@ -408,24 +337,47 @@ absl::StatusOr<LoadOptions> ParseLoadOptions(int argc, char** argv) {
 
 }  // namespace
 
-absl::StatusOr<LoadReport> RunLoad(const LoadOptions& options) {
-  ASSIGN_OR_RETURN(const std::shared_ptr<grpc::ChannelCredentials> credentials, GrpcChannelCredentials(options.tls));
-  auto stub = GRPCInferenceService::NewStub(grpc::CreateChannel(options.target, credentials));
-  ASSIGN_OR_RETURN(const ModelInferRequest request, BuildRequest(*stub, options));
-  std::vector<std::unique_ptr<Connection>> connections;
+namespace {
+
+// `options.concurrency` calls spread as evenly as possible over min(connections, concurrency) connections of
+// type C (the first concurrency % n get one more), each run by a thread of its own.
+template <typename C, typename... Shared>
+LoadReport RunConnections(const LoadOptions& options, std::string (*code_name)(int), const Shared&... shared) {
+  std::vector<std::unique_ptr<LoadConnection>> connections;
   const int n = std::min(options.connections, options.concurrency);
   for (int i = 0; i < n; ++i) {
-    // Spread the calls in flight as evenly as possible: the first (concurrency % n) connections get one more.
-    connections.push_back(std::make_unique<Connection>(
-        options, credentials, options.concurrency / n + (i < options.concurrency % n ? 1 : 0)));
+    connections.push_back(
+        std::make_unique<C>(options, shared..., options.concurrency / n + (i < options.concurrency % n ? 1 : 0)));
   }
   Schedule schedule(options);
   std::vector<std::thread> threads;
   for (auto& connection : connections) {
-    threads.emplace_back([&request, &schedule, c = connection.get()] { c->Run(request, schedule); });
+    threads.emplace_back([&schedule, c = connection.get()] { c->Run(schedule); });
   }
   for (auto& thread : threads) thread.join();
-  return Summarize(connections, schedule.start());
+  std::vector<const Tally*> tallies;
+  for (const auto& connection : connections) tallies.push_back(&connection->tally());
+  return Summarize(tallies, schedule.start(), code_name);
+}
+
+absl::StatusOr<LoadReport> RunRestLoad(const LoadOptions& options) {
+  if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) return absl::InternalError("curl_global_init failed");
+  ASSIGN_OR_RETURN(const ModelInferRequest request,
+                   BuildRequest([&options] { return FetchRestMetadata(options); }, options));
+  ASSIGN_OR_RETURN(const RestBody body, EncodeRestInferRequest(request, options.binary_data));
+  return RunConnections<RestConnection>(options, HttpCodeName, body);
+}
+
+}  // namespace
+
+absl::StatusOr<LoadReport> RunLoad(const LoadOptions& options) {
+  // Checks the TLS files for both protocols: they agree, they read, they hold PEM.
+  ASSIGN_OR_RETURN(const std::shared_ptr<grpc::ChannelCredentials> credentials, GrpcChannelCredentials(options.tls));
+  if (options.http) return RunRestLoad(options);
+  auto stub = GRPCInferenceService::NewStub(grpc::CreateChannel(options.target, credentials));
+  ASSIGN_OR_RETURN(const ModelInferRequest request,
+                   BuildRequest([&stub, &options] { return FetchMetadata(*stub, options); }, options));
+  return RunConnections<GrpcConnection>(options, GrpcCodeName, credentials, request);
 }
 
 std::string FormatReportTable(const LoadOptions& options, const LoadReport& report) {
@@ -445,7 +397,7 @@ std::string FormatReportJson(const LoadOptions& options, const LoadReport& repor
   for (const auto& [code, n] : report.codes) codes.push_back(absl::StrFormat("\"%s\": %d", code, n));
   return absl::StrFormat(
       "{\"target\": \"%s\", \"model\": \"%s\", \"model_version\": \"%s\", \"concurrency\": %d, \"batch\": %d, "
-      "\"count\": %d, \"ok\": %d, \"errors\": %d, \"codes\": {%s}, \"seconds\": %.4f, \"rps\": %.2f, "
+      "\"count\": %d, \"ok\": %d, \"errors\": %d, \"codes\": {%s}, \"seconds\": %.6f, \"rps\": %.2f, "
       "\"mean_ms\": %.4f, \"p50_ms\": %.4f, \"p90_ms\": %.4f, \"p99_ms\": %.4f, \"max_ms\": %.4f}",
       absl::CEscape(options.target), absl::CEscape(options.model), absl::CEscape(options.model_version),
       options.concurrency, options.batch, report.count,
@@ -454,13 +406,16 @@ std::string FormatReportJson(const LoadOptions& options, const LoadReport& repor
 }
 
 int LoadCommand(int argc, char** argv) {
-  if (argc > 2 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h")) {
-    std::cout << kUsage << kClientTlsUsage << kUsageEnd;
+  const cli::OptionTable table = LoadOptionTable();
+  auto args = cli::ParseArgs(table, argc, argv, 2);
+  if (args.ok() && args->help) {
+    std::cout << kUsage << cli::OptionsHelp(table) << kUsageEnd;
     return 0;
   }
-  auto options = ParseLoadOptions(argc, argv);
+  auto options = args.ok() ? LoadOptionsFromArgs(*args) : args.status();
   if (!options.ok()) {
-    std::cerr << "onnxserve load: " << options.status().message() << "\n" << kUsage << kClientTlsUsage << kUsageEnd;
+    std::cerr << "onnxserve load: " << options.status().message() << "\n" << kUsage << cli::OptionsHelp(table)
+              << kUsageEnd;
     return 2;
   }
   auto report = RunLoad(*options);

@@ -10,75 +10,54 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "health.grpc.pb.h"
+#include "runtime/core/status_macros.h"
+#include "server/client_options.h"
 #include "server/commands.h"
 #include "server/tls.h"
 
 namespace onnxserve::server {
 namespace {
 
-constexpr char kUsage[] = R"(usage: onnxserve probe [--addr HOST:PORT] [--model NAME] [--timeout-ms N]
-                       [--metadata KEY=VALUE] [--tls-ca-cert FILE [--tls-client-cert FILE --tls-client-key FILE]]
+constexpr char kUsage[] = R"(usage: onnxserve probe [options]
 Asks a server's grpc.health.v1 service whether it is serving; exits 0 when SERVING, 1 otherwise.
-  --addr HOST:PORT         server address (default 127.0.0.1:8001)
-  --model NAME             the model's status instead of the whole server's (the health service name)
-  --timeout-ms N           deadline of the check (default 2000)
-  --metadata KEY=VALUE     gRPC metadata to send, repeatable; e.g. triton-grpc-protocol-KEY=VALUE for a
-                           server that restricts the health group (--grpc-restricted-protocol)
 )";
 
 struct ProbeOptions {
-  std::string addr = "127.0.0.1:8001";
+  std::string addr;
   std::string service;  // "" = the server as a whole
-  int64_t timeout_ms = 2000;
-  std::vector<std::pair<std::string, std::string>> metadata;
+  int64_t timeout_ms = 0;
+  Metadata metadata;
   ClientTlsFlags tls;
 };
 
-// "KEY=VALUE" -> metadata; false when there is no '=' or no key.
-bool AddMetadata(const std::string& value, std::vector<std::pair<std::string, std::string>>& metadata) {
-  const size_t eq = value.find('=');
-  if (eq == std::string::npos || eq == 0) return false;
-  metadata.emplace_back(value.substr(0, eq), value.substr(eq + 1));
-  return true;
+cli::OptionTable ProbeOptionTable() {
+  using cli::ValueKind;
+  return cli::Join(
+      {
+          {.name = "addr", .value_name = "HOST:PORT", .help = "server address", .default_value = "127.0.0.1:8001"},
+          {.name = "model", .value_name = "NAME",
+           .help = "the model's status instead of the whole server's (the health service name)"},
+          {.name = "timeout-ms", .kind = ValueKind::kInt, .value_name = "N", .help = "deadline of the check",
+           .default_value = "2000", .min = 1, .max = 3600000},
+          MetadataOption("gRPC metadata to send; e.g. triton-grpc-protocol-KEY=VALUE for a server that restricts "
+                         "the health group (--grpc-restricted-protocol)"),
+      },
+      ClientTlsOptions());
 }
 
-// False when `name` is no option or `value` does not suit it.
-bool SetProbeOption(const std::string& name, const std::string& value, ProbeOptions& options) {
-  if (name == "--addr") {
-    options.addr = value;
-    return true;
+absl::StatusOr<ProbeOptions> ProbeOptionsFromArgs(const cli::Args& args) {
+  if (!args.positional.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("unexpected argument \"", args.positional[0], "\""));
   }
-  if (name == "--model") {
-    options.service = value;
-    return true;
-  }
-  if (name == "--metadata") return AddMetadata(value, options.metadata);
-  if (name == "--timeout-ms") return absl::SimpleAtoi(value, &options.timeout_ms) && options.timeout_ms >= 1;
-  return SetClientTlsFlag(name, value, options.tls);
-}
-
-// "--name value" or "--name=value"; false (with a message on stderr) on anything else.
-bool ParseProbeOptions(int argc, char** argv, ProbeOptions& options) {
-  for (int i = 2; i < argc; ++i) {
-    std::string name = argv[i], value;
-    if (const size_t eq = name.find('='); eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name.resize(eq);
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    } else {
-      std::cerr << "onnxserve probe: option " << name << " needs a value\n" << kUsage;
-      return false;
-    }
-    if (!SetProbeOption(name, value, options)) {
-      std::cerr << "onnxserve probe: bad option " << name << " " << value << "\n" << kUsage << kClientTlsUsage;
-      return false;
-    }
-  }
-  return true;
+  ProbeOptions options;
+  options.addr = args.Get("addr");
+  options.service = args.Get("model");
+  options.timeout_ms = args.Int("timeout-ms");
+  ASSIGN_OR_RETURN(options.metadata, MetadataFromArgs(args));
+  options.tls = ClientTlsFromArgs(args);
+  return options;
 }
 
 // SERVING, NOT_SERVING, ... or the gRPC error that prevented an answer; `serving` tells whether to exit 0.
@@ -106,12 +85,18 @@ std::string Check(const ProbeOptions& options, const std::shared_ptr<grpc::Chann
 }  // namespace
 
 int ProbeCommand(int argc, char** argv) {
-  if (argc > 2 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h")) {
-    std::cout << kUsage << kClientTlsUsage;
+  const cli::OptionTable table = ProbeOptionTable();
+  auto args = cli::ParseArgs(table, argc, argv, 2);
+  if (args.ok() && args->help) {
+    std::cout << kUsage << cli::OptionsHelp(table);
     return 0;
   }
-  ProbeOptions options;
-  if (!ParseProbeOptions(argc, argv, options)) return 2;
+  auto parsed = args.ok() ? ProbeOptionsFromArgs(*args) : args.status();
+  if (!parsed.ok()) {
+    std::cerr << "onnxserve probe: " << parsed.status().message() << "\n" << kUsage << cli::OptionsHelp(table);
+    return 2;
+  }
+  const ProbeOptions& options = *parsed;
   auto credentials = GrpcChannelCredentials(options.tls);
   if (!credentials.ok()) {
     std::cerr << "onnxserve probe: " << credentials.status().message() << "\n";

@@ -320,10 +320,9 @@ json ElementsToJson(std::string_view raw) {
   return data;
 }
 
-// The elements of a raw output tensor, flat, as Triton writes them.
-absl::StatusOr<json> RawToJsonData(const inference::ModelInferResponse::InferOutputTensor& output,
-                                   std::string_view raw) {
-  ASSIGN_OR_RETURN(DataType type, DataTypeFromKServe(output.datatype()));
+// The elements of raw tensor `name`, flat, as Triton writes them.
+absl::StatusOr<json> RawToJsonData(const std::string& name, const std::string& datatype, std::string_view raw) {
+  ASSIGN_OR_RETURN(DataType type, DataTypeFromKServe(datatype));
   switch (type) {
     case DataType::kBool: {
       json data = json::array();
@@ -340,10 +339,10 @@ absl::StatusOr<json> RawToJsonData(const inference::ModelInferResponse::InferOut
     case DataType::kInt64: return ElementsToJson<int64_t>(raw);
     case DataType::kFloat: return ElementsToJson<float>(raw);
     case DataType::kDouble: return ElementsToJson<double>(raw);
-    case DataType::kString: return StringsToJson(output.name(), raw);
+    case DataType::kString: return StringsToJson(name, raw);
     default:
-      return Invalid(absl::StrCat("output \"", output.name(), "\": ", output.datatype(),
-                                  " data cannot be sent as JSON; ask for it as binary data (binary_data)"));
+      return Invalid(absl::StrCat("tensor \"", name, "\": ", datatype,
+                                  " data cannot be sent as JSON; send it as binary data (binary_data)"));
   }
 }
 
@@ -383,6 +382,33 @@ void Int64FieldsAsNumbers(const google::protobuf::Descriptor& type, json& object
       Int64ValueAsNumber(field, *it);
     }
   }
+}
+
+// A tensor (an input of a request or an output of a response) as REST JSON: its elements in `data`, or, when
+// `as_binary`, appended to `binary` with their size in parameters.binary_data_size.
+template <typename Tensor>
+absl::StatusOr<json> EncodeTensor(const Tensor& tensor, const std::string& raw, bool as_binary, std::string& binary) {
+  json encoded = {{"name", tensor.name()}, {"datatype", tensor.datatype()},
+                  {"shape", std::vector<int64_t>(tensor.shape().begin(), tensor.shape().end())}};
+  if (as_binary) {
+    encoded["parameters"] = {{"binary_data_size", raw.size()}};
+    binary += raw;
+  } else {
+    ASSIGN_OR_RETURN(encoded["data"], RawToJsonData(tensor.name(), tensor.datatype(), raw));
+  }
+  return encoded;
+}
+
+// `doc` as text, followed by `binary` when some tensor went as binary data (even an empty one: the reader then
+// still gets the Inference-Header-Content-Length it looks for).
+RestBody JoinBody(const json& doc, const std::string& binary, bool any_binary) {
+  RestBody out;
+  out.body = DumpJson(doc);
+  if (any_binary) {
+    out.json_bytes = out.body.size();
+    out.body += binary;
+  }
+  return out;
 }
 
 }  // namespace
@@ -425,26 +451,28 @@ absl::StatusOr<RestBody> EncodeRestInferResponse(const inference::ModelInferResp
   bool any_binary = false;
   for (int i = 0; i < response.outputs_size(); ++i) {
     const auto& output = response.outputs(i);
-    const std::string& raw = response.raw_output_contents(i);
-    json encoded = {{"name", output.name()}, {"datatype", output.datatype()},
-                    {"shape", std::vector<int64_t>(output.shape().begin(), output.shape().end())}};
-    if (request.OutputIsBinary(output.name())) {
-      encoded["parameters"] = {{"binary_data_size", raw.size()}};
-      binary += raw;
-      any_binary = true;
-    } else {
-      ASSIGN_OR_RETURN(encoded["data"], RawToJsonData(output, raw));
-    }
+    const bool as_binary = request.OutputIsBinary(output.name());
+    any_binary |= as_binary;
+    ASSIGN_OR_RETURN(json encoded, EncodeTensor(output, response.raw_output_contents(i), as_binary, binary));
     outputs.push_back(std::move(encoded));
   }
   doc["outputs"] = std::move(outputs);
-  RestBody out;
-  out.body = DumpJson(doc);
-  if (any_binary) {
-    out.json_bytes = out.body.size();
-    out.body += binary;
+  return JoinBody(doc, binary, any_binary);
+}
+
+absl::StatusOr<RestBody> EncodeRestInferRequest(const inference::ModelInferRequest& request, bool binary_data) {
+  if (request.raw_input_contents_size() != request.inputs_size()) {
+    return Invalid("a REST request is encoded from raw_input_contents, one for each input");
   }
-  return out;
+  json inputs = json::array();
+  std::string binary;
+  for (int i = 0; i < request.inputs_size(); ++i) {
+    ASSIGN_OR_RETURN(json encoded, EncodeTensor(request.inputs(i), request.raw_input_contents(i), binary_data, binary));
+    inputs.push_back(std::move(encoded));
+  }
+  json doc = {{"inputs", std::move(inputs)}};
+  if (binary_data) doc["parameters"] = {{"binary_data_output", true}};
+  return JoinBody(doc, binary, binary_data && request.inputs_size() > 0);
 }
 
 nlohmann::json ProtoToJson(const google::protobuf::Message& message) {

@@ -51,6 +51,11 @@ struct RestBody {
 absl::StatusOr<RestBody> EncodeRestInferResponse(const inference::ModelInferResponse& response,
                                                  const RestInferRequest& request);
 
+// The client side: `request` (every input in raw_input_contents) as a REST request body. With `binary_data`
+// the inputs go as Triton's binary tensor data and every output is asked for as binary data
+// (parameters.binary_data_output); otherwise the inputs go as JSON and the outputs come back as JSON.
+absl::StatusOr<RestBody> EncodeRestInferRequest(const inference::ModelInferRequest& request, bool binary_data);
+
 // A message as JSON as Triton's REST API writes it: field names as in the .proto, fields at their default
 // values included, 64-bit integers as JSON numbers (protobuf's JSON mapping writes them as strings).
 nlohmann::json ProtoToJson(const google::protobuf::Message& message);

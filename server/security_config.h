@@ -1,13 +1,13 @@
-// The serve flags that decide who may reach what: TLS and mutual TLS per listener, access control by API
-// group, gRPC reflection, and a listener of its own for /metrics. They are parsed here, apart from the other
-// serve flags (absl flags in serve.cc), because two of them repeat and carry commas, which absl's list flags
-// would split, and because a misconfigured deployment meets these errors first: each names its flag.
+// The serve options that decide who may reach what: TLS and mutual TLS per listener, access control by API
+// group, gRPC reflection, and a listener of its own for /metrics. Their rows and their checks live here, apart
+// from serve's other options, because a misconfigured deployment meets these errors first: each names its
+// option.
 #pragma once
 
 #include <string>
-#include <vector>
 
 #include "absl/status/statusor.h"
+#include "cli/args.h"
 #include "server/access.h"
 #include "server/tls.h"
 
@@ -28,12 +28,11 @@ struct SecurityConfig {
   std::string metrics_address;
 };
 
-// Removes the flags above from `args` (the serve command line without the program name and subcommand) and
-// parses them; the rest stays for absl. Flags take "--name=value" or "--name value"; a boolean also takes
-// "--name" alone. Underscores in names are read as hyphens, as for the other serve flags.
-absl::StatusOr<SecurityConfig> TakeSecurityFlags(std::vector<std::string>& args);
+// The rows of the options above; booleans also take Triton's "--grpc-use-ssl true".
+cli::OptionTable SecurityOptions();
 
-// The flags above for --help, one per line.
-std::string SecurityFlagsUsage();
+// The options above from a command line parsed with SecurityOptions(), checked for consistency (TLS files
+// without TLS, mutual TLS without a CA, a group restricted twice, ...).
+absl::StatusOr<SecurityConfig> SecurityConfigFromArgs(const cli::Args& args);
 
 }  // namespace onnxserve::server

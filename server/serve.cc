@@ -11,6 +11,7 @@
 #include <cerrno>
 
 #include <cstdlib>
+#include <iostream>
 #include <memory>
 #include <set>
 #include <string>
@@ -24,17 +25,12 @@
 #include <grpcpp/server.h>
 #include <grpcpp/server_builder.h>
 
-#include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
-#include "absl/flags/usage_config.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "health.pb.h"
-#include "runtime/core/checked_size.h"
+#include "cli/limit_options.h"
 #include "server/commands.h"
 #include "server/grpc_access.h"
 #include "server/log.h"
@@ -46,119 +42,110 @@
 #include "server/service.h"
 #include "server/tls.h"
 
-// Flags are spelled with hyphens on the command line (--grpc-port); absl needs underscores, so ServeCommand
-// translates before parsing.
-ABSL_FLAG(std::string, model_repository, "", "--model-repository DIR: ROOT/<model>/<version>/model.onnx "
-                                             "and optional ROOT/<model>/config.pbtxt (required)");
-ABSL_FLAG(std::string, address, "0.0.0.0", "--address HOST: interface the gRPC and HTTP servers listen on "
-                                             "(IPv6 in brackets: [::1])");
-ABSL_FLAG(int, grpc_port, 8001, "--grpc-port N: gRPC (KServe v2) port; 0 picks a free one");
-ABSL_FLAG(int, http_port, 8000, "--http-port N: HTTP port (KServe v2 REST, health); 0 picks a free one, -1 disables");
-ABSL_FLAG(std::string, model_control_mode, "none",
-          "--model-control-mode none|poll|explicit: none loads everything once; poll also reloads changes "
-          "every --repository-poll-secs; explicit loads only on RepositoryModelLoad");
-ABSL_FLAG(int, repository_poll_secs, 15, "--repository-poll-secs N: rescan period in poll mode");
-ABSL_FLAG(int, shutdown_grace_secs, 30,
-          "--shutdown-grace-secs N: on SIGTERM/SIGINT, time given to queued and in-flight requests");
-ABSL_FLAG(int64_t, max_request_bytes, 64 << 20,
-          "--max-request-bytes N: largest accepted request message; bigger ones get RESOURCE_EXHAUSTED");
-ABSL_FLAG(bool, exit_on_error, false,
-          "--exit-on-error: exit when a model fails to load at startup; by default the server starts with "
-          "the models that loaded and lists the others as UNAVAILABLE");
-ABSL_FLAG(int, threads, 1, "--threads N: intra-op threads of each model instance");
-ABSL_FLAG(int64_t, max_tensor_elements, onnxserve::SizeLimits{}.max_elements,
-          "--max-tensor-elements N: most elements one tensor may have, from a request or computed by a model; "
-          "past it the request gets RESOURCE_EXHAUSTED (1 to 2^60)");
-ABSL_FLAG(int64_t, max_tensor_bytes, onnxserve::SizeLimits{}.max_bytes,
-          "--max-tensor-bytes N: most bytes of storage one tensor may take (>= 1)");
-ABSL_FLAG(int64_t, model_memory_budget_bytes, 0,
-          "--model-memory-budget-bytes N: most bytes of tensors one execution of a model may hold at once, "
-          "for models whose config.pbtxt sets no memory_budget_bytes; past it the request gets "
-          "RESOURCE_EXHAUSTED. 0: no budget");
-ABSL_FLAG(int64_t, response_cache_byte_size, 0,
-          "--response-cache-byte-size N: bytes of answers the response cache keeps for models whose config says "
-          "response_cache { enable: true }; 0 (the default): no cache");
-ABSL_FLAG(std::string, log_level, "info", "--log-level debug|info|warning|error");
-ABSL_FLAG(bool, log_requests, false,
-          "--log-requests: one info line per inference request (event=request: model, version, code, stage "
-          "times, batch rows, trace_id and span_id of a valid traceparent)");
-
 namespace onnxserve::server {
 namespace {
 
-// "--grpc-port=1" -> "--grpc_port=1"; values are left alone. `program` goes first, as absl expects.
-std::vector<std::string> AbslStyleArgs(const char* program, std::vector<std::string> rest) {
-  std::vector<std::string> args = {program};
-  for (std::string& arg : rest) {
-    if (arg.rfind("--", 0) == 0) {
-      const size_t end = std::min(arg.find('='), arg.size());
-      for (size_t k = 2; k < end; ++k) {
-        if (arg[k] == '-') arg[k] = '_';
-      }
-    }
-    args.push_back(std::move(arg));
-  }
-  return args;
+constexpr char kUsage[] = R"(usage: onnxserve serve --model-repository DIR [options]
+Serves the models of DIR over KServe v2 gRPC and REST, with Prometheus metrics and health endpoints.
+)";
+
+// The options that are not security options (security_config.h).
+struct ServeOptions {
+  std::string model_repository;
+  std::string address;
+  int grpc_port = 0;
+  int http_port = 0;
+  std::string model_control_mode;
+  int repository_poll_secs = 0;
+  int shutdown_grace_secs = 0;
+  int64_t max_request_bytes = 0;
+  bool exit_on_error = false;
+  int threads = 0;
+  int64_t model_memory_budget_bytes = 0;
+  int64_t response_cache_byte_size = 0;
+  std::string log_level;
+  bool log_requests = false;
+};
+
+cli::OptionTable ServeOptionTable() {
+  using cli::ValueKind;
+  cli::OptionTable table = {
+      {.name = "model-repository", .kind = ValueKind::kFile, .value_name = "DIR",
+       .help = "ROOT/<model>/<version>/model.onnx and optional ROOT/<model>/config.pbtxt", .required = true},
+      {.name = "address", .value_name = "HOST",
+       .help = "interface the gRPC and HTTP servers listen on (IPv6 in brackets: [::1])", .default_value = "0.0.0.0"},
+      {.name = "grpc-port", .kind = ValueKind::kInt, .value_name = "N",
+       .help = "gRPC (KServe v2) port; 0 picks a free one", .default_value = "8001", .min = 0, .max = 65535},
+      {.name = "http-port", .kind = ValueKind::kInt, .value_name = "N",
+       .help = "HTTP port (KServe v2 REST, health); 0 picks a free one, -1 disables", .default_value = "8000",
+       .min = -1, .max = 65535},
+      {.name = "model-control-mode", .value_name = "none|poll|explicit",
+       .help = "none loads everything once; poll also reloads changes every --repository-poll-secs; explicit "
+               "loads only on RepositoryModelLoad",
+       .default_value = "none"},
+      {.name = "repository-poll-secs", .kind = ValueKind::kInt, .value_name = "N",
+       .help = "rescan period in poll mode", .default_value = "15", .min = 1, .max = 86400},
+      {.name = "shutdown-grace-secs", .kind = ValueKind::kInt, .value_name = "N",
+       .help = "on SIGTERM/SIGINT, time given to queued and in-flight requests", .default_value = "30", .min = 0,
+       .max = 86400},
+      {.name = "max-request-bytes", .kind = ValueKind::kInt, .value_name = "N",
+       .help = "largest accepted request message; bigger ones get RESOURCE_EXHAUSTED",
+       .default_value = absl::StrCat(64 << 20), .min = 1, .max = INT32_MAX},
+      {.name = "exit-on-error", .kind = ValueKind::kBool,
+       .help = "exit when a model fails to load at startup; by default the server starts with the models that "
+               "loaded and lists the others as UNAVAILABLE"},
+      {.name = "threads", .kind = ValueKind::kInt, .value_name = "N", .help = "intra-op threads of each model instance",
+       .default_value = "1", .min = 1, .max = 256},
+      {.name = "model-memory-budget-bytes", .kind = ValueKind::kInt, .value_name = "N",
+       .help = "most bytes of tensors one execution of a model may hold at once, for models whose config.pbtxt "
+               "sets no memory_budget_bytes; past it the request gets RESOURCE_EXHAUSTED; 0: no budget",
+       .default_value = "0", .min = 0, .max = INT64_MAX},
+      {.name = "response-cache-byte-size", .kind = ValueKind::kInt, .value_name = "N",
+       .help = "bytes of answers the response cache keeps for models whose config says "
+               "response_cache { enable: true }; 0: no cache",
+       .default_value = "0", .min = 0, .max = INT64_MAX},
+      {.name = "log-level", .value_name = "debug|info|warning|error", .help = "least severity logged",
+       .default_value = "info"},
+      {.name = "log-requests", .kind = ValueKind::kBool,
+       .help = "one info line per inference request (event=request: model, version, code, stage times, batch "
+               "rows, trace_id and span_id of a valid traceparent)"},
+  };
+  return cli::Join(cli::Join(std::move(table), cli::TensorLimitOptions()), SecurityOptions());
 }
 
-// Sets the process-wide per-tensor limits from their flags. Runs before any model loads: the limits also bound
-// what loading allocates (initializers, constant folding).
-absl::Status ApplyTensorLimits() {
-  const SizeLimits limits{absl::GetFlag(FLAGS_max_tensor_elements), absl::GetFlag(FLAGS_max_tensor_bytes)};
-  if (limits.max_elements < 1 || limits.max_elements > kMaxSettableElements) {
-    return absl::InvalidArgumentError(absl::StrCat("--max-tensor-elements must be in [1, ", kMaxSettableElements,
-                                                   "], got ", limits.max_elements));
-  }
-  if (limits.max_bytes < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("--max-tensor-bytes must be >= 1, got ", limits.max_bytes));
-  }
-  return SetSizeLimits(limits);
+ServeOptions ServeOptionsFromArgs(const cli::Args& args) {
+  ServeOptions options;
+  options.model_repository = args.Get("model-repository");
+  options.address = args.Get("address");
+  options.grpc_port = static_cast<int>(args.Int("grpc-port"));
+  options.http_port = static_cast<int>(args.Int("http-port"));
+  options.model_control_mode = args.Get("model-control-mode");
+  options.repository_poll_secs = static_cast<int>(args.Int("repository-poll-secs"));
+  options.shutdown_grace_secs = static_cast<int>(args.Int("shutdown-grace-secs"));
+  options.max_request_bytes = args.Int("max-request-bytes");
+  options.exit_on_error = args.Bool("exit-on-error");
+  options.threads = static_cast<int>(args.Int("threads"));
+  options.model_memory_budget_bytes = args.Int("model-memory-budget-bytes");
+  options.response_cache_byte_size = args.Int("response-cache-byte-size");
+  options.log_level = args.Get("log-level");
+  options.log_requests = args.Bool("log-requests");
+  return options;
 }
 
-// Parses the command line: the security flags into `security`, the others into the absl flags above.
-absl::Status ParseFlags(int argc, char** argv, SecurityConfig& security) {
-  absl::SetProgramUsageMessage(absl::StrCat(
-      "onnxserve serve --model-repository DIR [--grpc-port 8001] [--http-port 8000] [--metrics-port 8002] "
-      "[--model-control-mode none|poll|explicit] [--repository-poll-secs 15] [--shutdown-grace-secs 30] "
-      "[--max-request-bytes N] [--max-tensor-elements N] [--max-tensor-bytes N] "
-      "[--model-memory-budget-bytes N] [--threads N] [--response-cache-byte-size N] [--exit-on-error] "
-      "[--log-level info] [--log-requests]\n"
-      "TLS, access control and listeners:\n",
-      SecurityFlagsUsage()));
-  absl::FlagsUsageConfig usage;
-  // --help lists the flags defined in this file (absl would look for a file named after the binary).
-  usage.contains_help_flags = [](absl::string_view path) { return absl::EndsWith(path, "server/serve.cc"); };
-  absl::SetFlagsUsageConfig(usage);
-  std::vector<std::string> given(argv + std::min(argc, 2), argv + argc);  // argv[1] is "serve"
-  auto parsed = TakeSecurityFlags(given);
+// Parses the command line into `options` and `security`, and applies what is process-wide: the log level and
+// the per-tensor limits (before any model loads: the limits also bound what loading allocates).
+absl::Status ParseFlags(const cli::Args& args, ServeOptions& options, SecurityConfig& security) {
+  if (!args.positional.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("unexpected argument \"", args.positional[0], "\""));
+  }
+  auto parsed = SecurityConfigFromArgs(args);
   if (!parsed.ok()) return parsed.status();
   security = *std::move(parsed);
-  std::vector<std::string> args = AbslStyleArgs(argv[0], std::move(given));
-  std::vector<char*> pointers;
-  for (auto& arg : args) pointers.push_back(arg.data());
-  std::vector<char*> rest = absl::ParseCommandLine(static_cast<int>(pointers.size()), pointers.data());
-  if (rest.size() > 1) return absl::InvalidArgumentError(absl::StrCat("unexpected argument \"", rest[1], "\""));
-  if (absl::GetFlag(FLAGS_model_repository).empty()) {
-    return absl::InvalidArgumentError("--model-repository is required");
-  }
-  if (absl::GetFlag(FLAGS_max_request_bytes) < 1 || absl::GetFlag(FLAGS_max_request_bytes) > INT32_MAX) {
-    return absl::InvalidArgumentError("--max-request-bytes must be in [1, 2147483647]");
-  }
-  if (absl::GetFlag(FLAGS_threads) < 1) return absl::InvalidArgumentError("--threads must be >= 1");
-  if (absl::Status status = ApplyTensorLimits(); !status.ok()) return status;
-  if (absl::GetFlag(FLAGS_model_memory_budget_bytes) < 0) {
-    return absl::InvalidArgumentError("--model-memory-budget-bytes must be >= 0 (0: no budget)");
-  }
-  if (absl::GetFlag(FLAGS_response_cache_byte_size) < 0) {
-    return absl::InvalidArgumentError("--response-cache-byte-size must be >= 0");
-  }
-  if (absl::GetFlag(FLAGS_repository_poll_secs) < 1) {
-    return absl::InvalidArgumentError("--repository-poll-secs must be >= 1");
-  }
-  auto level = ParseLogLevel(absl::GetFlag(FLAGS_log_level));
+  options = ServeOptionsFromArgs(args);
+  auto level = ParseLogLevel(options.log_level);
   if (!level.ok()) return level.status();
   SetLogLevel(*level);
-  return absl::OkStatus();
+  return cli::ApplyTensorLimits(args);
 }
 
 // The write end of the pipe that carries shutdown signals to ShutdownSignal's thread.
@@ -228,6 +215,7 @@ class ShutdownSignal {
 
 // Everything a running server owns, in construction order (destroyed in reverse).
 struct Server {
+  ServeOptions options;
   SecurityConfig security;
   std::unique_ptr<ServerMetrics> metrics;
   std::unique_ptr<ResponseCache> cache;  // null without --response-cache-byte-size; outlives every request
@@ -264,9 +252,9 @@ absl::Status StartGrpc(Server& s, int& port) {
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   if (!s.security.grpc_reflection) builder.SetOption(std::make_unique<WithoutReflection>());
-  const std::string address = absl::StrCat(absl::GetFlag(FLAGS_address), ":", absl::GetFlag(FLAGS_grpc_port));
+  const std::string address = absl::StrCat(s.options.address, ":", s.options.grpc_port);
   builder.AddListeningPort(address, GrpcServerCredentials(*tls), &port);
-  builder.SetMaxReceiveMessageSize(static_cast<int>(absl::GetFlag(FLAGS_max_request_bytes)));
+  builder.SetMaxReceiveMessageSize(static_cast<int>(s.options.max_request_bytes));
   builder.RegisterService(s.service.get());
   if (s.grpc_access->restricts_anything()) {
     std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
@@ -290,7 +278,7 @@ absl::Status StartHttp(Server& s, int& port, int& metrics_port) {
   options.tls = *tls;
   options.access = s.security.http_access;
   const bool own_metrics_port = s.security.metrics_port >= 0;
-  if (absl::GetFlag(FLAGS_http_port) >= 0) {
+  if (s.options.http_port >= 0) {
     HealthProbes probes;
     probes.live = [] { return true; };
     probes.ready = [&s] { return s.service->ready(); };
@@ -301,8 +289,8 @@ absl::Status StartHttp(Server& s, int& port, int& metrics_port) {
     http_options.serve_metrics = !own_metrics_port;
     http_options.rest = s.rest.get();
     HttpLimits limits;
-    limits.max_infer_body_bytes = absl::GetFlag(FLAGS_max_request_bytes);
-    auto http = StartHttpServer(absl::GetFlag(FLAGS_address), absl::GetFlag(FLAGS_http_port), *s.metrics,
+    limits.max_infer_body_bytes = s.options.max_request_bytes;
+    auto http = StartHttpServer(s.options.address, s.options.http_port, *s.metrics,
                                 std::move(probes), limits, std::move(http_options));
     if (!http.ok()) return http.status();
     s.http = *std::move(http);
@@ -310,7 +298,7 @@ absl::Status StartHttp(Server& s, int& port, int& metrics_port) {
   }
   if (own_metrics_port) {
     const std::string& address =
-        s.security.metrics_address.empty() ? absl::GetFlag(FLAGS_address) : s.security.metrics_address;
+        s.security.metrics_address.empty() ? s.options.address : s.security.metrics_address;
     options.serve_health = false;
     auto http = StartHttpServer(address, s.security.metrics_port, *s.metrics, HealthProbes(), HttpLimits(),
                                 std::move(options));
@@ -332,16 +320,16 @@ std::string UnavailableModels(const ModelRepository& repository) {
 }
 
 absl::Status Start(Server& s) {
-  auto mode = ParseControlMode(absl::GetFlag(FLAGS_model_control_mode));
+  auto mode = ParseControlMode(s.options.model_control_mode);
   if (!mode.ok()) return mode.status();
   s.metrics = MakePrometheusMetrics();
   RepositoryOptions options;
-  options.root = absl::GetFlag(FLAGS_model_repository);
+  options.root = s.options.model_repository;
   options.mode = *mode;
-  options.intra_op_threads = absl::GetFlag(FLAGS_threads);
-  options.memory_budget_bytes = absl::GetFlag(FLAGS_model_memory_budget_bytes);
+  options.intra_op_threads = s.options.threads;
+  options.memory_budget_bytes = s.options.model_memory_budget_bytes;
   options.metrics = s.metrics.get();
-  if (const int64_t bytes = absl::GetFlag(FLAGS_response_cache_byte_size); bytes > 0) {
+  if (const int64_t bytes = s.options.response_cache_byte_size; bytes > 0) {
     s.cache = std::make_unique<ResponseCache>(static_cast<size_t>(bytes));
   }
   options.response_cache = s.cache != nullptr;
@@ -352,7 +340,7 @@ absl::Status Start(Server& s) {
   s.grpc_access = std::make_unique<GrpcAccess>(s.security.grpc_access);
   s.service =
       std::make_unique<InferenceService>(*s.repository, s.metrics.get(), s.grpc_access.get(), s.cache.get());
-  s.service->SetLogRequests(absl::GetFlag(FLAGS_log_requests));
+  s.service->SetLogRequests(s.options.log_requests);
   s.rest = std::make_unique<RestApi>(*s.service);
   int grpc_port = 0, http_port = -1, metrics_port = -1;
   if (absl::Status status = StartGrpc(s, grpc_port); !status.ok()) return status;
@@ -363,11 +351,11 @@ absl::Status Start(Server& s) {
        {"metrics_port", absl::StrCat(metrics_port)},
        {"grpc_tls", s.security.grpc_tls.mutual ? "mutual" : s.security.grpc_tls.enabled ? "on" : "off"},
        {"http_tls", s.security.http_tls.mutual ? "mutual" : s.security.http_tls.enabled ? "on" : "off"}});
-  if (absl::Status status = s.repository->Start(absl::GetFlag(FLAGS_exit_on_error)); !status.ok()) {
+  if (absl::Status status = s.repository->Start(s.options.exit_on_error); !status.ok()) {
     return status;
   }
   if (*mode == ControlMode::kPoll) {
-    s.repository->StartPolling(absl::Seconds(absl::GetFlag(FLAGS_repository_poll_secs)));
+    s.repository->StartPolling(absl::Seconds(s.options.repository_poll_secs));
   }
   s.service->SetReady(true);
   s.health->SetServingStatus("", true);
@@ -377,7 +365,7 @@ absl::Status Start(Server& s) {
 }
 
 void Shutdown(Server& s, int signal) {
-  const absl::Duration grace = absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_secs));
+  const absl::Duration grace = absl::Seconds(s.options.shutdown_grace_secs);
   Log(LogLevel::kInfo, "shutdown_started", {{"signal", strsignal(signal)}, {"grace_secs", absl::StrCat(grace / absl::Seconds(1))}});
   s.service->SetReady(false);
   s.health->Shutdown();  // every service NOT_SERVING, and it stays so
@@ -406,12 +394,19 @@ int ServeCommand(int argc, char** argv) {
     return 1;
   }
   Server s;
-  if (absl::Status status = ParseFlags(argc, argv, s.security); !status.ok()) {
+  const cli::OptionTable table = ServeOptionTable();
+  auto args = cli::ParseArgs(table, argc, argv, 2);
+  if (args.ok() && args->help) {
+    std::cout << kUsage << cli::OptionsHelp(table);
+    return 0;
+  }
+  absl::Status status = args.ok() ? ParseFlags(*args, s.options, s.security) : args.status();
+  if (!status.ok()) {
     Log(LogLevel::kError, "bad_flags", {{"error", std::string(status.message())}});
     return 2;
   }
   // Leaked on purpose: its thread may still be sleeping when this function returns.
-  auto* shutdown = new ShutdownSignal(signals, absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_secs)));
+  auto* shutdown = new ShutdownSignal(signals, absl::Seconds(s.options.shutdown_grace_secs));
   if (absl::Status status = Start(s); !status.ok()) {
     Log(LogLevel::kError, "start_failed", {{"error", status.ToString()}});
     if (s.grpc) s.grpc->Shutdown(std::chrono::system_clock::now());

@@ -146,17 +146,20 @@ std::shared_ptr<grpc::ServerCredentials> GrpcServerCredentials(const std::option
   return grpc::SslServerCredentials(options);
 }
 
-bool SetClientTlsFlag(const std::string& name, const std::string& value, ClientTlsFlags& flags) {
-  if (name == "--tls-ca-cert") {
-    flags.ca_file = value;
-  } else if (name == "--tls-client-cert") {
-    flags.cert_file = value;
-  } else if (name == "--tls-client-key") {
-    flags.key_file = value;
-  } else {
-    return false;
-  }
-  return true;
+cli::OptionTable ClientTlsOptions() {
+  using cli::ValueKind;
+  return {
+      {.name = "tls-ca-cert", .kind = ValueKind::kFile, .value_name = "FILE",
+       .help = "speak TLS, trusting the CA certificate(s) in FILE (PEM)"},
+      {.name = "tls-client-cert", .kind = ValueKind::kFile, .value_name = "FILE",
+       .help = "client certificate for mutual TLS (PEM; with --tls-client-key)"},
+      {.name = "tls-client-key", .kind = ValueKind::kFile, .value_name = "FILE", .help = "its private key (PEM)"},
+  };
+}
+
+ClientTlsFlags ClientTlsFromArgs(const cli::Args& args) {
+  return {.ca_file = args.Get("tls-ca-cert"), .cert_file = args.Get("tls-client-cert"),
+          .key_file = args.Get("tls-client-key")};
 }
 
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> GrpcChannelCredentials(const ClientTlsFlags& flags) {

@@ -11,6 +11,7 @@
 #include <grpcpp/security/server_credentials.h>
 
 #include "absl/status/statusor.h"
+#include "cli/args.h"
 
 namespace onnxserve::server {
 
@@ -53,12 +54,9 @@ struct ClientTlsFlags {
   std::string key_file;
 };
 
-// Sets the ClientTlsFlags field for `name` ("--tls-ca-cert", ...); false when `name` is none of them.
-bool SetClientTlsFlag(const std::string& name, const std::string& value, ClientTlsFlags& flags);
-inline constexpr char kClientTlsUsage[] =
-    "  --tls-ca-cert FILE       speak TLS, trusting the CA certificate(s) in FILE (PEM)\n"
-    "  --tls-client-cert FILE   client certificate for mutual TLS (PEM; with --tls-client-key)\n"
-    "  --tls-client-key FILE    its private key (PEM)\n";
+// The rows of the options above, shared by probe and load, and what a command line set in them.
+cli::OptionTable ClientTlsOptions();
+ClientTlsFlags ClientTlsFromArgs(const cli::Args& args);
 
 // Insecure credentials when no CA is given; otherwise TLS, with the client certificate when given.
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> GrpcChannelCredentials(const ClientTlsFlags& flags);

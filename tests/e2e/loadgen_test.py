@@ -16,7 +16,9 @@ from onnx import numpy_helper
 from metrics_test import ServerProcess, run
 
 
-class LoadTest(unittest.TestCase):
+class WithServer(unittest.TestCase):
+    """One server for the tests of a class."""
+
     @classmethod
     def setUpClass(cls):
         cls.server = ServerProcess()
@@ -25,16 +27,19 @@ class LoadTest(unittest.TestCase):
     def tearDownClass(cls):
         cls.server.stop()
 
-    def load(self, *args):
-        result = run("load", "--target", self.server.grpc, "--model", "digits", *args)
-        self.assertEqual(result.returncode, 0, result.stderr)
-        return json.loads(result.stdout.strip().splitlines()[-1])
-
     def assert_consistent(self, report):
+        """The report's figures agree with each other."""
         self.assertEqual(report["count"], report["ok"] + report["errors"])
         self.assertEqual(report["count"], sum(report["codes"].values()))
         self.assertTrue(0 < report["p50_ms"] <= report["p90_ms"] <= report["p99_ms"] <= report["max_ms"], report)
         self.assertAlmostEqual(report["rps"], report["count"] / report["seconds"], delta=0.01 * report["rps"])
+
+
+class LoadTest(WithServer):
+    def load(self, *args):
+        result = run("load", "--target", self.server.grpc, "--model", "digits", *args)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return json.loads(result.stdout.strip().splitlines()[-1])
 
     def test_default_run_sends_200(self):
         report = self.load()
@@ -93,6 +98,58 @@ class LoadTest(unittest.TestCase):
         result = run("load", "--target", self.server.grpc, "--model", "digits", "-n", "0")
         self.assertEqual(result.returncode, 2)
         self.assertIn("bounded", result.stderr)
+
+
+class RestLoadTest(WithServer):
+    """onnxserve load --protocol http: the same runs over KServe v2 REST, JSON or binary tensor data."""
+
+    def load(self, *args):
+        result = run("load", "--protocol", "http", "--target", "127.0.0.1:%d" % self.server.http_port,
+                     "--model", "digits", *args)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return json.loads(result.stdout.strip().splitlines()[-1])
+
+    def successes(self):
+        """The server's count of successful digits inferences, from its REST statistics."""
+        code, body = self.server.get("/v2/models/digits/stats")
+        self.assertEqual(code, 200, body)
+        stats = json.loads(body)["model_stats"]  # inference_stats is left out until the first inference
+        return sum(m.get("inference_stats", {}).get("success", {}).get("count", 0) for m in stats)
+
+    def test_json_tensors_reach_the_model(self):
+        before = self.successes()
+        report = self.load("-n", "50")
+        self.assertEqual(report["codes"], {"HTTP_200": 50})
+        self.assert_consistent(report)
+        self.assertEqual(self.successes() - before, 50)
+
+    def test_binary_data_with_concurrency_over_connections(self):
+        before = self.successes()
+        report = self.load("--binary-data", "-c", "6", "--connections", "2", "-n", "120", "--batch", "4")
+        self.assertEqual((report["codes"], report["concurrency"]), ({"HTTP_200": 120}, 6))
+        self.assert_consistent(report)
+        self.assertEqual(self.successes() - before, 120)
+
+    def test_errors_are_counted_by_http_status(self):
+        for binary in ((), ("--binary-data",)):
+            with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+                json.dump({"inputs": [{"name": "pixels", "datatype": "FP32", "shape": [1, 3]}],
+                           "raw_input_contents": [base64.b64encode(bytes(12)).decode()]}, f)
+                f.flush()
+                report = self.load("--input", f.name, "-n", "5", *binary)
+            self.assertEqual(report["codes"], {"HTTP_400": 5})
+            self.assertEqual((report["ok"], report["errors"], report["p50_ms"]), (0, 5, 0))
+
+    def test_unknown_model_fails_before_the_run(self):
+        result = run("load", "--protocol", "http", "--target", "127.0.0.1:%d" % self.server.http_port,
+                     "--model", "no_such_model")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("HTTP 404", result.stderr)
+
+    def test_binary_data_needs_http(self):
+        result = run("load", "--target", self.server.grpc, "--model", "digits", "--binary-data")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("--binary-data needs --protocol http", result.stderr)
 
 
 if __name__ == "__main__":

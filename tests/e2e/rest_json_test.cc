@@ -260,5 +260,56 @@ TEST(RestErrorsTest, ErrorsAreJsonWithTheHttpStatusOfTheirCode) {
   EXPECT_EQ(ErrorReply(absl::InvalidArgumentError("bad \"x\"")).body, R"({"error":"bad \"x\""})");
 }
 
+// The client side (onnxserve load --protocol http): what it encodes, the server's decoder reads back.
+inference::ModelInferRequest SampleRequest() {
+  inference::ModelInferRequest request;
+  auto* f = request.add_inputs();
+  f->set_name("f");
+  f->set_datatype("FP32");
+  f->add_shape(2);
+  request.add_raw_input_contents(Bytes("\x00\x00\xc0\x3f\x00\x00\x00\xc0"));  // 1.5, -2
+  auto* i = request.add_inputs();
+  i->set_name("i");
+  i->set_datatype("INT64");
+  i->add_shape(1);
+  request.add_raw_input_contents(Bytes("\xff\xff\xff\xff\xff\xff\xff\xff"));  // -1
+  return request;
+}
+
+TEST(RestJsonTest, RequestsEncodedAsJsonDecodeToTheSameRawInputs) {
+  auto encoded = EncodeRestInferRequest(SampleRequest(), /*binary_data=*/false);
+  ASSERT_TRUE(encoded.ok()) << encoded.status();
+  EXPECT_FALSE(encoded->json_bytes);
+  EXPECT_EQ(json::parse(encoded->body), json::parse(R"({"inputs":[
+      {"name":"f","datatype":"FP32","shape":[2],"data":[1.5,-2.0]},
+      {"name":"i","datatype":"INT64","shape":[1],"data":[-1]}]})"));
+  auto decoded = DecodeRestInferRequest(encoded->body, std::nullopt);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->wire.raw_input_contents(0), SampleRequest().raw_input_contents(0));
+  EXPECT_EQ(decoded->wire.raw_input_contents(1), SampleRequest().raw_input_contents(1));
+  EXPECT_FALSE(decoded->binary_by_default);
+}
+
+TEST(RestJsonTest, RequestsEncodedAsBinaryDataAskForBinaryOutputs) {
+  auto encoded = EncodeRestInferRequest(SampleRequest(), /*binary_data=*/true);
+  ASSERT_TRUE(encoded.ok()) << encoded.status();
+  ASSERT_TRUE(encoded->json_bytes);
+  const json header = json::parse(encoded->body.substr(0, *encoded->json_bytes));
+  EXPECT_EQ(header["inputs"][0]["parameters"]["binary_data_size"], 8);
+  EXPECT_EQ(header["parameters"]["binary_data_output"], true);
+  const std::string length = std::to_string(*encoded->json_bytes);
+  auto decoded = DecodeRestInferRequest(encoded->body, length);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->wire.raw_input_contents(0), SampleRequest().raw_input_contents(0));
+  EXPECT_EQ(decoded->wire.raw_input_contents(1), SampleRequest().raw_input_contents(1));
+  EXPECT_TRUE(decoded->binary_by_default);
+}
+
+TEST(RestJsonTest, RequestsWithoutRawContentsAreNotEncoded) {
+  inference::ModelInferRequest request = SampleRequest();
+  request.clear_raw_input_contents();
+  EXPECT_EQ(EncodeRestInferRequest(request, false).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace onnxserve::server

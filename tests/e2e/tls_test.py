@@ -219,6 +219,17 @@ class HttpMutualTlsTest(unittest.TestCase):
                        "--key", cert("rogue.key"))
         self.assertIn(code, (0, 403))  # the handshake may fail, or the request is answered 403
 
+    def test_rest_load_with_a_client_certificate(self):
+        load = ["load", "--protocol", "http", "--binary-data", "--target", "127.0.0.1:%d" % self.server.http_port,
+                "--model", "digits", "-n", "10", "--tls-ca-cert", cert("ca.pem")]
+        result = run(*load, "--tls-client-cert", cert("client.pem"), "--tls-client-key", cert("client.key"),
+                     timeout=60)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(json.loads(result.stdout.splitlines()[-1])["codes"], {"HTTP_200": 10})
+        result = run(*load, timeout=60)  # no client certificate: the metadata request is refused
+        self.assertEqual(result.returncode, 1, result.stdout)
+        self.assertIn("HTTP 403", result.stderr)
+
 
 class GrpcRestrictedTest(unittest.TestCase):
     """health and inference need api-key, model-repository needs admin; metadata and the rest stay open."""
@@ -286,7 +297,8 @@ class GrpcRestrictedTest(unittest.TestCase):
 class HttpRestrictedTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.server = ServerProcess(flags=["--http-restricted-api=health:x-api-key=s3cret"])
+        cls.server = ServerProcess(flags=["--http-restricted-api=health:x-api-key=s3cret",
+                                          "--http-restricted-api=inference:x-infer-key=k2"])
 
     @classmethod
     def tearDownClass(cls):
@@ -310,6 +322,14 @@ class HttpRestrictedTest(unittest.TestCase):
 
     def test_metrics_stay_open_unless_statistics_is_restricted(self):
         self.assertEqual(self.get("/metrics")[0], 200)
+
+    def test_rest_load_sends_metadata_as_headers(self):
+        load = ["load", "--protocol", "http", "--target", "127.0.0.1:%d" % self.server.http_port, "--model", "digits",
+                "-n", "5"]
+        for extra, codes in (((), {"HTTP_403": 5}), (("--metadata", "x-infer-key=k2"), {"HTTP_200": 5})):
+            result = run(*load, *extra)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertEqual(json.loads(result.stdout.splitlines()[-1])["codes"], codes, extra)
 
 
 class ListenerFlagsTest(unittest.TestCase):
