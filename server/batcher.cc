@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -19,13 +20,38 @@ void Add(inference::StatisticDuration* stat, absl::Duration d) {
   stat->set_ns(stat->ns() + Nanos(d));
 }
 
+// A request waiting for, or in, a batch.
+struct QueuedRequest {
+  ServableRequest request;
+  ServableDone done;
+
+  const std::vector<Tensor>& inputs() const { return request.inputs; }
+  int64_t rows() const { return request.rows; }
+  absl::Time deadline() const { return request.control.deadline; }
+  bool Cancelled() const { return request.control.cancelled && request.control.cancelled(); }
+  void Answer(absl::StatusOr<std::vector<Tensor>> outputs, ExecutionTiming timing = {}) {
+    done({std::move(outputs), timing});
+  }
+};
+
 using Batch = std::vector<std::unique_ptr<QueuedRequest>>;
+
+// The answer of `r` at `now` when its own limits have ended it (batcher.h: the deadline first), `stage` saying
+// where it was; nullopt while it still wants its answer.
+std::optional<absl::Status> OwnLimitReached(const QueuedRequest& r, absl::Time now, absl::string_view model,
+                                            absl::string_view stage) {
+  if (r.deadline() <= now) {
+    return absl::DeadlineExceededError(absl::StrCat("request to model \"", model, "\" timed out ", stage));
+  }
+  if (r.Cancelled()) return absl::CancelledError("request cancelled by the client");
+  return std::nullopt;
+}
 
 // True when the two requests' inputs agree on every dimension but the first.
 bool SameItemShapes(const QueuedRequest& a, const QueuedRequest& b) {
-  for (size_t i = 0; i < a.inputs.size(); ++i) {
-    const Shape& x = a.inputs[i].shape();
-    const Shape& y = b.inputs[i].shape();
+  for (size_t i = 0; i < a.inputs().size(); ++i) {
+    const Shape& x = a.inputs()[i].shape();
+    const Shape& y = b.inputs()[i].shape();
     if (x.size() != y.size() || !std::equal(x.begin() + 1, x.end(), y.begin() + 1)) return false;
   }
   return true;
@@ -33,20 +59,20 @@ bool SameItemShapes(const QueuedRequest& a, const QueuedRequest& b) {
 
 // Concatenates the requests' input `index` on dim 0.
 Tensor ConcatInput(const Batch& batch, size_t index, int64_t rows) {
-  const Tensor& first = batch[0]->inputs[index];
+  const Tensor& first = batch[0]->inputs()[index];
   Shape shape = first.shape();
   shape[0] = rows;
   Tensor out(first.dtype(), shape);
   if (first.dtype() == DataType::kString) {
     std::string* dst = out.data<std::string>();
     for (const auto& r : batch) {
-      for (const auto& s : r->inputs[index].values<std::string>()) *dst++ = s;
+      for (const auto& s : r->inputs()[index].values<std::string>()) *dst++ = s;
     }
     return out;
   }
   char* dst = static_cast<char*>(out.raw_data());
   for (const auto& r : batch) {
-    const Tensor& t = r->inputs[index];
+    const Tensor& t = r->inputs()[index];
     std::memcpy(dst, t.raw_data(), t.ByteSize());
     dst += t.ByteSize();
   }
@@ -114,7 +140,7 @@ inference::ModelStatistics VersionStats::Snapshot() const {
 // Everything the workers touch lives here, shared with them, so a detached worker never outlives it.
 struct Scheduler::State {
   SchedulerOptions options;
-  RunFn run;
+  std::shared_ptr<Servable> model;
   VersionStats* stats;
   ServerMetrics* metrics;
 
@@ -128,22 +154,22 @@ struct Scheduler::State {
   void PublishDepth() {
     if (metrics) metrics->SetQueueDepth(options.model, options.version, static_cast<int>(queue.size()));
   }
-  Batch RemoveDead(absl::Time now);
+  Batch RemoveDead(absl::Time now, std::vector<absl::Status>& why);
   std::vector<size_t> Gather() const;
   bool Full(const std::vector<size_t>& picks) const;
   std::vector<size_t> TrimToPreferred(std::vector<size_t> picks) const;
   Batch Collect(std::unique_lock<std::mutex>& lock, absl::Time free_since);
-  RunLimits LimitsOf(const Batch& live, absl::Time start) const;
+  ServableRequest BatchRequest(const Batch& live, int64_t rows) const;
   absl::Duration Execute(Batch batch);
-  void Fail(Batch batch, const absl::Status& status);
+  void Answer(Batch batch, const absl::Status& status, const ExecutionTiming& timing);
 };
 
-// Requests past their deadline or cancelled, taken out of the queue.
-Batch Scheduler::State::RemoveDead(absl::Time now) {
+// Requests past their deadline or cancelled, taken out of the queue; `why` gets the answer of each.
+Batch Scheduler::State::RemoveDead(absl::Time now, std::vector<absl::Status>& why) {
   Batch dead;
   for (auto it = queue.begin(); it != queue.end();) {
-    const bool expired = (*it)->deadline <= now;
-    if (expired || ((*it)->cancelled && (*it)->cancelled())) {
+    if (std::optional<absl::Status> reached = OwnLimitReached(**it, now, options.model, "in the queue")) {
+      why.push_back(*std::move(reached));
       dead.push_back(std::move(*it));
       it = queue.erase(it);
     } else {
@@ -156,11 +182,11 @@ Batch Scheduler::State::RemoveDead(absl::Time now) {
 // Queue positions of the requests that can join the head's batch, oldest first, within max_batch_size.
 std::vector<size_t> Scheduler::State::Gather() const {
   std::vector<size_t> picks = {0};
-  int64_t rows = queue[0]->rows;
+  int64_t rows = queue[0]->rows();
   for (size_t i = 1; i < queue.size() && rows < options.max_batch_size; ++i) {
-    if (rows + queue[i]->rows <= options.max_batch_size && SameItemShapes(*queue[0], *queue[i])) {
+    if (rows + queue[i]->rows() <= options.max_batch_size && SameItemShapes(*queue[0], *queue[i])) {
       picks.push_back(i);
-      rows += queue[i]->rows;
+      rows += queue[i]->rows();
     }
   }
   return picks;
@@ -171,7 +197,7 @@ std::vector<size_t> Scheduler::State::Gather() const {
 std::vector<size_t> Scheduler::State::TrimToPreferred(std::vector<size_t> picks) const {
   const auto& preferred = options.preferred_batch_sizes;
   int64_t rows = 0;
-  for (size_t i : picks) rows += queue[i]->rows;
+  for (size_t i : picks) rows += queue[i]->rows();
   if (preferred.empty() || std::find(preferred.begin(), preferred.end(), rows) != preferred.end()) return picks;
   int64_t target = 0;
   for (int64_t p : preferred) {
@@ -179,8 +205,8 @@ std::vector<size_t> Scheduler::State::TrimToPreferred(std::vector<size_t> picks)
   }
   if (target == 0) return picks;
   size_t keep = 0;
-  for (int64_t sum = 0; keep < picks.size() && sum + queue[picks[keep]]->rows <= target; ++keep) {
-    sum += queue[picks[keep]]->rows;
+  for (int64_t sum = 0; keep < picks.size() && sum + queue[picks[keep]]->rows() <= target; ++keep) {
+    sum += queue[picks[keep]]->rows();
   }
   picks.resize(std::max<size_t>(keep, 1));
   return picks;
@@ -189,7 +215,7 @@ std::vector<size_t> Scheduler::State::TrimToPreferred(std::vector<size_t> picks)
 // True when the picked requests make a batch that should leave at once: max_batch_size or a preferred size.
 bool Scheduler::State::Full(const std::vector<size_t>& picks) const {
   int64_t rows = 0;
-  for (size_t i : picks) rows += queue[i]->rows;
+  for (size_t i : picks) rows += queue[i]->rows();
   const auto& preferred = options.preferred_batch_sizes;
   return rows >= options.max_batch_size || std::find(preferred.begin(), preferred.end(), rows) != preferred.end();
 }
@@ -208,17 +234,17 @@ Batch Scheduler::State::Collect(std::unique_lock<std::mutex>& lock, absl::Time f
   }
   const QueuedRequest* head = queue.front().get();
   // The delay bounds time spent held back for company, not time spent waiting for a busy instance.
-  const absl::Time hold_until = std::max(head->enqueued, free_since) + options.max_queue_delay;
+  const absl::Time hold_until = std::max(head->request.arrival, free_since) + options.max_queue_delay;
   std::vector<size_t> picks;
   while (true) {
     picks = Gather();
     const auto queued = static_cast<int64_t>(picks.size());
     const absl::Time now = absl::Now();
-    if (Full(picks) || stopping || now >= hold_until || head->deadline <= now ||
+    if (Full(picks) || stopping || now >= hold_until || head->deadline() <= now ||
         !forecast.WorthHolding(queued, now)) {
       break;
     }
-    cv.wait_until(lock, absl::ToChronoTime(std::min({hold_until, head->deadline, forecast.HoldingPaysUntil(queued)})));
+    cv.wait_until(lock, absl::ToChronoTime(std::min({hold_until, head->deadline(), forecast.HoldingPaysUntil(queued)})));
     if (queue.empty() || queue.front().get() != head) return batch;
   }
   picks = TrimToPreferred(std::move(picks));
@@ -227,8 +253,8 @@ Batch Scheduler::State::Collect(std::unique_lock<std::mutex>& lock, absl::Time f
   return batch;
 }
 
-void Scheduler::State::Fail(Batch batch, const absl::Status& status) {
-  for (auto& r : batch) r->done(status);
+void Scheduler::State::Answer(Batch batch, const absl::Status& status, const ExecutionTiming& timing) {
+  for (auto& r : batch) r->Answer(status, timing);
 }
 
 void Scheduler::State::Work() {
@@ -237,16 +263,12 @@ void Scheduler::State::Work() {
   while (true) {
     cv.wait(lock, [&] { return stopping || !queue.empty(); });
     if (queue.empty()) return;
-    Batch dead = RemoveDead(absl::Now());
+    std::vector<absl::Status> why;
+    Batch dead = RemoveDead(absl::Now(), why);
     if (!dead.empty()) {
       PublishDepth();
       lock.unlock();
-      for (auto& r : dead) {
-        r->done(r->deadline <= absl::Now()
-                    ? absl::DeadlineExceededError(absl::StrCat("request to model \"", options.model,
-                                                               "\" timed out in the queue"))
-                    : absl::CancelledError("request cancelled by the client"));
-      }
+      for (size_t i = 0; i < dead.size(); ++i) dead[i]->Answer(why[i]);
       dead.clear();
       lock.lock();
       continue;
@@ -262,15 +284,23 @@ void Scheduler::State::Work() {
   }
 }
 
-// A batch runs while any of its requests still waits for the answer, and never past the model's
-// execution timeout.
-RunLimits Scheduler::State::LimitsOf(const Batch& live, absl::Time start) const {
-  absl::Time deadline = absl::InfinitePast();
-  for (const auto& r : live) deadline = std::max(deadline, r->deadline);
-  deadline = std::min(deadline, start + options.execution_timeout);
-  return RunLimits(deadline, [&live] {
-    return std::all_of(live.begin(), live.end(), [](const auto& r) { return r->cancelled && r->cancelled(); });
-  });
+// The batch as one request to the model: inputs concatenated on dim 0 (as they are for a lone request), and a
+// control under which it runs while any of its requests still wants the answer.
+ServableRequest Scheduler::State::BatchRequest(const Batch& live, int64_t rows) const {
+  ServableRequest request;
+  request.rows = rows;
+  if (live.size() == 1) {
+    request.inputs = live[0]->inputs();
+  } else {
+    for (size_t i = 0; i < live[0]->inputs().size(); ++i) request.inputs.push_back(ConcatInput(live, i, rows));
+  }
+  request.control.deadline = absl::InfinitePast();
+  for (const auto& r : live) request.control.deadline = std::max(request.control.deadline, r->deadline());
+  // `live` outlives the run: RunAndWait returns only once the model has answered.
+  request.control.cancelled = [&live] {
+    return std::all_of(live.begin(), live.end(), [](const auto& r) { return r->Cancelled(); });
+  };
+  return request;
 }
 
 // Returns how long the model execution took, zero when none ran.
@@ -278,29 +308,23 @@ absl::Duration Scheduler::State::Execute(Batch batch) {
   const absl::Time start = absl::Now();
   Batch live;
   for (auto& r : batch) {
-    if (r->deadline <= start || (r->cancelled && r->cancelled())) {
-      r->done(r->deadline <= start ? absl::DeadlineExceededError("request timed out before compute")
-                                   : absl::CancelledError("request cancelled by the client"));
+    if (std::optional<absl::Status> reached = OwnLimitReached(*r, start, options.model, "before compute")) {
+      r->Answer(*std::move(reached));
     } else {
       live.push_back(std::move(r));
     }
   }
   if (live.empty()) return absl::ZeroDuration();
   int64_t rows = 0;
-  for (const auto& r : live) rows += r->rows;
+  for (const auto& r : live) rows += r->rows();
 
-  std::vector<Tensor> inputs;
-  if (live.size() == 1) {
-    inputs = live[0]->inputs;
-  } else {
-    for (size_t i = 0; i < options.input_names.size(); ++i) inputs.push_back(ConcatInput(live, i, rows));
-  }
+  ServableRequest merged = BatchRequest(live, rows);
   const absl::Time computed_input = absl::Now();
-  absl::StatusOr<std::vector<Tensor>> outputs = run(inputs, LimitsOf(live, start));
+  ServableResponse response = RunAndWait(*model, std::move(merged));
+  absl::StatusOr<std::vector<Tensor>>& outputs = response.outputs;
   const absl::Time computed = absl::Now();
   if (!outputs.ok()) {
-    for (auto& r : live) r->batch = {start, computed - start, rows};
-    Fail(std::move(live), outputs.status());
+    Answer(std::move(live), outputs.status(), {start, computed - start, rows});
     return computed - start;
   }
 
@@ -311,17 +335,17 @@ absl::Duration Scheduler::State::Execute(Batch batch) {
     for (size_t o = 0; o < outputs->size(); ++o) {
       auto full = std::make_shared<Tensor>((*outputs)[o]);
       if (full->rank() == 0 || full->dim(0) != rows) {
-        for (auto& r : live) r->batch = {start, computed - start, rows};
-        Fail(std::move(live), absl::InternalError(absl::StrCat("output \"", options.output_names[o],
-                                                               "\" has shape ", ShapeToString(full->shape()),
-                                                               ", expected batch size ", rows,
-                                                               " as its first dimension")));
+        Answer(std::move(live),
+               absl::InternalError(absl::StrCat("output \"", options.output_names[o], "\" has shape ",
+                                                ShapeToString(full->shape()), ", expected batch size ", rows,
+                                                " as its first dimension")),
+               {start, computed - start, rows});
         return computed - start;
       }
       int64_t begin = 0;
       for (size_t r = 0; r < live.size(); ++r) {
-        split[r].push_back(SliceRows(full, begin, live[r]->rows));
-        begin += live[r]->rows;
+        split[r].push_back(SliceRows(full, begin, live[r]->rows()));
+        begin += live[r]->rows();
       }
     }
   }
@@ -330,20 +354,20 @@ absl::Duration Scheduler::State::Execute(Batch batch) {
   if (metrics) metrics->OnBatch(options.model, options.version, static_cast<int>(rows),
                                 absl::ToDoubleSeconds(done - start));
   for (size_t r = 0; r < live.size(); ++r) {
-    stats->RecordRequestCompute(start - live[r]->enqueued, computed_input - start, computed - computed_input,
+    const absl::Time enqueued = live[r]->request.arrival;
+    stats->RecordRequestCompute(start - enqueued, computed_input - start, computed - computed_input,
                                 done - computed);
-    if (metrics) metrics->OnQueue(options.model, options.version,
-                                  absl::ToDoubleSeconds(start - live[r]->enqueued));
-    live[r]->batch = {start, done - start, rows};
-    live[r]->done(std::move(split[r]));
+    if (metrics) metrics->OnQueue(options.model, options.version, absl::ToDoubleSeconds(start - enqueued));
+    live[r]->Answer(std::move(split[r]), {start, done - start, rows});
   }
   return done - start;
 }
 
-Scheduler::Scheduler(SchedulerOptions options, RunFn run, VersionStats* stats, ServerMetrics* metrics)
+Scheduler::Scheduler(SchedulerOptions options, std::shared_ptr<Servable> model, VersionStats* stats,
+                     ServerMetrics* metrics)
     : state_(std::make_shared<State>()) {
   state_->options = std::move(options);
-  state_->run = std::move(run);
+  state_->model = std::move(model);
   state_->stats = stats;
   state_->metrics = metrics;
   // A thread that fails to start throws; the ones already running must be stopped before the exception
@@ -375,8 +399,9 @@ void Scheduler::StopWorkers() {
   }
 }
 
-void Scheduler::Enqueue(std::unique_ptr<QueuedRequest> request) {
-  const uint32_t level = request->priority_level;
+void Scheduler::Enqueue(ServableRequest servable_request, ServableDone done) {
+  auto request = std::make_unique<QueuedRequest>(QueuedRequest{std::move(servable_request), std::move(done)});
+  const uint32_t level = request->request.priority_level;
   const auto& limits = state_->options.max_queue_sizes;
   const int64_t limit = level >= 1 && level <= limits.size() ? limits[level - 1] : limits.back();
   {
@@ -384,8 +409,10 @@ void Scheduler::Enqueue(std::unique_ptr<QueuedRequest> request) {
     state_->forecast.OnArrival(absl::Now());
     auto& queue = state_->queue;
     // The queue is sorted by level, so a level's requests are one run of it.
-    auto by_level = [](const std::unique_ptr<QueuedRequest>& r, uint32_t l) { return r->priority_level < l; };
-    auto by_level_after = [](uint32_t l, const std::unique_ptr<QueuedRequest>& r) { return l < r->priority_level; };
+    auto by_level = [](const std::unique_ptr<QueuedRequest>& r, uint32_t l) { return r->request.priority_level < l; };
+    auto by_level_after = [](uint32_t l, const std::unique_ptr<QueuedRequest>& r) {
+      return l < r->request.priority_level;
+    };
     const auto first = std::lower_bound(queue.begin(), queue.end(), level, by_level);
     const auto end = std::upper_bound(first, queue.end(), level, by_level_after);
     if (limit == 0 || end - first < limit) {
@@ -395,7 +422,7 @@ void Scheduler::Enqueue(std::unique_ptr<QueuedRequest> request) {
   }
   if (request) {
     const bool leveled = limits.size() > 1;
-    request->done(absl::ResourceExhaustedError(absl::StrCat(
+    request->Answer(absl::ResourceExhaustedError(absl::StrCat(
         "model \"", state_->options.model, "\" version ", state_->options.version, ": queue full (max_queue_size ",
         limit, leveled ? absl::StrCat(" of priority level ", level) : "", "), retry later")));
     return;

@@ -10,7 +10,9 @@
 #include "absl/time/clock.h"
 #include "runtime/core/path.h"
 #include "runtime/core/status_macros.h"
+#include "server/batching_servable.h"
 #include "server/log.h"
+#include "server/model_servable.h"
 #include "server/request_parameters.h"
 #include "server/warmup.h"
 
@@ -175,10 +177,8 @@ SchedulerOptions SchedulerOptionsFor(const ModelVersion& mv) {
   SchedulerOptions options;
   options.model = mv.name;
   options.version = mv.version_str;
-  for (const auto& spec : mv.inputs) options.input_names.push_back(spec.name);
   for (const auto& spec : mv.outputs) options.output_names.push_back(spec.name);
   options.instances = InstanceCount(config);
-  options.execution_timeout = mv.execution_timeout;
   if (!config.has_dynamic_batching()) return options;
   const auto& batching = config.dynamic_batching();
   options.max_batch_size = config.max_batch_size();
@@ -192,7 +192,24 @@ SchedulerOptions SchedulerOptionsFor(const ModelVersion& mv) {
   return options;
 }
 
+std::vector<std::string> NamesOf(const std::vector<TensorSpec>& specs) {
+  std::vector<std::string> names;
+  for (const auto& spec : specs) names.push_back(spec.name);
+  return names;
+}
+
 }  // namespace
+
+std::shared_ptr<Servable> ModelServableOf(const ModelVersion& mv) {
+  return std::make_shared<ModelServable>(mv.session, NamesOf(mv.inputs), NamesOf(mv.outputs),
+                                         absl::StrCat("model ", QuotedName(mv.name), " version ", mv.version),
+                                         mv.execution_timeout);
+}
+
+std::unique_ptr<Servable> AssembleServable(const ModelVersion& mv, std::shared_ptr<Servable> model,
+                                           ServerMetrics* metrics) {
+  return std::make_unique<BatchingServable>(SchedulerOptionsFor(mv), std::move(model), mv.stats.get(), metrics);
+}
 
 absl::Status CheckModelName(absl::string_view name) {
   if (!name.empty() && name.size() <= kMaxModelNameBytes && name[0] != '.' &&
@@ -403,21 +420,9 @@ absl::StatusOr<std::shared_ptr<ModelVersion>> ModelRepository::BuildVersion(cons
   mv->inputs = InputSpecs(mv->config);
   mv->outputs = OutputSpecs(mv->config);
   mv->stats = std::make_unique<VersionStats>(name, mv->version_str);
-  SchedulerOptions scheduler_options = SchedulerOptionsFor(*mv);
-  // Errors name the model: the runtime knows its nodes, not the name it is served under.
-  RunFn run = [session = mv->session.get(), inputs = scheduler_options.input_names,
-               outputs = scheduler_options.output_names,
-               model = absl::StrCat("model ", QuotedName(name), " version ", version)](
-                  const std::vector<Tensor>& values, const RunLimits& limits) -> absl::StatusOr<std::vector<Tensor>> {
-    std::vector<std::pair<std::string, Tensor>> feeds;
-    feeds.reserve(values.size());
-    for (size_t i = 0; i < values.size(); ++i) feeds.emplace_back(inputs[i], values[i]);
-    absl::StatusOr<std::vector<Tensor>> result = session->Run(feeds, outputs, limits);
-    if (result.ok()) return result;
-    return absl::Status(result.status().code(), absl::StrCat(model, ": ", result.status().message()));
-  };
+  std::shared_ptr<Servable> model = ModelServableOf(*mv);
   const absl::Time warmup_start = absl::Now();
-  RETURN_IF_ERROR(Warmup(mv->config, run, mv->execution_timeout));
+  RETURN_IF_ERROR(Warmup(mv->config, *model));
   if (!mv->config.model_warmup().empty()) {
     Log(LogLevel::kInfo, "model_warmed_up",
         {{"model", name},
@@ -425,8 +430,7 @@ absl::StatusOr<std::shared_ptr<ModelVersion>> ModelRepository::BuildVersion(cons
          {"samples", absl::StrCat(mv->config.model_warmup_size())},
          {"ms", absl::StrCat(absl::ToInt64Milliseconds(absl::Now() - warmup_start))}});
   }
-  mv->scheduler = std::make_unique<Scheduler>(std::move(scheduler_options), std::move(run), mv->stats.get(),
-                                              options_.metrics);
+  mv->servable = AssembleServable(*mv, std::move(model), options_.metrics);
   Log(LogLevel::kInfo, "model_loaded",
       {{"model", name},
        {"version", mv->version_str},

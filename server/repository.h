@@ -28,6 +28,7 @@
 #include "model_config.pb.h"
 #include "runtime/exec/session.h"
 #include "server/batcher.h"
+#include "server/servable.h"
 #include "server/config.h"
 #include "server/metrics.h"
 
@@ -59,10 +60,20 @@ struct ModelVersion {
   inference::ModelConfig config;  // completed
   std::vector<TensorSpec> inputs;
   std::vector<TensorSpec> outputs;
-  std::unique_ptr<Session> session;
+  std::shared_ptr<const Session> session;
   std::unique_ptr<VersionStats> stats;
-  std::unique_ptr<Scheduler> scheduler;  // last: stopped before the session and stats go
+  // What requests run on (AssembleServable); last: its workers stop before the stats go.
+  std::unique_ptr<Servable> servable;
 };
+
+// The servable that runs `mv`'s Session, bounded by its execution timeout.
+std::shared_ptr<Servable> ModelServableOf(const ModelVersion& mv);
+
+// `mv`'s chain of servables around `model` (ModelServableOf), as its config asks: batching, which also gives
+// the version its instances and queue policy. The one place a decorator joins the chain. `metrics` may be
+// null and must outlive the servable.
+std::unique_ptr<Servable> AssembleServable(const ModelVersion& mv, std::shared_ptr<Servable> model,
+                                           ServerMetrics* metrics);
 
 struct RepositoryOptions {
   std::string root;

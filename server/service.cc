@@ -60,7 +60,7 @@ absl::StatusOr<Tensor> DecodeInput(const ModelVersion& mv, const TensorSpec& spe
 
 }  // namespace
 
-absl::Status DecodeInputs(const ModelVersion& mv, const ModelInferRequest& wire, QueuedRequest& request) {
+absl::Status DecodeInputs(const ModelVersion& mv, const ModelInferRequest& wire, ServableRequest& request) {
   const int raw_count = wire.raw_input_contents_size();
   if (raw_count != 0 && raw_count != wire.inputs_size()) {
     return absl::InvalidArgumentError(absl::StrCat("raw_input_contents has ", raw_count, " entries for ",
@@ -141,6 +141,26 @@ absl::StatusOr<absl::Time> DeadlineOf(const ModelVersion& mv, const ModelInferRe
   return std::min(client_deadline, arrival + timeout);
 }
 
+// A wire request decoded against the version it names: what its servable runs, and the outputs (indices into
+// the version's) its response carries.
+struct DecodedInfer {
+  ServableRequest request;
+  std::vector<size_t> outputs;
+};
+
+absl::StatusOr<DecodedInfer> DecodeInfer(const ModelVersion& mv, const ModelInferRequest& wire, CallControl control,
+                                         absl::Time arrival) {
+  DecodedInfer decoded;
+  ServableRequest& request = decoded.request;
+  RETURN_IF_ERROR(DecodeInputs(mv, wire, request));
+  ASSIGN_OR_RETURN(decoded.outputs, RequestedOutputs(mv, wire));
+  ASSIGN_OR_RETURN(request.priority_level, PriorityLevel(mv.config.dynamic_batching(), wire.parameters()));
+  ASSIGN_OR_RETURN(control.deadline, DeadlineOf(mv, wire, request.priority_level, control.deadline, arrival));
+  request.arrival = arrival;
+  request.control = std::move(control);
+  return decoded;
+}
+
 void FillResponse(const ModelVersion& mv, const std::string& id, const std::vector<size_t>& picked,
                   const std::vector<Tensor>& outputs, ModelInferResponse& response) {
   response.set_model_name(mv.name);
@@ -179,16 +199,16 @@ class FinishOnce {
   std::atomic<bool> called_{false};
 };
 
-// The queue and compute stages of a request the scheduler answers now.
-RequestTimes TimesOf(const QueuedRequest& request, absl::Time arrival) {
+// The queue and compute stages of a request its servable answers now.
+RequestTimes TimesOf(const ExecutionTiming& execution, absl::Time arrival) {
   RequestTimes times;
-  if (request.batch.start == absl::InfinitePast()) {  // never ran: it waited until now
+  if (execution.start == absl::InfinitePast()) {  // never ran: it waited until now
     times.queue = absl::Now() - arrival;
     return times;
   }
-  times.queue = request.batch.start - arrival;
-  times.compute = request.batch.compute;
-  times.batch_rows = request.batch.rows;
+  times.queue = execution.start - arrival;
+  times.compute = execution.compute;
+  times.batch_rows = execution.rows;
   return times;
 }
 
@@ -455,7 +475,7 @@ void InferenceService::Infer(const ModelInferRequest& wire, CallControl control,
   // Whatever throws (an allocation, a bug), the call is answered exactly once and the server goes on.
   auto once = std::make_shared<FinishOnce>(std::move(finish));
   try {
-    Enqueue(wire, std::move(control), response, [once](const absl::Status& status) { (*once)(status); });
+    Run(wire, std::move(control), response, [once](const absl::Status& status) { (*once)(status); });
   } catch (const std::bad_alloc&) {
     (*once)(absl::ResourceExhaustedError("out of memory while handling the request"));
   } catch (const std::exception& e) {
@@ -463,8 +483,8 @@ void InferenceService::Infer(const ModelInferRequest& wire, CallControl control,
   }
 }
 
-void InferenceService::Enqueue(const ModelInferRequest& wire, CallControl control,
-                               ModelInferResponse* response, std::function<void(const absl::Status&)> finish) {
+void InferenceService::Run(const ModelInferRequest& wire, CallControl control, ModelInferResponse* response,
+                           std::function<void(const absl::Status&)> finish) {
   const absl::Time arrival = absl::Now();
   auto found = repository_.Find(wire.model_name(), wire.model_version());
   if (!found.ok()) {
@@ -475,38 +495,28 @@ void InferenceService::Enqueue(const ModelInferRequest& wire, CallControl contro
     return finish(found.status());
   }
   std::shared_ptr<const ModelVersion> mv = *std::move(found);
-  auto request = std::make_unique<QueuedRequest>();
-  absl::Status valid = DecodeInputs(*mv, wire, *request);
-  auto picked = RequestedOutputs(*mv, wire);
-  if (valid.ok()) valid = picked.status();
-  auto level = PriorityLevel(mv->config.dynamic_batching(), wire.parameters());
-  if (valid.ok()) valid = level.status();
-  auto deadline = DeadlineOf(*mv, wire, level.value_or(1), control.deadline, arrival);
-  if (valid.ok()) valid = deadline.status();
-  if (!valid.ok()) {
+  std::optional<TraceContext> trace = control.trace;
+  absl::StatusOr<DecodedInfer> decoded = DecodeInfer(*mv, wire, std::move(control), arrival);
+  if (!decoded.ok()) {
     mv->stats->RecordRequest(false, absl::Now() - arrival, 0);
-    Reply(mv->name, mv->version_str, arrival, valid, control.trace);
-    return finish(valid);
+    Reply(mv->name, mv->version_str, arrival, decoded.status(), trace);
+    return finish(decoded.status());
   }
-  request->enqueued = arrival;
-  request->deadline = *deadline;
-  request->priority_level = *level;
-  request->cancelled = std::move(control.cancelled);
   auto inflight = std::make_shared<InFlight>(metrics_, mv->name, mv->version_str);
-  // `done` is called on the request it belongs to (batcher.h), so `queued` is alive whenever it runs.
-  request->done = [this, mv, queued = request.get(), id = wire.id(), picked = *std::move(picked),
-                   rows = request->rows, response, arrival, inflight, trace = std::move(control.trace),
-                   finish = std::move(finish)](absl::StatusOr<std::vector<Tensor>> outputs) {
-    RequestTimes times = TimesOf(*queued, arrival);
+  // The done callback holds `mv`: the version stays alive until its servable has answered.
+  ServableDone done = [this, mv, id = wire.id(), picked = std::move(decoded->outputs), rows = decoded->request.rows,
+                       response, arrival, inflight, trace = std::move(trace),
+                       finish = std::move(finish)](ServableResponse answer) {
+    RequestTimes times = TimesOf(answer.timing, arrival);
     const absl::Time encode_start = absl::Now();
-    if (outputs.ok()) FillResponse(*mv, id, picked, *outputs, *response);
+    if (answer.outputs.ok()) FillResponse(*mv, id, picked, *answer.outputs, *response);
     times.encode = absl::Now() - encode_start;
-    mv->stats->RecordRequest(outputs.ok(), absl::Now() - arrival, rows);
-    Reply(mv->name, mv->version_str, arrival, outputs.status(), trace, times);
+    mv->stats->RecordRequest(answer.outputs.ok(), absl::Now() - arrival, rows);
+    Reply(mv->name, mv->version_str, arrival, answer.outputs.status(), trace, times);
     inflight->End();  // before finish: a client that sees its answer must not then scrape itself in flight
-    finish(outputs.status());
+    finish(answer.outputs.status());
   };
-  mv->scheduler->Enqueue(std::move(request));
+  mv->servable->Run(std::move(decoded->request), std::move(done));
 }
 
 grpc::ServerUnaryReactor* InferenceService::ServerLive(grpc::CallbackServerContext* ctx,

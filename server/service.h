@@ -1,6 +1,6 @@
-// GRPCInferenceService on gRPC's callback API. Inference requests are validated on the gRPC thread, then
-// queued in their model version's batcher; the call completes from the batch worker, so a queued request
-// holds no thread. Errors are absl::Status values mapped to gRPC codes in one place (status.h).
+// GRPCInferenceService on gRPC's callback API. Inference requests are decoded (and so validated) on the gRPC
+// thread into a ServableRequest for their model version's servable, whose answer is encoded into the
+// response on whatever thread gives it (a batch worker), so a queued request holds no thread. Errors are absl::Status values mapped to gRPC codes in one place (status.h).
 #pragma once
 
 #include <atomic>
@@ -19,6 +19,7 @@
 #include "server/grpc_access.h"
 #include "server/metrics.h"
 #include "server/repository.h"
+#include "server/servable.h"
 #include "server/trace_context.h"
 
 namespace onnxserve::server {
@@ -40,9 +41,9 @@ using CallbackServiceWithRawStream = Grpc::WithCallbackMethod_ServerLive<Grpc::W
 }  // namespace internal
 
 // Fills `request.inputs` (in the model's input order) and `request.rows` from the wire request, checking
-// names, types, shapes, batch size and payload sizes against the version's completed config. The decode step
-// of ModelInfer, exposed so that tests/fuzz/infer_request_fuzz.cc can drive it without gRPC.
-absl::Status DecodeInputs(const ModelVersion& mv, const inference::ModelInferRequest& wire, QueuedRequest& request);
+// names, types, shapes, batch size and payload sizes against the version's completed config: the one
+// validation of a request's inputs. Exposed so that tests/fuzz/infer_request_fuzz.cc can drive it without gRPC.
+absl::Status DecodeInputs(const ModelVersion& mv, const inference::ModelInferRequest& wire, ServableRequest& request);
 
 // Runs model loads (RepositoryModelLoad, POST /v2/repository/models/<m>/load) one at a time on a thread of its
 // own, so that gRPC's callback threads and the HTTP workers stay free while a model loads (seconds). Its
@@ -68,15 +69,6 @@ class LoadQueue {
   std::deque<std::pair<std::string, Finish>> queue_;
   bool stopping_ = false;
   std::thread worker_;  // last: starts once the rest exists
-};
-
-// What an inference call is bounded by besides its queue policy: the client's deadline and whether the client
-// still wants the answer. gRPC calls take both from their CallbackServerContext; REST calls have no deadline
-// and are cancelled when the HTTP server stops.
-struct CallControl {
-  absl::Time deadline = absl::InfiniteFuture();
-  std::function<bool()> cancelled;  // may be empty (never cancelled); called from batch workers
-  std::optional<TraceContext> trace;  // the caller's valid traceparent, for the request's log line
 };
 
 // Where one request's time went, for its log line: queue (arrival to its batch's start, or to its answer when
@@ -106,8 +98,8 @@ class InferenceService final : public internal::CallbackServiceWithRawStream {
   // default: at thousands of requests a second the lines would drown every other event.
   void SetLogRequests(bool on) { log_requests_.store(on); }
 
-  // Validates `request`, queues it and eventually fills `response` and calls `finish` exactly once (on this
-  // thread for requests rejected up front, else on a batch worker). `request`, `response` and whatever
+  // Decodes `request`, runs it on its model version's servable and eventually fills `response` and calls
+  // `finish` exactly once (on this thread for requests rejected up front, else on a batch worker). `request`, `response` and whatever
   // `control.cancelled` captures must stay valid until then. The one entry of inference, gRPC and REST alike.
   void Infer(const inference::ModelInferRequest& request, CallControl control,
              inference::ModelInferResponse* response, std::function<void(const absl::Status&)> finish);
@@ -165,10 +157,10 @@ class InferenceService final : public internal::CallbackServiceWithRawStream {
 
  private:
   // Infer's work, which may throw.
-  void Enqueue(const inference::ModelInferRequest& request, CallControl control,
+  void Run(const inference::ModelInferRequest& request, CallControl control,
                inference::ModelInferResponse* response, std::function<void(const absl::Status&)> finish);
   // Accounts one answered inference request: metrics, and its log line. `times` is empty for requests
-  // answered before they were queued.
+  // answered before they reached the servable.
   void Reply(const std::string& model, const std::string& version, absl::Time arrival, const absl::Status& status,
              const std::optional<TraceContext>& trace, const RequestTimes& times = {});
   void LogRequest(const std::string& model, const std::string& version, const absl::Status& status,

@@ -3,7 +3,6 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "runtime/core/status_macros.h"
 #include "server/datatype.h"
 #include "server/sample_tensors.h"
@@ -63,7 +62,7 @@ absl::StatusOr<Tensor> SampleInput(const inference::ModelConfig& config, const S
   return SampleError(sample, absl::StrCat(label, "needs zero_data or random_data"));
 }
 
-// The sample's inputs in config input order, as the model's RunFn takes them.
+// The sample's inputs in config input order, as the model takes them.
 absl::StatusOr<std::vector<Tensor>> SampleInputs(const inference::ModelConfig& config, const Sample& sample) {
   ASSIGN_OR_RETURN(int64_t batch, BatchSize(config, sample));
   for (const auto& [name, input] : sample.inputs()) {
@@ -82,11 +81,14 @@ absl::StatusOr<std::vector<Tensor>> SampleInputs(const inference::ModelConfig& c
 
 }  // namespace
 
-absl::Status Warmup(const inference::ModelConfig& config, const RunFn& run, absl::Duration execution_timeout) {
+absl::Status Warmup(const inference::ModelConfig& config, Servable& model) {
   for (const Sample& sample : config.model_warmup()) {
     ASSIGN_OR_RETURN(std::vector<Tensor> inputs, SampleInputs(config, sample));
     for (uint32_t i = 0; i < std::max<uint32_t>(sample.count(), 1); ++i) {
-      absl::StatusOr<std::vector<Tensor>> outputs = run(inputs, RunLimits(absl::Now() + execution_timeout));
+      ServableRequest request;
+      request.inputs = inputs;
+      request.rows = inputs.empty() || config.max_batch_size() == 0 ? 1 : inputs[0].dim(0);
+      const absl::StatusOr<std::vector<Tensor>> outputs = RunAndWait(model, std::move(request)).outputs;
       if (!outputs.ok()) {
         return absl::Status(outputs.status().code(), absl::StrCat("model_warmup \"", sample.name(), "\": run ",
                                                                   i + 1, " failed: ", outputs.status().message()));

@@ -5,17 +5,16 @@
 #pragma once
 
 #include "absl/status/status.h"
-#include "absl/time/time.h"
 #include "model_config.pb.h"
-#include "server/batcher.h"
+#include "server/servable.h"
 
 namespace onnxserve::server {
 
-// Runs every model_warmup sample of the completed `config` `count` times (at least once) through `run`, each
-// run bounded by `execution_timeout`. A sample must give each model input exactly once, with the config's
+// Runs every model_warmup sample of the completed `config` `count` times (at least once) on `model`, one run
+// at a time, each bounded as the model bounds its runs. A sample must give each model input exactly once, with the config's
 // data_type and concrete dims that fit the config's, zero_data or random_data (input_data_file is not
 // supported), and a batch_size of 1 to max_batch_size (1 without batching). Errors name the sample and
 // the input; a failed run fails the warmup.
-absl::Status Warmup(const inference::ModelConfig& config, const RunFn& run, absl::Duration execution_timeout);
+absl::Status Warmup(const inference::ModelConfig& config, Servable& model);
 
 }  // namespace onnxserve::server

@@ -83,14 +83,25 @@ TEST(ArrivalForecastTest, ALongIdleSpellIsForgottenWithinAFewArrivals) {
 
 constexpr auto kAnswerWithin = std::chrono::seconds(5);
 
+// A servable that answers each run with what `run` returns for its inputs, on the calling thread.
+class FnServable final : public Servable {
+ public:
+  using Fn = std::function<absl::StatusOr<std::vector<Tensor>>(const std::vector<Tensor>& inputs)>;
+  explicit FnServable(Fn run) : run_(std::move(run)) {}
+  void Run(ServableRequest request, ServableDone done) override { done({run_(request.inputs), {}}); }
+
+ private:
+  Fn run_;
+};
+
 // A model whose executions return their input, and whose first execution can be held until released.
 class GatedModel {
  public:
   explicit GatedModel(bool hold_first) {
     if (!hold_first) release_.set_value();
   }
-  RunFn Fn() {
-    return [this](const std::vector<Tensor>& inputs, const RunLimits&) -> absl::StatusOr<std::vector<Tensor>> {
+  std::shared_ptr<Servable> Fn() {
+    return std::make_shared<FnServable>([this](const std::vector<Tensor>& inputs) -> absl::StatusOr<std::vector<Tensor>> {
       for (float v : inputs[0].values<float>()) seen_.push_back(v);
       if (!first_started_) {
         first_started_ = true;
@@ -98,7 +109,7 @@ class GatedModel {
         release_future_.wait();
       }
       return inputs;
-    };
+    });
   }
   void WaitUntilFirstRuns() { started_.get_future().wait(); }
   void Release() { release_.set_value(); }
@@ -118,7 +129,6 @@ SchedulerOptions OneInstance(int64_t max_batch_size, absl::Duration max_queue_de
   SchedulerOptions options;
   options.model = "m";
   options.version = "1";
-  options.input_names = {"x"};
   options.output_names = {"y"};
   options.max_batch_size = max_batch_size;
   options.preferred_batch_sizes = std::move(preferred);
@@ -129,15 +139,14 @@ SchedulerOptions OneInstance(int64_t max_batch_size, absl::Duration max_queue_de
 // Queues a one-row request holding `value`; the future gets the value it was answered with.
 std::future<absl::StatusOr<float>> Send(Scheduler& scheduler, float value, uint32_t priority_level = 1) {
   auto answer = std::make_shared<std::promise<absl::StatusOr<float>>>();
-  auto request = std::make_unique<QueuedRequest>();
-  request->inputs = {Tensor::FromVector<float>({1, 1}, {value})};
-  request->priority_level = priority_level;
-  request->done = [answer](absl::StatusOr<std::vector<Tensor>> outputs) {
-    if (!outputs.ok()) return answer->set_value(outputs.status());
-    answer->set_value((*outputs)[0].data<float>()[0]);
-  };
+  ServableRequest request;
+  request.inputs = {Tensor::FromVector<float>({1, 1}, {value})};
+  request.priority_level = priority_level;
   std::future<absl::StatusOr<float>> future = answer->get_future();
-  scheduler.Enqueue(std::move(request));
+  scheduler.Enqueue(std::move(request), [answer](ServableResponse response) {
+    if (!response.outputs.ok()) return answer->set_value(response.outputs.status());
+    answer->set_value((*response.outputs)[0].data<float>()[0]);
+  });
   return future;
 }
 
