@@ -161,7 +161,8 @@ struct Scheduler::State {
   Batch Collect(std::unique_lock<std::mutex>& lock, absl::Time free_since);
   ServableRequest BatchRequest(const Batch& live, int64_t rows) const;
   absl::Duration Execute(Batch batch);
-  void Answer(Batch batch, const absl::Status& status, const ExecutionTiming& timing);
+  void AnswerAfterRun(QueuedRequest& r, absl::StatusOr<std::vector<Tensor>> outputs, const ExecutionTiming& timing);
+  void Fail(Batch batch, const absl::Status& status, const ExecutionTiming& timing);
 };
 
 // Requests past their deadline or cancelled, taken out of the queue; `why` gets the answer of each.
@@ -253,8 +254,18 @@ Batch Scheduler::State::Collect(std::unique_lock<std::mutex>& lock, absl::Time f
   return batch;
 }
 
-void Scheduler::State::Answer(Batch batch, const absl::Status& status, const ExecutionTiming& timing) {
-  for (auto& r : batch) r->Answer(status, timing);
+// Answers a request whose batch ran: with its own end when its deadline passed or it was cancelled while the
+// batch ran, whatever the batch's run returned (a run stopped by the batch's limits returns one code for all).
+void Scheduler::State::AnswerAfterRun(QueuedRequest& r, absl::StatusOr<std::vector<Tensor>> outputs,
+                                      const ExecutionTiming& timing) {
+  if (std::optional<absl::Status> reached = OwnLimitReached(r, absl::Now(), options.model, "while its batch ran")) {
+    return r.Answer(*std::move(reached), timing);
+  }
+  r.Answer(std::move(outputs), timing);
+}
+
+void Scheduler::State::Fail(Batch batch, const absl::Status& status, const ExecutionTiming& timing) {
+  for (auto& r : batch) AnswerAfterRun(*r, status, timing);
 }
 
 void Scheduler::State::Work() {
@@ -324,7 +335,7 @@ absl::Duration Scheduler::State::Execute(Batch batch) {
   absl::StatusOr<std::vector<Tensor>>& outputs = response.outputs;
   const absl::Time computed = absl::Now();
   if (!outputs.ok()) {
-    Answer(std::move(live), outputs.status(), {start, computed - start, rows});
+    Fail(std::move(live), outputs.status(), {start, computed - start, rows});
     return computed - start;
   }
 
@@ -335,11 +346,11 @@ absl::Duration Scheduler::State::Execute(Batch batch) {
     for (size_t o = 0; o < outputs->size(); ++o) {
       auto full = std::make_shared<Tensor>((*outputs)[o]);
       if (full->rank() == 0 || full->dim(0) != rows) {
-        Answer(std::move(live),
-               absl::InternalError(absl::StrCat("output \"", options.output_names[o], "\" has shape ",
-                                                ShapeToString(full->shape()), ", expected batch size ", rows,
-                                                " as its first dimension")),
-               {start, computed - start, rows});
+        Fail(std::move(live),
+             absl::InternalError(absl::StrCat("output \"", options.output_names[o], "\" has shape ",
+                                              ShapeToString(full->shape()), ", expected batch size ", rows,
+                                              " as its first dimension")),
+             {start, computed - start, rows});
         return computed - start;
       }
       int64_t begin = 0;
@@ -358,7 +369,7 @@ absl::Duration Scheduler::State::Execute(Batch batch) {
     stats->RecordRequestCompute(start - enqueued, computed_input - start, computed - computed_input,
                                 done - computed);
     if (metrics) metrics->OnQueue(options.model, options.version, absl::ToDoubleSeconds(start - enqueued));
-    live[r]->Answer(std::move(split[r]), {start, done - start, rows});
+    AnswerAfterRun(*live[r], std::move(split[r]), {start, done - start, rows});
   }
   return done - start;
 }

@@ -4,6 +4,7 @@
 // seconds only to fail instead of hanging.
 #include "server/batcher.h"
 
+#include <atomic>
 #include <future>
 #include <map>
 
@@ -137,11 +138,13 @@ SchedulerOptions OneInstance(int64_t max_batch_size, absl::Duration max_queue_de
 }
 
 // Queues a one-row request holding `value`; the future gets the value it was answered with.
-std::future<absl::StatusOr<float>> Send(Scheduler& scheduler, float value, uint32_t priority_level = 1) {
+std::future<absl::StatusOr<float>> Send(Scheduler& scheduler, float value, uint32_t priority_level = 1,
+                                        CallControl control = {}) {
   auto answer = std::make_shared<std::promise<absl::StatusOr<float>>>();
   ServableRequest request;
   request.inputs = {Tensor::FromVector<float>({1, 1}, {value})};
   request.priority_level = priority_level;
+  request.control = std::move(control);
   std::future<absl::StatusOr<float>> future = answer->get_future();
   scheduler.Enqueue(std::move(request), [answer](ServableResponse response) {
     if (!response.outputs.ok()) return answer->set_value(response.outputs.status());
@@ -255,6 +258,68 @@ TEST(SchedulerTest, EachPriorityLevelHasItsOwnQueueBound) {
   ExpectAnswered(running, 0);
   ExpectAnswered(low, 1);
   ExpectAnswered(high, 3);
+}
+
+// gRPC reports a call past its deadline as cancelled too: this control does the same.
+CallControl GrpcLikeDeadline(absl::Time deadline) {
+  CallControl control;
+  control.deadline = deadline;
+  control.cancelled = [deadline] { return absl::Now() >= deadline; };
+  return control;
+}
+
+void SleepUntil(absl::Time t) {
+  while (absl::Now() < t) absl::SleepFor(t - absl::Now());
+}
+
+// The model does not stop for the request (it answers OK) and the deadline passes during its run: the answer
+// is the request's own, DEADLINE_EXCEEDED, though its control also reports it cancelled.
+TEST(SchedulerTest, ADeadlinePassedWhileTheBatchRanIsDeadlineExceeded) {
+  GatedModel model(/*hold_first=*/true);
+  VersionStats stats("m", "1");
+  Scheduler scheduler(OneInstance(8, absl::ZeroDuration()), model.Fn(), &stats, nullptr);
+  const absl::Time deadline = absl::Now() + absl::Milliseconds(50);
+  auto answer = Send(scheduler, 0, 1, GrpcLikeDeadline(deadline));
+  model.WaitUntilFirstRuns();
+  SleepUntil(deadline);
+  model.Release();
+  ASSERT_EQ(answer.wait_for(kAnswerWithin), std::future_status::ready);
+  EXPECT_EQ(answer.get().status().code(), absl::StatusCode::kDeadlineExceeded);
+}
+
+// The run stops because its control says cancelled, which it does for a gRPC call past its deadline: the
+// answer is still DEADLINE_EXCEEDED, as it is for the same request found dead in the queue.
+TEST(SchedulerTest, ARunStoppedAfterTheDeadlineIsDeadlineExceededWhateverTheRunReturned) {
+  VersionStats stats("m", "1");
+  const absl::Time deadline = absl::Now() + absl::Milliseconds(200);
+  std::atomic<bool> ran{false};
+  auto stopping = std::make_shared<FnServable>(
+      [deadline, &ran](const std::vector<Tensor>&) -> absl::StatusOr<std::vector<Tensor>> {
+        ran = true;
+        SleepUntil(deadline);
+        return absl::CancelledError("run cancelled by its caller");
+      });
+  Scheduler scheduler(OneInstance(8, absl::ZeroDuration()), stopping, &stats, nullptr);
+  auto answer = Send(scheduler, 0, 1, GrpcLikeDeadline(deadline));
+  ASSERT_EQ(answer.wait_for(kAnswerWithin), std::future_status::ready);
+  ASSERT_TRUE(ran) << "the request was answered before it ran: this test needs it to run";
+  EXPECT_EQ(answer.get().status().code(), absl::StatusCode::kDeadlineExceeded);
+}
+
+// A client that cancels while its batch runs gets CANCELLED, not the outputs nobody waits for any more.
+TEST(SchedulerTest, ACancelWhileTheBatchRanIsCancelled) {
+  GatedModel model(/*hold_first=*/true);
+  VersionStats stats("m", "1");
+  Scheduler scheduler(OneInstance(8, absl::ZeroDuration()), model.Fn(), &stats, nullptr);
+  auto cancelled = std::make_shared<std::atomic<bool>>(false);
+  CallControl control;
+  control.cancelled = [cancelled] { return cancelled->load(); };
+  auto answer = Send(scheduler, 0, 1, control);
+  model.WaitUntilFirstRuns();
+  *cancelled = true;
+  model.Release();
+  ASSERT_EQ(answer.wait_for(kAnswerWithin), std::future_status::ready);
+  EXPECT_EQ(answer.get().status().code(), absl::StatusCode::kCancelled);
 }
 
 }  // namespace
