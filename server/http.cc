@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
@@ -69,7 +70,7 @@ struct Request {
 // non-empty segment. The path is the URL-decoded path without the query string. A route has `handler`, which
 // answers at once, or `later`, which answers through `done` from any thread (the request is valid only until
 // `later` returns: it copies what it keeps); `abandoned` turns true when the server stops before the answer
-// came, so that work for it may stop.
+// came, or the client closed its connection, so that work for it may stop.
 struct Route {
   absl::string_view method;
   absl::string_view pattern;
@@ -223,16 +224,44 @@ void LogMhdError(void*, const char* format, va_list args) {
 // answer then finds its request unlisted and touches nothing.
 class SuspendedRequests {
  public:
+  static constexpr absl::Duration kClientLookInterval = absl::Milliseconds(1);
+
   struct Entry {
     MHD_Connection* connection;
+    int fd = -1;                         // the connection's socket, looked at only while it is listed
     std::optional<Reply> reply;          // set once, under mu_
-    std::atomic<bool> abandoned{false};  // Close() answered it: the work for it may stop
+    std::atomic<bool> abandoned{false};  // Close() answered it, or its client left: the work for it may stop
+    std::atomic<int64_t> last_look_ns{0};  // when ClientLeft last looked at the socket
   };
+
+  // Whether the work for `entry` may stop: Close() answered it, or its client closed the connection. MHD does
+  // not watch a suspended connection ("While a connection is suspended, MHD will not detect disconnects by the
+  // client", its manual says), so this peeks at the socket: end of stream is the client's close. A client that
+  // only half-closes, or whose next pipelined request or TLS alert is already in the socket, is not seen to
+  // leave. Polled from batch workers between plan steps: it looks at the socket at most once per
+  // kClientLookInterval and remembers a close.
+  bool Abandoned(Entry& entry) {
+    if (entry.abandoned.load()) return true;
+    const int64_t now = absl::GetCurrentTimeNanos();
+    int64_t last = entry.last_look_ns.load();
+    if (now - last < absl::ToInt64Nanoseconds(kClientLookInterval) ||
+        !entry.last_look_ns.compare_exchange_strong(last, now)) {
+      return false;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    if (entries_.count(&entry) == 0) return entry.abandoned.load();  // answered: its socket is MHD's again
+    char byte;
+    const ssize_t got = recv(entry.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) entry.abandoned = true;
+    return entry.abandoned.load();
+  }
 
   // Lists `entry` and suspends its connection; false once Close() has begun (the caller answers at once).
   bool Suspend(const std::shared_ptr<Entry>& entry) {
     std::lock_guard<std::mutex> lock(mu_);
     if (closing_) return false;
+    const MHD_ConnectionInfo* info = MHD_get_connection_info(entry->connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    entry->fd = info != nullptr ? info->connect_fd : -1;
     entries_.emplace(entry.get(), entry);
     MHD_suspend_connection(entry->connection);
     return true;
@@ -439,7 +468,8 @@ class MhdHttpServer final : public HttpServer {
     auto entry = pending.suspended;
     Done done = [requests = suspended_, entry](Reply reply) { requests->Answer(*entry, std::move(reply)); };
     try {
-      pending.route->later(pending.request, [entry] { return entry->abandoned.load(); }, done);
+      pending.route->later(pending.request, [requests = suspended_, entry] { return requests->Abandoned(*entry); },
+                           done);
     } catch (const std::bad_alloc&) {
       done(ErrorReply(absl::ResourceExhaustedError("out of memory while handling the request")));
     } catch (const std::exception&) {
