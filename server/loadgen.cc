@@ -31,8 +31,8 @@
 #include "runtime/core/tensor.h"
 #include "runtime/model/tensor_proto.h"
 #include "server/commands.h"
-#include "server/datatype.h"
-#include "server/sample_tensors.h"
+#include "server/serving/datatype.h"
+#include "server/serving/sample_tensors.h"
 
 namespace onnxserve::server {
 namespace {

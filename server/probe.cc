@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "health.grpc.pb.h"
 #include "server/commands.h"
-#include "server/tls.h"
+#include "server/protocol/tls.h"
 
 namespace onnxserve::server {
 namespace {

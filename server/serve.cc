@@ -36,14 +36,14 @@
 #include "health.pb.h"
 #include "runtime/core/checked_size.h"
 #include "server/commands.h"
-#include "server/grpc_access.h"
-#include "server/log.h"
-#include "server/metrics.h"
-#include "server/repository.h"
-#include "server/rest_api.h"
-#include "server/security_config.h"
-#include "server/service.h"
-#include "server/tls.h"
+#include "server/protocol/grpc_access.h"
+#include "server/observability/log.h"
+#include "server/observability/metrics.h"
+#include "server/serving/repository.h"
+#include "server/protocol/rest_api.h"
+#include "server/protocol/security_config.h"
+#include "server/protocol/service.h"
+#include "server/protocol/tls.h"
 
 // Flags are spelled with hyphens on the command line (--grpc-port); absl needs underscores, so ServeCommand
 // translates before parsing.

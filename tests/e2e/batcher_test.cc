@@ -2,14 +2,14 @@
 // (ArrivalForecast, on made-up times) and which batches the Scheduler forms (counted through VersionStats'
 // batch statistics). No assertion depends on how fast the machine is: waits for answers are bounded by
 // seconds only to fail instead of hanging.
-#include "server/batcher.h"
+#include "server/batching/scheduler.h"
 
 #include <atomic>
 #include <future>
 #include <map>
 
 #include "gtest/gtest.h"
-#include "server/arrival_forecast.h"
+#include "server/batching/arrival_forecast.h"
 
 namespace onnxserve::server {
 namespace {

@@ -1,6 +1,6 @@
 // model_warmup without a server: which inputs each sample builds, how often it runs, and the errors that
 // name a sample and input the config gets wrong. The model is a servable that records what it was given.
-#include "server/warmup.h"
+#include "server/serving/warmup.h"
 
 #include <google/protobuf/text_format.h>
 

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "server/config.h"
-#include "server/service.h"
+#include "server/serving/config.h"
+#include "server/protocol/service.h"
 #include "tests/fuzz/fuzz_models.h"
 #include "tests/fuzz/fuzz_limits.h"
 
