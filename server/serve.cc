@@ -36,14 +36,15 @@
 #include "health.pb.h"
 #include "runtime/core/checked_size.h"
 #include "server/commands.h"
-#include "server/protocol/grpc_access.h"
 #include "server/observability/log.h"
 #include "server/observability/metrics.h"
-#include "server/serving/repository.h"
+#include "server/protocol/grpc_access.h"
+#include "server/protocol/http.h"
 #include "server/protocol/rest_api.h"
 #include "server/protocol/security_config.h"
 #include "server/protocol/service.h"
 #include "server/protocol/tls.h"
+#include "server/serving/repository.h"
 
 // Flags are spelled with hyphens on the command line (--grpc-port); absl needs underscores, so ServeCommand
 // translates before parsing.

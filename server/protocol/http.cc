@@ -44,8 +44,9 @@
 #include "runtime/core/status_macros.h"
 #include "server/observability/log.h"
 #include "server/observability/metrics.h"
-#include "server/protocol/rest_api.h"
 #include "server/observability/trace_context.h"
+#include "server/protocol/http.h"
+#include "server/protocol/rest_api.h"
 
 namespace onnxserve::server {
 namespace {

@@ -8,10 +8,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "runtime/core/status_macros.h"
-#include "server/serving/datatype.h"
 #include "server/observability/log.h"
-#include "server/serving/request_parameters.h"
 #include "server/protocol/status.h"
+#include "server/serving/datatype.h"
+#include "server/serving/request_parameters.h"
 
 namespace onnxserve::server {
 namespace {

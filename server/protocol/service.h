@@ -16,11 +16,11 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "grpc_service.grpc.pb.h"
-#include "server/protocol/grpc_access.h"
 #include "server/observability/metrics.h"
+#include "server/observability/trace_context.h"
+#include "server/protocol/grpc_access.h"
 #include "server/serving/repository.h"
 #include "server/serving/servable.h"
-#include "server/observability/trace_context.h"
 
 namespace onnxserve::server {
 

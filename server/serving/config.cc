@@ -13,8 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "runtime/core/status_macros.h"
-#include "server/serving/datatype.h"
 #include "server/observability/log.h"
+#include "server/serving/datatype.h"
 
 namespace onnxserve::server {
 namespace {

@@ -27,10 +27,10 @@
 #include "absl/time/time.h"
 #include "model_config.pb.h"
 #include "runtime/exec/session.h"
-#include "server/batching/scheduler.h"
-#include "server/serving/servable.h"
-#include "server/serving/config.h"
 #include "server/observability/metrics.h"
+#include "server/observability/version_stats.h"
+#include "server/serving/config.h"
+#include "server/serving/servable.h"
 
 namespace onnxserve::server {
 

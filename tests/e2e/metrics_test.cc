@@ -28,6 +28,7 @@
 #include "gtest/gtest.h"
 #include "server/observability/metrics.h"
 #include "server/observability/process_metrics.h"
+#include "server/protocol/http.h"
 
 namespace onnxserve::server {
 namespace {

@@ -20,9 +20,10 @@
 
 #include "server/observability/log.h"
 #include "server/observability/metrics.h"
-#include "server/serving/repository.h"
+#include "server/protocol/http.h"
 #include "server/protocol/rest_api.h"
 #include "server/protocol/service.h"
+#include "server/serving/repository.h"
 #include "tests/fuzz/fuzz_models.h"
 
 namespace onnxserve::server {

@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "server/serving/config.h"
 #include "server/protocol/service.h"
-#include "tests/fuzz/fuzz_models.h"
+#include "server/serving/config.h"
 #include "tests/fuzz/fuzz_limits.h"
+#include "tests/fuzz/fuzz_models.h"
 
 namespace onnxserve::server {
 namespace {
