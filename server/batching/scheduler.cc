@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <mutex>
 #include <optional>
 
 #include "absl/strings/str_cat.h"

@@ -22,17 +22,12 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "grpc_service.pb.h"
-#include "runtime/core/tensor.h"
 #include "server/observability/metrics.h"
 #include "server/observability/version_stats.h"
 #include "server/serving/servable.h"
