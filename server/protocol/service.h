@@ -19,6 +19,7 @@
 #include "server/observability/metrics.h"
 #include "server/observability/trace_context.h"
 #include "server/protocol/grpc_access.h"
+#include "server/protocol/infer_codec.h"
 #include "server/serving/repository.h"
 #include "server/serving/servable.h"
 
@@ -39,11 +40,6 @@ using CallbackServiceWithRawStream = Grpc::WithCallbackMethod_ServerLive<Grpc::W
                     Grpc::WithCallbackMethod_RepositoryModelLoad<
                         Grpc::WithCallbackMethod_RepositoryModelUnload<Grpc::Service>>>>>>>>>>>>;
 }  // namespace internal
-
-// Fills `request.inputs` (in the model's input order) and `request.rows` from the wire request, checking
-// names, types, shapes, batch size and payload sizes against the version's completed config: the one
-// validation of a request's inputs. Exposed so that tests/fuzz/infer_request_fuzz.cc can drive it without gRPC.
-absl::Status DecodeInputs(const ModelVersion& mv, const inference::ModelInferRequest& wire, ServableRequest& request);
 
 // Runs model loads (RepositoryModelLoad, POST /v2/repository/models/<m>/load) one at a time on a thread of its
 // own, so that gRPC's callback threads and the HTTP workers stay free while a model loads (seconds). Its

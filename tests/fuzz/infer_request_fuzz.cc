@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "server/protocol/service.h"
+#include "server/protocol/infer_codec.h"
 #include "server/serving/config.h"
 #include "tests/fuzz/fuzz_limits.h"
 #include "tests/fuzz/fuzz_models.h"
