@@ -8,7 +8,7 @@ Seeds are derived at run time from test data the repository already has, so none
                  PNM, TIFF, WebP)
   config/        the e2e and example config.pbtxt files, plus configs for the fuzz targets' "mixed" model
   infer_request/ ModelInferRequests for the "mixed" model (tests/fuzz/fuzz_models.h), raw and typed payloads
-  http/          HTTP requests for every route of server/http.cc, and malformed ones
+  http/          HTTP requests for every route of server/protocol/http.cc, and malformed ones
 Each corpus keeps files of at most MAX_BYTES so a libFuzzer run starts quickly.
 """
 import glob

@@ -29,11 +29,11 @@
 #include "runtime/model/tensor_proto.h"
 #include "server/client_options.h"
 #include "server/commands.h"
-#include "server/datatype.h"
 #include "server/loadgen_rest.h"
 #include "server/loadgen_run.h"
-#include "server/rest_json.h"
-#include "server/sample_tensors.h"
+#include "server/protocol/rest_json.h"
+#include "server/serving/datatype.h"
+#include "server/serving/sample_tensors.h"
 
 namespace onnxserve::server {
 namespace {

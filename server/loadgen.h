@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/tls.h"
+#include "server/protocol/tls.h"
 
 namespace onnxserve::server {
 

@@ -13,7 +13,7 @@
 #include "grpc_service.pb.h"
 #include "server/loadgen.h"
 #include "server/loadgen_run.h"
-#include "server/rest_json.h"
+#include "server/protocol/rest_json.h"
 
 namespace onnxserve::server {
 

@@ -15,7 +15,7 @@
 #include "runtime/core/status_macros.h"
 #include "server/client_options.h"
 #include "server/commands.h"
-#include "server/tls.h"
+#include "server/protocol/tls.h"
 
 namespace onnxserve::server {
 namespace {

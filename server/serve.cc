@@ -32,15 +32,16 @@
 #include "health.pb.h"
 #include "cli/limit_options.h"
 #include "server/commands.h"
-#include "server/grpc_access.h"
-#include "server/log.h"
-#include "server/metrics.h"
-#include "server/repository.h"
-#include "server/response_cache.h"
-#include "server/rest_api.h"
-#include "server/security_config.h"
-#include "server/service.h"
-#include "server/tls.h"
+#include "server/observability/log.h"
+#include "server/observability/metrics.h"
+#include "server/protocol/grpc_access.h"
+#include "server/protocol/http.h"
+#include "server/protocol/rest_api.h"
+#include "server/protocol/security_config.h"
+#include "server/protocol/service.h"
+#include "server/protocol/tls.h"
+#include "server/serving/repository.h"
+#include "server/serving/response_cache.h"
 
 namespace onnxserve::server {
 namespace {
@@ -332,14 +333,14 @@ absl::Status Start(Server& s) {
   if (const int64_t bytes = s.options.response_cache_byte_size; bytes > 0) {
     s.cache = std::make_unique<ResponseCache>(static_cast<size_t>(bytes));
   }
-  options.response_cache = s.cache != nullptr;
+  options.response_cache = s.cache.get();
   options.on_model_ready = [&s](const std::string& model, bool ready) {
     if (s.health) s.health->SetServingStatus(model, ready);
   };
   s.repository = std::make_unique<ModelRepository>(std::move(options));
   s.grpc_access = std::make_unique<GrpcAccess>(s.security.grpc_access);
   s.service =
-      std::make_unique<InferenceService>(*s.repository, s.metrics.get(), s.grpc_access.get(), s.cache.get());
+      std::make_unique<InferenceService>(*s.repository, s.metrics.get(), s.grpc_access.get());
   s.service->SetLogRequests(s.options.log_requests);
   s.rest = std::make_unique<RestApi>(*s.service);
   int grpc_port = 0, http_port = -1, metrics_port = -1;

@@ -142,7 +142,7 @@ class GrafanaTest(unittest.TestCase):
     def test_dashboard_queries_only_metrics_the_server_exports(self):
         with open(path("deploy", "grafana", "dashboards", "onnxserve.json")) as f:
             dash = json.load(f)
-        with open(path("server", "metrics.cc")) as f:
+        with open(path("server", "observability", "metrics.cc")) as f:
             source = f.read()
         exprs = [t["expr"] for p in dash["panels"] for t in p["targets"]]
         names = set()
@@ -151,7 +151,7 @@ class GrafanaTest(unittest.TestCase):
         self.assertTrue(names)
         for name in names:
             base = re.sub(r"_(bucket|sum|count)$", "", name)
-            self.assertIn(f'"{base}"', source, f"dashboard uses {name}, which server/metrics.cc does not define")
+            self.assertIn(f'"{base}"', source, f"dashboard uses {name}, which server/observability/metrics.cc does not define")
 
 
 class KubernetesTest(unittest.TestCase):

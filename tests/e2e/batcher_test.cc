@@ -2,13 +2,14 @@
 // (ArrivalForecast, on made-up times) and which batches the Scheduler forms (counted through VersionStats'
 // batch statistics). No assertion depends on how fast the machine is: waits for answers are bounded by
 // seconds only to fail instead of hanging.
-#include "server/batcher.h"
+#include "server/batching/scheduler.h"
 
+#include <atomic>
 #include <future>
 #include <map>
 
 #include "gtest/gtest.h"
-#include "server/arrival_forecast.h"
+#include "server/batching/arrival_forecast.h"
 
 namespace onnxserve::server {
 namespace {
@@ -83,14 +84,25 @@ TEST(ArrivalForecastTest, ALongIdleSpellIsForgottenWithinAFewArrivals) {
 
 constexpr auto kAnswerWithin = std::chrono::seconds(5);
 
+// A servable that answers each run with what `run` returns for its inputs, on the calling thread.
+class FnServable final : public Servable {
+ public:
+  using Fn = std::function<absl::StatusOr<std::vector<Tensor>>(const std::vector<Tensor>& inputs)>;
+  explicit FnServable(Fn run) : run_(std::move(run)) {}
+  void Run(ServableRequest request, ServableDone done) override { done({run_(request.inputs), {}}); }
+
+ private:
+  Fn run_;
+};
+
 // A model whose executions return their input, and whose first execution can be held until released.
 class GatedModel {
  public:
   explicit GatedModel(bool hold_first) {
     if (!hold_first) release_.set_value();
   }
-  RunFn Fn() {
-    return [this](const std::vector<Tensor>& inputs, const RunLimits&) -> absl::StatusOr<std::vector<Tensor>> {
+  std::shared_ptr<Servable> Fn() {
+    return std::make_shared<FnServable>([this](const std::vector<Tensor>& inputs) -> absl::StatusOr<std::vector<Tensor>> {
       for (float v : inputs[0].values<float>()) seen_.push_back(v);
       if (!first_started_) {
         first_started_ = true;
@@ -98,7 +110,7 @@ class GatedModel {
         release_future_.wait();
       }
       return inputs;
-    };
+    });
   }
   void WaitUntilFirstRuns() { started_.get_future().wait(); }
   void Release() { release_.set_value(); }
@@ -118,7 +130,6 @@ SchedulerOptions OneInstance(int64_t max_batch_size, absl::Duration max_queue_de
   SchedulerOptions options;
   options.model = "m";
   options.version = "1";
-  options.input_names = {"x"};
   options.output_names = {"y"};
   options.max_batch_size = max_batch_size;
   options.preferred_batch_sizes = std::move(preferred);
@@ -127,17 +138,18 @@ SchedulerOptions OneInstance(int64_t max_batch_size, absl::Duration max_queue_de
 }
 
 // Queues a one-row request holding `value`; the future gets the value it was answered with.
-std::future<absl::StatusOr<float>> Send(Scheduler& scheduler, float value, uint32_t priority_level = 1) {
+std::future<absl::StatusOr<float>> Send(Scheduler& scheduler, float value, uint32_t priority_level = 1,
+                                        CallControl control = {}) {
   auto answer = std::make_shared<std::promise<absl::StatusOr<float>>>();
-  auto request = std::make_unique<QueuedRequest>();
-  request->inputs = {Tensor::FromVector<float>({1, 1}, {value})};
-  request->priority_level = priority_level;
-  request->done = [answer](absl::StatusOr<std::vector<Tensor>> outputs) {
-    if (!outputs.ok()) return answer->set_value(outputs.status());
-    answer->set_value((*outputs)[0].data<float>()[0]);
-  };
+  ServableRequest request;
+  request.inputs = {Tensor::FromVector<float>({1, 1}, {value})};
+  request.priority_level = priority_level;
+  request.control = std::move(control);
   std::future<absl::StatusOr<float>> future = answer->get_future();
-  scheduler.Enqueue(std::move(request));
+  scheduler.Enqueue(std::move(request), [answer](ServableResponse response) {
+    if (!response.outputs.ok()) return answer->set_value(response.outputs.status());
+    answer->set_value((*response.outputs)[0].data<float>()[0]);
+  });
   return future;
 }
 
@@ -246,6 +258,68 @@ TEST(SchedulerTest, EachPriorityLevelHasItsOwnQueueBound) {
   ExpectAnswered(running, 0);
   ExpectAnswered(low, 1);
   ExpectAnswered(high, 3);
+}
+
+// gRPC reports a call past its deadline as cancelled too: this control does the same.
+CallControl GrpcLikeDeadline(absl::Time deadline) {
+  CallControl control;
+  control.deadline = deadline;
+  control.cancelled = [deadline] { return absl::Now() >= deadline; };
+  return control;
+}
+
+void SleepUntil(absl::Time t) {
+  while (absl::Now() < t) absl::SleepFor(t - absl::Now());
+}
+
+// The model does not stop for the request (it answers OK) and the deadline passes during its run: the answer
+// is the request's own, DEADLINE_EXCEEDED, though its control also reports it cancelled.
+TEST(SchedulerTest, ADeadlinePassedWhileTheBatchRanIsDeadlineExceeded) {
+  GatedModel model(/*hold_first=*/true);
+  VersionStats stats("m", "1");
+  Scheduler scheduler(OneInstance(8, absl::ZeroDuration()), model.Fn(), &stats, nullptr);
+  const absl::Time deadline = absl::Now() + absl::Milliseconds(50);
+  auto answer = Send(scheduler, 0, 1, GrpcLikeDeadline(deadline));
+  model.WaitUntilFirstRuns();
+  SleepUntil(deadline);
+  model.Release();
+  ASSERT_EQ(answer.wait_for(kAnswerWithin), std::future_status::ready);
+  EXPECT_EQ(answer.get().status().code(), absl::StatusCode::kDeadlineExceeded);
+}
+
+// The run stops because its control says cancelled, which it does for a gRPC call past its deadline: the
+// answer is still DEADLINE_EXCEEDED, as it is for the same request found dead in the queue.
+TEST(SchedulerTest, ARunStoppedAfterTheDeadlineIsDeadlineExceededWhateverTheRunReturned) {
+  VersionStats stats("m", "1");
+  const absl::Time deadline = absl::Now() + absl::Milliseconds(200);
+  std::atomic<bool> ran{false};
+  auto stopping = std::make_shared<FnServable>(
+      [deadline, &ran](const std::vector<Tensor>&) -> absl::StatusOr<std::vector<Tensor>> {
+        ran = true;
+        SleepUntil(deadline);
+        return absl::CancelledError("run cancelled by its caller");
+      });
+  Scheduler scheduler(OneInstance(8, absl::ZeroDuration()), stopping, &stats, nullptr);
+  auto answer = Send(scheduler, 0, 1, GrpcLikeDeadline(deadline));
+  ASSERT_EQ(answer.wait_for(kAnswerWithin), std::future_status::ready);
+  ASSERT_TRUE(ran) << "the request was answered before it ran: this test needs it to run";
+  EXPECT_EQ(answer.get().status().code(), absl::StatusCode::kDeadlineExceeded);
+}
+
+// A client that cancels while its batch runs gets CANCELLED, not the outputs nobody waits for any more.
+TEST(SchedulerTest, ACancelWhileTheBatchRanIsCancelled) {
+  GatedModel model(/*hold_first=*/true);
+  VersionStats stats("m", "1");
+  Scheduler scheduler(OneInstance(8, absl::ZeroDuration()), model.Fn(), &stats, nullptr);
+  auto cancelled = std::make_shared<std::atomic<bool>>(false);
+  CallControl control;
+  control.cancelled = [cancelled] { return cancelled->load(); };
+  auto answer = Send(scheduler, 0, 1, control);
+  model.WaitUntilFirstRuns();
+  *cancelled = true;
+  model.Release();
+  ASSERT_EQ(answer.wait_for(kAnswerWithin), std::future_status::ready);
+  EXPECT_EQ(answer.get().status().code(), absl::StatusCode::kCancelled);
 }
 
 }  // namespace

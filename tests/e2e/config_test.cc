@@ -1,6 +1,6 @@
 // config.pbtxt handling that needs no server: the per-model thread count and execution timeout, the limits
 // on fields that start threads or take memory, and the model name rules of the repository.
-#include "server/config.h"
+#include "server/serving/config.h"
 
 #include <unistd.h>
 
@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "runtime/model/model.h"
-#include "server/repository.h"
+#include "server/serving/repository.h"
 
 namespace onnxserve::server {
 namespace {

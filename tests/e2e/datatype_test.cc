@@ -1,6 +1,6 @@
-// Request tensor decoding (server/datatype.h): the shape is the client's, so a payload is checked against
+// Request tensor decoding (server/serving/datatype.h): the shape is the client's, so a payload is checked against
 // the count the shape declares before anything is allocated for it.
-#include "server/datatype.h"
+#include "server/serving/datatype.h"
 
 #include <string>
 

@@ -26,8 +26,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
-#include "server/metrics.h"
-#include "server/process_metrics.h"
+#include "server/observability/metrics.h"
+#include "server/observability/process_metrics.h"
+#include "server/protocol/http.h"
 
 namespace onnxserve::server {
 namespace {

@@ -1,6 +1,6 @@
 // Request parameters of every InferParameter type: whole numbers as int64 or uint64, the queue timeout a
 // request may choose, and errors that name a parameter of the wrong type.
-#include "server/request_parameters.h"
+#include "server/serving/request_parameters.h"
 
 #include "gtest/gtest.h"
 

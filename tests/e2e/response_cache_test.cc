@@ -1,6 +1,7 @@
 // The response cache without a server: LRU eviction by bytes, entries larger than the cache, hash collisions
-// (a hit compares whole keys), concurrent use, and what a request's key tells apart.
-#include "server/response_cache.h"
+// (a hit compares whole keys), concurrent use, what a request's key tells apart, and the CachingServable
+// decorator over a servable that counts its runs.
+#include "server/serving/response_cache.h"
 
 #include <atomic>
 #include <string>
@@ -8,7 +9,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "server/repository.h"
+#include "server/observability/version_stats.h"
+#include "server/serving/repository.h"
 
 namespace onnxserve::server {
 namespace {
@@ -149,54 +151,103 @@ std::vector<Tensor> Inputs(std::vector<float> a, std::vector<int64_t> b) {
   return {Tensor::FromVector<float>({int64_t(a.size())}, a), Tensor::FromVector<int64_t>({int64_t(b.size())}, b)};
 }
 
-TEST(CachedRequestKeyTest, EqualRequestsHaveEqualKeys) {
+TEST(CachingServableKeyTest, EqualInputsHaveEqualKeys) {
   const ModelVersion mv = TwoInputVersion(1);
-  inference::ModelInferRequest wire;
-  wire.set_id("ids are not part of the key");
-  inference::ModelInferRequest other;
-  other.set_id("another id");
-  EXPECT_EQ(CachedRequest::KeyOf(mv, Inputs({1, 2}, {3}), wire), CachedRequest::KeyOf(mv, Inputs({1, 2}, {3}), other));
+  EXPECT_EQ(CachingServable::KeyOf(mv, Inputs({1, 2}, {3})), CachingServable::KeyOf(mv, Inputs({1, 2}, {3})));
 }
 
-TEST(CachedRequestKeyTest, EverythingThatCanChangeTheAnswerChangesTheKey) {
+TEST(CachingServableKeyTest, EverythingThatCanChangeTheAnswerChangesTheKey) {
   const ModelVersion mv = TwoInputVersion(1);
-  const inference::ModelInferRequest all_outputs;
-  const std::string base = CachedRequest::KeyOf(mv, Inputs({1, 2}, {3}), all_outputs);
+  const std::string base = CachingServable::KeyOf(mv, Inputs({1, 2}, {3}));
   // Input bytes, shapes, and bytes moving from one input to the other.
-  EXPECT_NE(base, CachedRequest::KeyOf(mv, Inputs({1, 2.5}, {3}), all_outputs));
-  EXPECT_NE(base, CachedRequest::KeyOf(mv, Inputs({1, 2}, {3, 0}), all_outputs));
-  EXPECT_NE(base, CachedRequest::KeyOf(mv, Inputs({1}, {3}), all_outputs));
+  EXPECT_NE(base, CachingServable::KeyOf(mv, Inputs({1, 2.5}, {3})));
+  EXPECT_NE(base, CachingServable::KeyOf(mv, Inputs({1, 2}, {3, 0})));
+  EXPECT_NE(base, CachingServable::KeyOf(mv, Inputs({1}, {3})));
   // Same bytes, another shape.
   std::vector<Tensor> reshaped = Inputs({1, 2}, {3});
   reshaped[0] = Tensor::FromVector<float>({1, 2}, {1, 2});
-  EXPECT_NE(base, CachedRequest::KeyOf(mv, reshaped, all_outputs));
+  EXPECT_NE(base, CachingServable::KeyOf(mv, reshaped));
   // Same bytes, another type.
   std::vector<Tensor> retyped = Inputs({1, 2}, {3});
   retyped[0] = Tensor::FromVector<int32_t>({2}, {0x3f800000, 0x40000000});  // the bit patterns of 1.f, 2.f
-  EXPECT_NE(base, CachedRequest::KeyOf(mv, retyped, all_outputs));
+  EXPECT_NE(base, CachingServable::KeyOf(mv, retyped));
   // Another load of the same version number.
-  EXPECT_NE(base, CachedRequest::KeyOf(TwoInputVersion(2), Inputs({1, 2}, {3}), all_outputs));
-  // Requested outputs and their parameters.
-  inference::ModelInferRequest one_output;
-  one_output.add_outputs()->set_name("y");
-  const std::string y = CachedRequest::KeyOf(mv, Inputs({1, 2}, {3}), one_output);
-  EXPECT_NE(base, y);
-  inference::ModelInferRequest classified = one_output;
-  (*classified.mutable_outputs(0)->mutable_parameters())["classification"].set_int64_param(3);
-  EXPECT_NE(y, CachedRequest::KeyOf(mv, Inputs({1, 2}, {3}), classified));
+  EXPECT_NE(base, CachingServable::KeyOf(TwoInputVersion(2), Inputs({1, 2}, {3})));
 }
 
-TEST(CachedRequestKeyTest, StringElementsCannotRunIntoEachOther) {
+TEST(CachingServableKeyTest, StringElementsCannotRunIntoEachOther) {
   ModelVersion mv;
   mv.name = "m";
   mv.version_str = "1";
   mv.inputs = {TensorSpec{"s", DataType::kString, {-1}}};
-  const inference::ModelInferRequest wire;
   auto key = [&](std::vector<std::string> elements) {
-    return CachedRequest::KeyOf(mv, {Tensor::FromVector<std::string>({int64_t(elements.size())}, elements)}, wire);
+    return CachingServable::KeyOf(mv, {Tensor::FromVector<std::string>({int64_t(elements.size())}, elements)});
   };
   EXPECT_NE(key({"ab", "c"}), key({"a", "bc"}));
   EXPECT_EQ(key({"ab", "c"}), key({"ab", "c"}));
+}
+
+// Answers a + 1 (as floats) and b, counting its runs; fails while `fail` is set.
+class CountingServable final : public Servable {
+ public:
+  void Run(ServableRequest request, ServableDone done) override {
+    ++runs;
+    if (fail) return done({.outputs = absl::UnavailableError("down"), .timing = {}});
+    std::vector<float> plus_one;
+    for (float v : request.inputs[0].values<float>()) plus_one.push_back(v + 1);
+    done({.outputs = std::vector<Tensor>{Tensor::FromVector<float>({int64_t(plus_one.size())}, plus_one),
+                                         request.inputs[1]},
+          .timing = {}});
+  }
+  int runs = 0;
+  bool fail = false;
+};
+
+ModelVersion CachedVersion() {
+  ModelVersion mv = TwoInputVersion(7);
+  mv.outputs = {TensorSpec{"y", DataType::kFloat, {-1}}, TensorSpec{"z", DataType::kInt64, {-1}}};
+  mv.stats = std::make_unique<VersionStats>("m", "1");
+  return mv;
+}
+
+ServableResponse RunOn(Servable& servable, std::vector<Tensor> inputs) {
+  ServableRequest request;
+  request.inputs = std::move(inputs);
+  return RunAndWait(servable, std::move(request));
+}
+
+TEST(CachingServableTest, AnEqualRequestIsAnsweredFromTheCacheWithEveryOutput) {
+  const ModelVersion mv = CachedVersion();
+  ResponseCache cache(1 << 20);
+  auto inner = std::make_shared<CountingServable>();
+  CachingServable servable(cache, mv, inner, nullptr);
+  const ServableResponse first = RunOn(servable, Inputs({1, 2}, {3}));
+  const ServableResponse second = RunOn(servable, Inputs({1, 2}, {3}));
+  EXPECT_EQ(inner->runs, 1);
+  ASSERT_TRUE(first.outputs.ok() && second.outputs.ok()) << second.outputs.status();
+  ASSERT_EQ(second.outputs->size(), 2u);
+  EXPECT_EQ((*second.outputs)[0].values<float>(), (std::vector<float>{2, 3}));
+  EXPECT_EQ((*second.outputs)[1].values<int64_t>(), (std::vector<int64_t>{3}));
+  EXPECT_EQ((*second.outputs)[1].dtype(), DataType::kInt64);
+  const inference::ModelStatistics stats = mv.stats->Snapshot();
+  EXPECT_EQ(stats.inference_stats().cache_hit().count(), 1u);
+  EXPECT_EQ(stats.inference_stats().cache_miss().count(), 1u);
+  // Other inputs are another request.
+  EXPECT_EQ(RunOn(servable, Inputs({1, 2}, {4})).outputs->at(1).values<int64_t>(), (std::vector<int64_t>{4}));
+  EXPECT_EQ(inner->runs, 2);
+}
+
+TEST(CachingServableTest, AFailedAnswerIsNotStored) {
+  const ModelVersion mv = CachedVersion();
+  ResponseCache cache(1 << 20);
+  auto inner = std::make_shared<CountingServable>();
+  CachingServable servable(cache, mv, inner, nullptr);
+  inner->fail = true;
+  EXPECT_FALSE(RunOn(servable, Inputs({1}, {1})).outputs.ok());
+  inner->fail = false;
+  EXPECT_TRUE(RunOn(servable, Inputs({1}, {1})).outputs.ok());
+  EXPECT_EQ(inner->runs, 2);
+  EXPECT_EQ(cache.usage().entries, 1u);
 }
 
 }  // namespace

@@ -1,11 +1,11 @@
-// The KServe v2 REST JSON <-> gRPC message conversion (server/rest_json.h): every datatype's JSON elements
+// The KServe v2 REST JSON <-> gRPC message conversion (server/protocol/rest_json.h): every datatype's JSON elements
 // against their little-endian bytes written out by hand, nested and flat data, the binary tensor data
 // extension in both directions, and Triton's JSON form of metadata and statistics.
-#include "server/rest_json.h"
+#include "server/protocol/rest_json.h"
 
 #include <gtest/gtest.h>
 
-#include "server/rest_api.h"
+#include "server/protocol/rest_api.h"
 
 #include <string>
 

@@ -303,18 +303,31 @@ class RestTest(unittest.TestCase):
                 self.assertEqual(answer["id"], str(k))
                 self.assertEqual(answer["outputs"][0]["data"], [k + 1, k + 2, k + 3, k + 4])
 
-    def test_a_client_that_leaves_mid_inference_leaves_the_server_serving(self):
-        body = json.dumps({"inputs": [{"name": "trips", "datatype": "INT64", "shape": [1], "data": [100000]}]}).encode()
-        for _ in range(8):  # each answer finds its connection closed
-            with socket.create_connection(("127.0.0.1", self.server.http_port), timeout=10) as raw:
-                raw.sendall(b"POST /v2/models/spin/infer HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
-                            % len(body) + body)
-        # The model has one instance: this answers only once the abandoned runs are done and answered.
+    def spin_and_leave(self, trips):
+        """Sends a spin request of `trips` iterations on a connection it closes without reading the answer."""
+        body = json.dumps({"inputs": [{"name": "trips", "datatype": "INT64", "shape": [1], "data": [trips]}]}).encode()
+        with socket.create_connection(("127.0.0.1", self.server.http_port), timeout=10) as raw:
+            raw.sendall(b"POST /v2/models/spin/infer HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
+                        % len(body) + body)
+
+    def assert_spin_answers(self):
         status, data, _ = self.infer("spin", {"inputs": [{"name": "trips", "datatype": "INT64", "shape": [1],
                                                           "data": [5]}]})
         self.assertEqual(status, 200, data)
         self.assertEqual(json.loads(data)["outputs"][0]["data"], [5])
+
+    def test_a_client_that_leaves_mid_inference_leaves_the_server_serving(self):
+        for _ in range(8):  # each answer finds its connection closed
+            self.spin_and_leave(100000)
+        # The model has one instance: this answers only once the abandoned runs are done and answered.
+        self.assert_spin_answers()
         self.assertIsNone(self.server.proc.poll())
+
+    def test_a_client_that_leaves_cancels_its_inference(self):
+        self.spin_and_leave(2 ** 40)
+        # The model has one instance and the left request would spin for hours: this is answered only because
+        # the server saw the client leave and stopped that run.
+        self.assert_spin_answers()
 
     # ---- errors -----------------------------------------------------------------------------------------------
 

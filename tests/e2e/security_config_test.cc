@@ -1,7 +1,7 @@
 // The serve flags for TLS, access control, reflection and the metrics listener: what a misconfigured
 // deployment meets first, so every error must name the flag at fault. Also the access decision itself and
 // the table of gRPC methods it is made for.
-#include "server/security_config.h"
+#include "server/protocol/security_config.h"
 
 #include <unistd.h>
 
@@ -11,7 +11,7 @@
 
 #include "grpc_service.pb.h"
 #include "gtest/gtest.h"
-#include "server/grpc_access.h"
+#include "server/protocol/grpc_access.h"
 
 namespace onnxserve::server {
 namespace {

@@ -1,5 +1,5 @@
 // The W3C traceparent parser: the one valid shape of version 00, and the malformed headers it must ignore.
-#include "server/trace_context.h"
+#include "server/observability/trace_context.h"
 
 #include <string>
 

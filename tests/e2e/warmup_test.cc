@@ -1,6 +1,6 @@
 // model_warmup without a server: which inputs each sample builds, how often it runs, and the errors that
-// name a sample and input the config gets wrong. The model is a RunFn that records what it was given.
-#include "server/warmup.h"
+// name a sample and input the config gets wrong. The model is a servable that records what it was given.
+#include "server/serving/warmup.h"
 
 #include <google/protobuf/text_format.h>
 
@@ -22,15 +22,14 @@ inference::ModelConfig Config(const std::string& warmup, int max_batch_size = 8)
   return config;
 }
 
-struct Recorder {
+// A model that records the inputs of each run and answers with its first input, or with `answer` when set.
+struct Recorder : Servable {
   std::vector<std::vector<Tensor>> runs;
   absl::Status answer = absl::OkStatus();
-  RunFn Fn() {
-    return [this](const std::vector<Tensor>& inputs, const RunLimits&) -> absl::StatusOr<std::vector<Tensor>> {
-      runs.push_back(inputs);
-      if (!answer.ok()) return answer;
-      return std::vector<Tensor>{inputs[0]};
-    };
+  void Run(ServableRequest request, ServableDone done) override {
+    runs.push_back(request.inputs);
+    if (!answer.ok()) return done({answer, {}});
+    done({std::vector<Tensor>{request.inputs[0]}, {}});
   }
 };
 
@@ -48,7 +47,7 @@ std::string ZerosAndRandom(int count) {
 
 TEST(WarmupTest, EachSampleRunsCountTimesWithItsBatchAndData) {
   Recorder model;
-  ASSERT_TRUE(Warmup(Config(ZerosAndRandom(3)), model.Fn(), absl::InfiniteDuration()).ok());
+  ASSERT_TRUE(Warmup(Config(ZerosAndRandom(3)), model).ok());
   ASSERT_EQ(model.runs.size(), 3u);
   const std::vector<Tensor>& inputs = model.runs[0];
   ASSERT_EQ(inputs.size(), 2u);  // in config input order: x, n
@@ -60,10 +59,10 @@ TEST(WarmupTest, EachSampleRunsCountTimesWithItsBatchAndData) {
 
 TEST(WarmupTest, CountZeroRunsOnceAndNoSamplesRunNothing) {
   Recorder once;
-  ASSERT_TRUE(Warmup(Config(ZerosAndRandom(0)), once.Fn(), absl::InfiniteDuration()).ok());
+  ASSERT_TRUE(Warmup(Config(ZerosAndRandom(0)), once).ok());
   EXPECT_EQ(once.runs.size(), 1u);
   Recorder none;
-  ASSERT_TRUE(Warmup(Config(""), none.Fn(), absl::InfiniteDuration()).ok());
+  ASSERT_TRUE(Warmup(Config(""), none).ok());
   EXPECT_TRUE(none.runs.empty());
 }
 
@@ -72,7 +71,7 @@ TEST(WarmupTest, RandomFloatsAreInTheUnitInterval) {
   ASSERT_TRUE(Warmup(Config(R"(model_warmup [ { name: "r" batch_size: 8
       inputs { key: "x" value { data_type: TYPE_FP32 dims: [ 16, 3 ] random_data: true } }
       inputs { key: "n" value { data_type: TYPE_INT64 dims: [ 2 ] zero_data: true } } } ])"),
-                     model.Fn(), absl::InfiniteDuration()).ok());
+                     model).ok());
   ASSERT_EQ(model.runs.size(), 1u);
   bool varied = false;
   const auto values = model.runs[0][0].values<float>();
@@ -107,7 +106,7 @@ TEST(WarmupTest, ASampleThatDoesNotFitTheConfigIsAnErrorNamingIt) {
   for (const auto& [sample, message] : cases) {
     Recorder model;
     const absl::Status status =
-        Warmup(Config("model_warmup [ { name: \"bad\" " + sample + " } ]"), model.Fn(), absl::InfiniteDuration());
+        Warmup(Config("model_warmup [ { name: \"bad\" " + sample + " } ]"), model);
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << sample << ": " << status;
     EXPECT_NE(status.message().find("model_warmup \"bad\""), std::string::npos) << status;
     EXPECT_NE(status.message().find(message), std::string::npos) << sample << ": " << status;
@@ -123,17 +122,17 @@ TEST(WarmupTest, WithoutBatchingTheSampleIsTheWholeInputAndBatchSizeOne) {
       inputs { key: "n" value { data_type: TYPE_INT64 dims: [ 2 ] zero_data: true } } } ])");
   };
   const std::string one = sample(1), two = sample(2);
-  ASSERT_TRUE(Warmup(Config(one, 0), model.Fn(), absl::InfiniteDuration()).ok());
+  ASSERT_TRUE(Warmup(Config(one, 0), model).ok());
   ASSERT_EQ(model.runs.size(), 1u);
   EXPECT_EQ(model.runs[0][0].shape(), (Shape{2, 3}));
-  const absl::Status status = Warmup(Config(two, 0), model.Fn(), absl::InfiniteDuration());
+  const absl::Status status = Warmup(Config(two, 0), model);
   EXPECT_NE(status.message().find("batch_size must be in [1, 1] (no batching)"), std::string::npos) << status;
 }
 
 TEST(WarmupTest, AFailedRunFailsTheWarmupWithItsCode) {
   Recorder model;
   model.answer = absl::ResourceExhaustedError("over budget");
-  const absl::Status status = Warmup(Config(ZerosAndRandom(3)), model.Fn(), absl::InfiniteDuration());
+  const absl::Status status = Warmup(Config(ZerosAndRandom(3)), model);
   EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_NE(status.message().find("model_warmup \"sample\": run 1 failed: over budget"), std::string::npos) << status;
   EXPECT_EQ(model.runs.size(), 1u);  // no second run after a failure

@@ -8,8 +8,8 @@
 #include <memory>
 #include <string>
 
-#include "server/config.h"
-#include "server/log.h"
+#include "server/observability/log.h"
+#include "server/serving/config.h"
 #include "tests/fuzz/fuzz_models.h"
 
 namespace {

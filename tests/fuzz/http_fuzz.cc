@@ -1,4 +1,4 @@
-// Fuzz target: raw bytes as one HTTP connection's request stream to the server's HTTP side (server/http.cc:
+// Fuzz target: raw bytes as one HTTP connection's request stream to the server's HTTP side (server/protocol/http.cc:
 // route table, probes, /metrics, body limits, and the KServe REST protocol over a repository holding the
 // "mixed" model of every payload type: JSON and binary-extension inference, metadata, config, statistics,
 // the repository extension) running in this process on an ephemeral loopback port. libmicrohttpd itself is
@@ -18,11 +18,12 @@
 #include <string>
 #include <string_view>
 
-#include "server/log.h"
-#include "server/metrics.h"
-#include "server/repository.h"
-#include "server/rest_api.h"
-#include "server/service.h"
+#include "server/observability/log.h"
+#include "server/observability/metrics.h"
+#include "server/protocol/http.h"
+#include "server/protocol/rest_api.h"
+#include "server/protocol/service.h"
+#include "server/serving/repository.h"
 #include "tests/fuzz/fuzz_models.h"
 
 namespace onnxserve::server {

@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "server/config.h"
-#include "server/service.h"
-#include "tests/fuzz/fuzz_models.h"
+#include "server/protocol/infer_codec.h"
+#include "server/serving/config.h"
 #include "tests/fuzz/fuzz_limits.h"
+#include "tests/fuzz/fuzz_models.h"
 
 namespace onnxserve::server {
 namespace {
@@ -39,7 +39,7 @@ int RunOne(const uint8_t* data, size_t size) {
   const ModelVersion& mv = (data[0] & 1) ? *batched : *unbatched;
   inference::ModelInferRequest wire;
   if (!wire.ParseFromArray(data + 1, static_cast<int>(size - 1))) return 0;
-  QueuedRequest request;
+  ServableRequest request;
   if (!DecodeInputs(mv, wire, request).ok()) return 0;
   if (request.rows < 0 || (mv.config.max_batch_size() > 0 && request.rows > mv.config.max_batch_size())) {
     __builtin_trap();  // the decoder let through a batch the scheduler cannot hold

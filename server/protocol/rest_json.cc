@@ -1,0 +1,494 @@
+#include "server/protocol/rest_json.h"
+
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/util/json_util.h"
+#include "runtime/core/checked_size.h"
+#include "runtime/core/status_macros.h"
+#include "server/serving/datatype.h"
+
+namespace onnxserve::server {
+namespace {
+
+using nlohmann::json;
+
+// Nested `data` arrays deeper than this are refused: more than any tensor's rank, and a bound on the
+// recursion that walks them (nlohmann's parser itself keeps its stack on the heap).
+constexpr int kMaxDataDepth = 64;
+
+absl::Status Invalid(absl::string_view what) { return absl::InvalidArgumentError(what); }
+
+// The member `key` of `object`, or nullptr when it has none.
+const json* Member(const json& object, const char* key) {
+  auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
+// The JSON part of the body: all of it, or the Inference-Header-Content-Length leading bytes.
+absl::StatusOr<size_t> JsonHeaderBytes(size_t body_bytes, std::optional<std::string_view> header_length) {
+  if (!header_length) return body_bytes;
+  uint64_t bytes = 0;
+  if (!absl::SimpleAtoi(std::string(*header_length), &bytes) || bytes > body_bytes) {
+    return Invalid(absl::StrCat("Inference-Header-Content-Length must be a byte count within the body of ",
+                                body_bytes, " bytes"));
+  }
+  return static_cast<size_t>(bytes);
+}
+
+// ---- JSON values to raw little-endian elements ------------------------------------------------------------
+// The host is little-endian (x86-64, as the whole runtime assumes), so an element's bytes are its memory.
+
+template <typename T>
+void AppendBytes(T value, std::string& raw) {
+  char bytes[sizeof(T)];
+  std::memcpy(bytes, &value, sizeof(T));
+  raw.append(bytes, sizeof(T));
+}
+
+// An integer element: a JSON integer within T's range (1.0 or true are not integers).
+template <typename T>
+bool AppendInteger(const json& value, std::string& raw) {
+  if (value.is_number_unsigned()) {
+    const uint64_t u = value.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<T>::max())) return false;
+    AppendBytes(static_cast<T>(u), raw);
+    return true;
+  }
+  if (value.is_number_integer()) {
+    const int64_t i = value.get<int64_t>();  // negative here: non-negative integers parse as unsigned
+    if constexpr (std::is_unsigned_v<T>) {
+      return false;
+    } else {
+      if (i < static_cast<int64_t>(std::numeric_limits<T>::min())) return false;
+      AppendBytes(static_cast<T>(i), raw);
+      return true;
+    }
+  }
+  return false;
+}
+
+// One element of a `type` tensor; false when `value` is not one (the caller names the input).
+bool AppendElement(const json& value, DataType type, std::string& raw) {
+  switch (type) {
+    case DataType::kBool:
+      if (!value.is_boolean()) return false;
+      raw.push_back(value.get<bool>() ? 1 : 0);
+      return true;
+    case DataType::kUint8: return AppendInteger<uint8_t>(value, raw);
+    case DataType::kUint16: return AppendInteger<uint16_t>(value, raw);
+    case DataType::kUint32: return AppendInteger<uint32_t>(value, raw);
+    case DataType::kUint64: return AppendInteger<uint64_t>(value, raw);
+    case DataType::kInt8: return AppendInteger<int8_t>(value, raw);
+    case DataType::kInt16: return AppendInteger<int16_t>(value, raw);
+    case DataType::kInt32: return AppendInteger<int32_t>(value, raw);
+    case DataType::kInt64: return AppendInteger<int64_t>(value, raw);
+    case DataType::kFloat:
+      if (!value.is_number()) return false;
+      AppendBytes(static_cast<float>(value.get<double>()), raw);
+      return true;
+    case DataType::kDouble:
+      if (!value.is_number()) return false;
+      AppendBytes(value.get<double>(), raw);
+      return true;
+    case DataType::kString: {
+      if (!value.is_string()) return false;
+      const std::string& text = value.get_ref<const std::string&>();
+      if (text.size() > std::numeric_limits<uint32_t>::max()) return false;
+      AppendBytes(static_cast<uint32_t>(text.size()), raw);
+      raw += text;
+      return true;
+    }
+    default: return false;  // FP16, BF16: refused before any element is read
+  }
+}
+
+// The scalars of `data`: itself, or the leaves of nested arrays, row-major. INVALID_ARGUMENT past
+// kMaxDataDepth.
+absl::StatusOr<int64_t> CountElements(const json& data, int depth = 0) {
+  if (!data.is_array()) return 1;
+  if (depth >= kMaxDataDepth) return Invalid(absl::StrCat("data is nested deeper than ", kMaxDataDepth));
+  int64_t count = 0;
+  for (const json& item : data) {
+    ASSIGN_OR_RETURN(int64_t n, CountElements(item, depth + 1));
+    count += n;  // at most the body's length: every element takes a byte of it
+  }
+  return count;
+}
+
+// Appends every scalar of `data` (depth already bounded by CountElements); false at the first bad one.
+bool AppendElements(const json& data, DataType type, std::string& raw) {
+  if (!data.is_array()) return AppendElement(data, type, raw);
+  for (const json& item : data) {
+    if (!AppendElements(item, type, raw)) return false;
+  }
+  return true;
+}
+
+// The raw form of an input's JSON `data`, once its element count matches `shape`.
+absl::StatusOr<std::string> RawFromJsonData(const std::string& name, DataType type, const std::string& datatype,
+                                            absl::Span<const int64_t> shape, const json& data) {
+  if (type == DataType::kFloat16 || type == DataType::kBFloat16) {
+    return Invalid(absl::StrCat("input \"", name, "\": ", datatype,
+                                " data cannot be sent as JSON; send it as binary data (binary_data_size)"));
+  }
+  ASSIGN_OR_RETURN(int64_t expected, CheckedElementCount(shape));
+  ASSIGN_OR_RETURN(int64_t count, CountElements(data));
+  if (count != expected) {
+    return Invalid(absl::StrCat("input \"", name, "\": data has ", count, " elements, the shape ",
+                                ShapeToString(Shape(shape.begin(), shape.end())), " holds ", expected));
+  }
+  std::string raw;
+  if (type != DataType::kString) raw.reserve(static_cast<size_t>(count) * ElementSize(type));
+  if (!AppendElements(data, type, raw)) {
+    return Invalid(absl::StrCat("input \"", name, "\": data holds a value that is not ", datatype,
+                                type == DataType::kBool ? " (true or false)"
+                                : type == DataType::kString ? " (a string)"
+                                : type == DataType::kFloat || type == DataType::kDouble ? " (a number)"
+                                                                                : " (an integer in its range)"));
+  }
+  return raw;
+}
+
+// ---- the request ------------------------------------------------------------------------------------------
+
+// A request or input parameter as the gRPC message carries it.
+absl::StatusOr<inference::InferParameter> ParameterFromJson(const std::string& key, const json& value) {
+  inference::InferParameter parameter;
+  if (value.is_boolean()) {
+    parameter.set_bool_param(value.get<bool>());
+  } else if (value.is_number_unsigned()) {
+    const uint64_t u = value.get<uint64_t>();
+    if (u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      parameter.set_int64_param(static_cast<int64_t>(u));
+    } else {
+      parameter.set_uint64_param(u);
+    }
+  } else if (value.is_number_integer()) {
+    parameter.set_int64_param(value.get<int64_t>());
+  } else if (value.is_number_float()) {
+    parameter.set_double_param(value.get<double>());
+  } else if (value.is_string()) {
+    parameter.set_string_param(value.get<std::string>());
+  } else {
+    return Invalid(absl::StrCat("parameter \"", key, "\" must be a bool, a number or a string"));
+  }
+  return parameter;
+}
+
+// Copies `parameters` (a JSON object, when present) into `out`, leaving out the binary data extension's own
+// keys, which only this side reads.
+absl::Status CopyParameters(const json* parameters, google::protobuf::Map<std::string, inference::InferParameter>& out) {
+  if (parameters == nullptr) return absl::OkStatus();
+  if (!parameters->is_object()) return Invalid("parameters must be a JSON object");
+  for (const auto& item : parameters->items()) {
+    if (item.key() == "binary_data_size" || item.key() == "binary_data_output" || item.key() == "binary_data") {
+      continue;
+    }
+    ASSIGN_OR_RETURN(out[item.key()], ParameterFromJson(item.key(), item.value()));
+  }
+  return absl::OkStatus();
+}
+
+// The boolean parameter `key` of `parameters`, or `fallback` when it is absent.
+absl::StatusOr<bool> BoolParameter(const json* parameters, const char* key, bool fallback) {
+  if (parameters == nullptr || !parameters->is_object()) return fallback;
+  const json* value = Member(*parameters, key);
+  if (value == nullptr) return fallback;
+  if (!value->is_boolean()) return Invalid(absl::StrCat("parameter \"", key, "\" must be true or false"));
+  return value->get<bool>();
+}
+
+// The shape of an input: non-negative integers, as many as a tensor may have.
+absl::StatusOr<std::vector<int64_t>> ShapeFromJson(const std::string& name, const json* shape) {
+  if (shape == nullptr || !shape->is_array() || shape->size() > static_cast<size_t>(kMaxDataDepth)) {
+    return Invalid(absl::StrCat("input \"", name, "\": shape must be an array of at most ", kMaxDataDepth,
+                                " dims"));
+  }
+  std::vector<int64_t> dims;
+  for (const json& dim : *shape) {
+    if (!dim.is_number_unsigned() || dim.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return Invalid(absl::StrCat("input \"", name, "\": shape must hold integers >= 0"));
+    }
+    dims.push_back(static_cast<int64_t>(dim.get<uint64_t>()));
+  }
+  return dims;
+}
+
+// The binary data of an input: the next `size` bytes of `binary`, which then starts past them.
+absl::StatusOr<std::string_view> TakeBinary(const std::string& name, const json& size, std::string_view& binary) {
+  if (!size.is_number_unsigned()) {
+    return Invalid(absl::StrCat("input \"", name, "\": binary_data_size must be an integer >= 0"));
+  }
+  const uint64_t bytes = size.get<uint64_t>();
+  if (bytes > binary.size()) {
+    return Invalid(absl::StrCat("input \"", name, "\": binary_data_size ", bytes, " is past the ", binary.size(),
+                                " bytes of binary data left in the body"));
+  }
+  std::string_view taken = binary.substr(0, bytes);
+  binary.remove_prefix(bytes);
+  return taken;
+}
+
+// One element of `inputs`: into wire.inputs and wire.raw_input_contents.
+absl::Status DecodeInput(const json& input, std::string_view& binary, inference::ModelInferRequest& wire) {
+  if (!input.is_object()) return Invalid("every element of inputs must be a JSON object");
+  const json* name = Member(input, "name");
+  const json* datatype = Member(input, "datatype");
+  if (name == nullptr || !name->is_string() || datatype == nullptr || !datatype->is_string()) {
+    return Invalid("every input needs a string name and a string datatype");
+  }
+  auto* tensor = wire.add_inputs();
+  tensor->set_name(name->get<std::string>());
+  tensor->set_datatype(datatype->get<std::string>());
+  ASSIGN_OR_RETURN(std::vector<int64_t> shape, ShapeFromJson(tensor->name(), Member(input, "shape")));
+  for (int64_t dim : shape) tensor->add_shape(dim);
+  const json* parameters = Member(input, "parameters");
+  RETURN_IF_ERROR(CopyParameters(parameters, *tensor->mutable_parameters()));
+  const json* binary_size = parameters != nullptr && parameters->is_object()
+                                ? Member(*parameters, "binary_data_size") : nullptr;
+  const json* data = Member(input, "data");
+  if ((binary_size == nullptr) == (data == nullptr)) {
+    return Invalid(absl::StrCat("input \"", tensor->name(),
+                                "\": give either data or parameters.binary_data_size, not both or neither"));
+  }
+  if (binary_size != nullptr) {
+    ASSIGN_OR_RETURN(std::string_view raw, TakeBinary(tensor->name(), *binary_size, binary));
+    wire.add_raw_input_contents(raw.data(), raw.size());  // the service checks its size against the shape
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(DataType type, DataTypeFromKServe(tensor->datatype()));
+  ASSIGN_OR_RETURN(*wire.add_raw_input_contents(),
+                   RawFromJsonData(tensor->name(), type, tensor->datatype(), shape, *data));
+  return absl::OkStatus();
+}
+
+// `outputs`: the names the reply is limited to, and which of them come back as binary data.
+absl::Status DecodeRequestedOutputs(const json* outputs, RestInferRequest& request) {
+  if (outputs == nullptr) return absl::OkStatus();
+  if (!outputs->is_array()) return Invalid("outputs must be a JSON array");
+  for (const json& output : *outputs) {
+    const json* name = output.is_object() ? Member(output, "name") : nullptr;
+    if (name == nullptr || !name->is_string()) return Invalid("every requested output needs a string name");
+    const json* parameters = Member(output, "parameters");
+    if (parameters != nullptr && parameters->is_object() && parameters->contains("classification")) {
+      return absl::UnimplementedError("the classification extension is not supported");
+    }
+    ASSIGN_OR_RETURN(bool binary, BoolParameter(parameters, "binary_data", request.binary_by_default));
+    request.binary_outputs[name->get<std::string>()] = binary;
+    auto* wanted = request.wire.add_outputs();
+    wanted->set_name(name->get<std::string>());
+    RETURN_IF_ERROR(CopyParameters(parameters, *wanted->mutable_parameters()));
+  }
+  return absl::OkStatus();
+}
+
+// ---- the response -----------------------------------------------------------------------------------------
+
+template <typename T>
+T ReadElement(const char* bytes) {
+  T value;
+  std::memcpy(&value, bytes, sizeof(T));
+  return value;
+}
+
+// The elements of a raw BYTES tensor as JSON strings.
+absl::StatusOr<json> StringsToJson(const std::string& name, std::string_view raw) {
+  json data = json::array();
+  while (!raw.empty()) {
+    if (raw.size() < 4) return absl::InternalError(absl::StrCat("output \"", name, "\": truncated BYTES element"));
+    const uint32_t length = ReadElement<uint32_t>(raw.data());
+    raw.remove_prefix(4);
+    if (length > raw.size()) return absl::InternalError(absl::StrCat("output \"", name, "\": truncated BYTES element"));
+    data.push_back(std::string(raw.substr(0, length)));
+    raw.remove_prefix(length);
+  }
+  return data;
+}
+
+template <typename T>
+json ElementsToJson(std::string_view raw) {
+  json data = json::array();
+  for (size_t offset = 0; offset + sizeof(T) <= raw.size(); offset += sizeof(T)) {
+    data.push_back(ReadElement<T>(raw.data() + offset));
+  }
+  return data;
+}
+
+// The elements of raw tensor `name`, flat, as Triton writes them.
+absl::StatusOr<json> RawToJsonData(const std::string& name, const std::string& datatype, std::string_view raw) {
+  ASSIGN_OR_RETURN(DataType type, DataTypeFromKServe(datatype));
+  switch (type) {
+    case DataType::kBool: {
+      json data = json::array();
+      for (char byte : raw) data.push_back(byte != 0);
+      return data;
+    }
+    case DataType::kUint8: return ElementsToJson<uint8_t>(raw);
+    case DataType::kUint16: return ElementsToJson<uint16_t>(raw);
+    case DataType::kUint32: return ElementsToJson<uint32_t>(raw);
+    case DataType::kUint64: return ElementsToJson<uint64_t>(raw);
+    case DataType::kInt8: return ElementsToJson<int8_t>(raw);
+    case DataType::kInt16: return ElementsToJson<int16_t>(raw);
+    case DataType::kInt32: return ElementsToJson<int32_t>(raw);
+    case DataType::kInt64: return ElementsToJson<int64_t>(raw);
+    case DataType::kFloat: return ElementsToJson<float>(raw);
+    case DataType::kDouble: return ElementsToJson<double>(raw);
+    case DataType::kString: return StringsToJson(name, raw);
+    default:
+      return Invalid(absl::StrCat("tensor \"", name, "\": ", datatype,
+                                  " data cannot be sent as JSON; send it as binary data (binary_data)"));
+  }
+}
+
+// Rewrites the 64-bit integer fields of `object` (a message of `type` in protobuf's JSON form) as numbers.
+void Int64FieldsAsNumbers(const google::protobuf::Descriptor& type, json& object);
+
+void Int64ValueAsNumber(const google::protobuf::FieldDescriptor& field, json& value) {
+  using google::protobuf::FieldDescriptor;
+  if (!value.is_string() && field.cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE) return;
+  switch (field.cpp_type()) {
+    case FieldDescriptor::CPPTYPE_INT64: {
+      int64_t number = 0;
+      if (absl::SimpleAtoi(value.get_ref<const std::string&>(), &number)) value = number;
+      break;
+    }
+    case FieldDescriptor::CPPTYPE_UINT64: {
+      uint64_t number = 0;
+      if (absl::SimpleAtoi(value.get_ref<const std::string&>(), &number)) value = number;
+      break;
+    }
+    case FieldDescriptor::CPPTYPE_MESSAGE: Int64FieldsAsNumbers(*field.message_type(), value); break;
+    default: break;
+  }
+}
+
+void Int64FieldsAsNumbers(const google::protobuf::Descriptor& type, json& object) {
+  if (!object.is_object()) return;
+  for (int i = 0; i < type.field_count(); ++i) {
+    const google::protobuf::FieldDescriptor& field = *type.field(i);
+    auto it = object.find(field.name());
+    if (it == object.end()) continue;
+    if (field.is_map()) {
+      for (auto& entry : it->items()) Int64ValueAsNumber(*field.message_type()->map_value(), entry.value());
+    } else if (field.is_repeated()) {
+      for (json& element : *it) Int64ValueAsNumber(field, element);
+    } else {
+      Int64ValueAsNumber(field, *it);
+    }
+  }
+}
+
+// A tensor (an input of a request or an output of a response) as REST JSON: its elements in `data`, or, when
+// `as_binary`, appended to `binary` with their size in parameters.binary_data_size.
+template <typename Tensor>
+absl::StatusOr<json> EncodeTensor(const Tensor& tensor, const std::string& raw, bool as_binary, std::string& binary) {
+  json encoded = {{"name", tensor.name()}, {"datatype", tensor.datatype()},
+                  {"shape", std::vector<int64_t>(tensor.shape().begin(), tensor.shape().end())}};
+  if (as_binary) {
+    encoded["parameters"] = {{"binary_data_size", raw.size()}};
+    binary += raw;
+  } else {
+    ASSIGN_OR_RETURN(encoded["data"], RawToJsonData(tensor.name(), tensor.datatype(), raw));
+  }
+  return encoded;
+}
+
+// `doc` as text, followed by `binary` when some tensor went as binary data (even an empty one: the reader then
+// still gets the Inference-Header-Content-Length it looks for).
+RestBody JoinBody(const json& doc, const std::string& binary, bool any_binary) {
+  RestBody out;
+  out.body = DumpJson(doc);
+  if (any_binary) {
+    out.json_bytes = out.body.size();
+    out.body += binary;
+  }
+  return out;
+}
+
+}  // namespace
+
+bool RestInferRequest::OutputIsBinary(const std::string& name) const {
+  auto it = binary_outputs.find(name);
+  return it == binary_outputs.end() ? binary_by_default : it->second;
+}
+
+absl::StatusOr<RestInferRequest> DecodeRestInferRequest(std::string_view body,
+                                                        std::optional<std::string_view> header_length) {
+  ASSIGN_OR_RETURN(size_t json_bytes, JsonHeaderBytes(body.size(), header_length));
+  const json doc = json::parse(body.substr(0, json_bytes), nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) return Invalid("the request is not a JSON object");
+  RestInferRequest request;
+  if (const json* id = Member(doc, "id"); id != nullptr) {
+    if (!id->is_string()) return Invalid("id must be a string");
+    request.wire.set_id(id->get<std::string>());
+  }
+  const json* parameters = Member(doc, "parameters");
+  ASSIGN_OR_RETURN(request.binary_by_default, BoolParameter(parameters, "binary_data_output", false));
+  RETURN_IF_ERROR(CopyParameters(parameters, *request.wire.mutable_parameters()));
+  const json* inputs = Member(doc, "inputs");
+  if (inputs == nullptr || !inputs->is_array()) return Invalid("inputs must be a JSON array");
+  std::string_view binary = body.substr(json_bytes);
+  for (const json& input : *inputs) RETURN_IF_ERROR(DecodeInput(input, binary, request.wire));
+  if (!binary.empty()) {
+    return Invalid(absl::StrCat(binary.size(), " bytes of binary data follow the inputs' binary_data_size total"));
+  }
+  RETURN_IF_ERROR(DecodeRequestedOutputs(Member(doc, "outputs"), request));
+  return request;
+}
+
+absl::StatusOr<RestBody> EncodeRestInferResponse(const inference::ModelInferResponse& response,
+                                                 const RestInferRequest& request) {
+  json doc = {{"model_name", response.model_name()}, {"model_version", response.model_version()}};
+  if (!response.id().empty()) doc["id"] = response.id();
+  json outputs = json::array();
+  std::string binary;
+  bool any_binary = false;
+  for (int i = 0; i < response.outputs_size(); ++i) {
+    const auto& output = response.outputs(i);
+    const bool as_binary = request.OutputIsBinary(output.name());
+    any_binary |= as_binary;
+    ASSIGN_OR_RETURN(json encoded, EncodeTensor(output, response.raw_output_contents(i), as_binary, binary));
+    outputs.push_back(std::move(encoded));
+  }
+  doc["outputs"] = std::move(outputs);
+  return JoinBody(doc, binary, any_binary);
+}
+
+absl::StatusOr<RestBody> EncodeRestInferRequest(const inference::ModelInferRequest& request, bool binary_data) {
+  if (request.raw_input_contents_size() != request.inputs_size()) {
+    return Invalid("a REST request is encoded from raw_input_contents, one for each input");
+  }
+  json inputs = json::array();
+  std::string binary;
+  for (int i = 0; i < request.inputs_size(); ++i) {
+    ASSIGN_OR_RETURN(json encoded, EncodeTensor(request.inputs(i), request.raw_input_contents(i), binary_data, binary));
+    inputs.push_back(std::move(encoded));
+  }
+  json doc = {{"inputs", std::move(inputs)}};
+  if (binary_data) doc["parameters"] = {{"binary_data_output", true}};
+  return JoinBody(doc, binary, binary_data && request.inputs_size() > 0);
+}
+
+nlohmann::json ProtoToJson(const google::protobuf::Message& message) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  std::string text;
+  if (!google::protobuf::util::MessageToJsonString(message, &text, options).ok()) return json::object();
+  json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return json::object();
+  Int64FieldsAsNumbers(*message.GetDescriptor(), doc);
+  return doc;
+}
+
+std::string DumpJson(const nlohmann::json& value) {
+  return value.dump(-1, ' ', /*ensure_ascii=*/false, json::error_handler_t::replace);
+}
+
+}  // namespace onnxserve::server
