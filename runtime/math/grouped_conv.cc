@@ -93,9 +93,10 @@ int64_t PlaneFloats(const GroupedConvShape& shape, const grouped::GroupGeometry&
   return plane;
 }
 
-// The channel-blocked path's padded sources stay below this many floats (32 KiB, half of L1).
-// Larger maps amortize their per-channel copies over enough outputs for the plane-by-plane path.
-constexpr int64_t kMaxBlockedSourceFloats = 8192;
+// Padded pixels of the maps that run in channel blocks (a 20x20 padded map; 28x28 ones were as fast plane
+// by plane, AVX2 and AVX-512 alike): larger maps amortize their per-channel copies over enough outputs,
+// and their blocks' sources (up to 32 KiB here, for 16 lanes) would leave L1.
+constexpr int64_t kMaxBlockedPixels = 512;
 
 // The padded pixels outputs of `s` reach: rows and columns from the first pad to the last tap read.
 struct PaddedReach {
@@ -107,24 +108,21 @@ PaddedReach ReachOf(const GroupedConvShape& s) {
           (s.out_w - 1) * s.stride_w + (s.kernel_w - 1) * s.dilation_w + 1};
 }
 
-// A channel block's source (BlockGeometry): a vector per padded pixel and the trash slot, or INT64_MAX
-// when that does not fit in int64.
-int64_t BlockedSourceFloats(const GroupedConvShape& s, Isa isa) {
+// The padded pixels outputs of `s` read, or INT64_MAX when that does not fit in int64.
+int64_t PaddedPixels(const GroupedConvShape& s) {
   const PaddedReach reach = ReachOf(s);
-  int64_t pixels = 0, floats = 0;
-  if (__builtin_mul_overflow(reach.rows, reach.columns, &pixels) ||
-      __builtin_mul_overflow(pixels + 1, Lanes(isa), &floats)) {
-    return INT64_MAX;
-  }
-  return floats;
+  int64_t pixels = 0;
+  return __builtin_mul_overflow(reach.rows, reach.columns, &pixels) ? INT64_MAX : pixels;
 }
 
 // Whether `s` runs in channel blocks (grouped_conv_kernels.h, BlockGeometry): depthwise with one map per
-// channel, at least a vector's lanes of channels, and maps small enough for a block's source to stay in L1.
+// channel, at least a vector's lanes of channels, and small maps.
 bool IsChannelBlocked(const GroupedConvShape& s, Isa isa) {
-  return s.group_channels == 1 && s.group_maps == 1 && s.groups >= Lanes(isa) &&
-         BlockedSourceFloats(s, isa) <= kMaxBlockedSourceFloats;
+  return s.group_channels == 1 && s.group_maps == 1 && s.groups >= Lanes(isa) && PaddedPixels(s) <= kMaxBlockedPixels;
 }
+
+// A channel block's source: a vector per padded pixel and the trash slot (only for IsChannelBlocked shapes).
+int64_t BlockedSourceFloats(const GroupedConvShape& s, Isa isa) { return (PaddedPixels(s) + 1) * Lanes(isa); }
 
 // The weights and a step's sums and Z vectors (BlockData::scratch).
 int64_t BlockedWorkFloats(const GroupedConvShape& s) {
