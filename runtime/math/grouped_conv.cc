@@ -116,9 +116,11 @@ int64_t PaddedPixels(const GroupedConvShape& s) {
 }
 
 // Whether `s` runs in channel blocks (grouped_conv_kernels.h, BlockGeometry): depthwise with one map per
-// channel, at least a vector's lanes of channels, and small maps.
+// channel, at least a vector's lanes of channels, and small maps. The image is small too: every pixel of
+// it is transposed, read or not (a 1x1 kernel of stride 1000 reads one pixel of 1000 x 1000).
 bool IsChannelBlocked(const GroupedConvShape& s, Isa isa) {
-  return s.group_channels == 1 && s.group_maps == 1 && s.groups >= Lanes(isa) && PaddedPixels(s) <= kMaxBlockedPixels;
+  return s.group_channels == 1 && s.group_maps == 1 && s.groups >= Lanes(isa) && PaddedPixels(s) <= kMaxBlockedPixels &&
+         s.in_h <= kMaxBlockedPixels && s.in_w <= kMaxBlockedPixels && s.in_h * s.in_w <= kMaxBlockedPixels;
 }
 
 // A channel block's source: a vector per padded pixel and the trash slot (only for IsChannelBlocked shapes).
