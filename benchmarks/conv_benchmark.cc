@@ -126,6 +126,9 @@ BENCHMARK(BM_Conv)
     ->Args({576, 14, 96, 1, 1, 1, 1})
     ->Args({960, 7, 160, 1, 1, 1, 1})
     ->Args({160, 7, 960, 1, 1, 1, 1})
+    // MobileNetV3's squeeze-and-excitation 1x1 convs on the pooled 1x1 map: matrix-vector products.
+    ->Args({960, 1, 240, 1, 1, 1, 1})
+    ->Args({240, 1, 960, 1, 1, 1, 1})
     ->Unit(benchmark::kMicrosecond);
 
 void BM_DepthwiseConv(benchmark::State& state) {
