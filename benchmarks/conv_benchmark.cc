@@ -154,7 +154,9 @@ BENCHMARK(BM_DepthwiseConv)
     ->Args({32, 112, 3, 1, 2})
     ->Args({144, 56, 3, 1, 2})
     ->Args({960, 7, 3, 1, 2})
-    // MobileNetV3-Large's last 5x5 ones: 672 channels 14x14 -> 7x7, 960 on 7x7.
+    // MobileNetV3's 28x28 -> 14x14 downsampling (plane by plane: its 29x29 padded pixels are past the
+    // channel blocks' bound), MobileNetV3-Large's last 5x5 ones: 672 channels 14x14 -> 7x7, 960 on 7x7.
+    ->Args({192, 28, 3, 2, 1})
     ->Args({672, 14, 5, 2, 1})
     ->Args({960, 7, 5, 1, 1})
     ->Unit(benchmark::kMicrosecond);
