@@ -1,6 +1,7 @@
 #include "runtime/math/grouped_conv.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -136,22 +137,23 @@ void ConvolveChannelBlocks(const GroupedConvShape& s, const float* x, const floa
                            const GroupedConvEpilogue& epilogue, float* y, ThreadPool& pool, Isa isa) {
   const int64_t lanes = Lanes(isa), in_size = s.in_h * s.in_w, out_size = s.out_h * s.out_w;
   const PaddedReach reach = ReachOf(s);
-  const int64_t trash = reach.rows * reach.columns * lanes;
-  std::vector<int64_t> input_slots(static_cast<size_t>(in_size), trash);
+  // The offset tables (BlockGeometry) on the stack: IsChannelBlocked bounds the image, the outputs (and so
+  // their count rounded up to a step) and the taps by kMaxBlockedPixels.
+  static_assert(kMaxBlockedPixels % grouped::kBlockPixels == 0);
+  std::array<int64_t, kMaxBlockedPixels> input_slots, output_reads, tap_offsets;
+  std::fill_n(input_slots.begin(), in_size, reach.rows * reach.columns * lanes);  // the trash slot
   for (int64_t ih = 0; ih < s.in_h && ih + s.pad_top < reach.rows; ++ih) {
     for (int64_t iw = 0; iw < s.in_w && iw + s.pad_left < reach.columns; ++iw) {
       input_slots[ih * s.in_w + iw] = ((ih + s.pad_top) * reach.columns + iw + s.pad_left) * lanes;
     }
   }
-  std::vector<int64_t> output_reads(static_cast<size_t>(RoundUp(out_size, grouped::kBlockPixels)));
-  for (int64_t f = 0; f < static_cast<int64_t>(output_reads.size()); ++f) {
+  for (int64_t f = 0; f < RoundUp(out_size, grouped::kBlockPixels); ++f) {
     const int64_t pixel = std::min(f, out_size - 1), oh = pixel / s.out_w, ow = pixel % s.out_w;
     output_reads[f] = (oh * s.stride_h * reach.columns + ow * s.stride_w) * lanes;
   }
-  std::vector<int64_t> tap_offsets;
   for (int64_t kh = 0; kh < s.kernel_h; ++kh) {
     for (int64_t kw = 0; kw < s.kernel_w; ++kw) {
-      tap_offsets.push_back((kh * s.dilation_h * reach.columns + kw * s.dilation_w) * lanes);
+      tap_offsets[kh * s.kernel_w + kw] = (kh * s.dilation_h * reach.columns + kw * s.dilation_w) * lanes;
     }
   }
   const grouped::BlockGeometry g{
