@@ -94,9 +94,10 @@ int64_t PlaneFloats(const GroupedConvShape& shape, const grouped::GroupGeometry&
   return plane;
 }
 
-// Padded pixels of the maps that run in channel blocks (a 20x20 padded map; 28x28 ones were as fast plane
-// by plane, AVX2 and AVX-512 alike): larger maps amortize their per-channel copies over enough outputs,
-// and their blocks' sources (up to 32 KiB here, for 16 lanes) would leave L1.
+// Padded pixels of the maps that run in channel blocks (a 20x20 padded map). Larger maps amortize their
+// per-channel copies over enough outputs, and their blocks' sources (up to 32 KiB here, for 16 lanes)
+// leave L1: blocked, 28x28 maps were no faster on AVX2 (75 against 71 us for 192 channels) and, at
+// stride 2, four times slower on AVX-512 (conv_benchmark's BM_DepthwiseConv).
 constexpr int64_t kMaxBlockedPixels = 512;
 
 // The padded pixels outputs of `s` reach: rows and columns from the first pad to the last tap read.

@@ -186,12 +186,15 @@ TEST_P(GroupedConvTest, ManyChannelsOfSmallMapsRunInChannelBlocks) {
   // time (grouped_conv_kernels.h, BlockGeometry): the keyword spotter's 64 channels of 25x5, MobileNet's
   // 7x7 and 14x14 ones at stride 1 and 2, 3x3 and 5x5 and other kernels, dilation, asymmetric pads and
   // pads wider than the kernel, one-pixel and one-column maps, channel counts that leave a partial last
-  // block (1 to 3 channels past a whole 4, 17 and 33: one past a block of 16), batches and two threads.
+  // block (1 to 3 channels past a whole 4, 17 and 33: one past a block of 16), batches and two threads
+  // (2 x 70 channels of 14x14: enough work to split the blocks over them).
   const Case cases[] = {
       {.batch = 1, .groups = 64, .group_maps = 1, .in_h = 25, .in_w = 5, .kernel_h = 3, .kernel_w = 3,
        .stride_h = 1, .stride_w = 1, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1},
       {.batch = 2, .groups = 17, .group_maps = 1, .in_h = 7, .in_w = 7, .kernel_h = 5, .kernel_w = 5,
        .stride_h = 1, .stride_w = 1, .pad_top = 2, .pad_left = 2, .pad_bottom = 2, .pad_right = 2, .threads = 2},
+      {.batch = 2, .groups = 70, .group_maps = 1, .in_h = 14, .in_w = 14, .kernel_h = 3, .kernel_w = 3,
+       .stride_h = 1, .stride_w = 1, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1, .threads = 2},
       {.batch = 1, .groups = 35, .group_maps = 1, .in_h = 14, .in_w = 14, .kernel_h = 3, .kernel_w = 3,
        .stride_h = 2, .stride_w = 2, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1},
       {.batch = 1, .groups = 33, .group_maps = 1, .in_h = 9, .in_w = 11, .kernel_h = 3, .kernel_w = 3,
