@@ -1,7 +1,7 @@
 // Conv and ConvTranspose kernels through the registry on ResNet-50's layer shapes (batch 1, one thread by
 // default), reporting GFLOP/s: the im2col + GEMM path, the 1x1 direct-GEMM path and the 7x7/2 stem; the
-// fused Conv + residual Add + Relu of a bottleneck's last 1x1; MobileNet's depthwise layers; MobileNetV3's
-// layers with HardSwish fused or not; and the stem's 3x3/2 MaxPool.
+// fused Conv + residual Add + Relu of a bottleneck's last 1x1; MobileNet's depthwise layers and the
+// keyword spotter's; MobileNetV3's layers with HardSwish fused or not; and the stem's 3x3/2 MaxPool.
 // Args: C, H(=W), M, kernel, stride, threads, W constant (1: given at load, as a model's initializer is,
 // so Conv packs it once; 0: a runtime input, the OpenBLAS path).
 #include <algorithm>
@@ -126,6 +126,9 @@ BENCHMARK(BM_Conv)
     ->Args({576, 14, 96, 1, 1, 1, 1})
     ->Args({960, 7, 160, 1, 1, 1, 1})
     ->Args({160, 7, 960, 1, 1, 1, 1})
+    // MobileNetV3's squeeze-and-excitation 1x1 convs on the pooled 1x1 map: matrix-vector products.
+    ->Args({960, 1, 240, 1, 1, 1, 1})
+    ->Args({240, 1, 960, 1, 1, 1, 1})
     ->Unit(benchmark::kMicrosecond);
 
 void BM_DepthwiseConv(benchmark::State& state) {
@@ -151,6 +154,24 @@ BENCHMARK(BM_DepthwiseConv)
     ->Args({32, 112, 3, 1, 2})
     ->Args({144, 56, 3, 1, 2})
     ->Args({960, 7, 3, 1, 2})
+    // MobileNetV3's 28x28 -> 14x14 downsampling (plane by plane: its 29x29 padded pixels are past the
+    // channel blocks' bound), MobileNetV3-Large's last 5x5 ones: 672 channels 14x14 -> 7x7, 960 on 7x7.
+    ->Args({192, 28, 3, 2, 1})
+    ->Args({672, 14, 5, 2, 1})
+    ->Args({960, 7, 5, 1, 1})
+    ->Unit(benchmark::kMicrosecond);
+
+void BM_DepthwiseConvRectangular(benchmark::State& state) {
+  const int64_t c = state.range(0), h = state.range(1), w = state.range(2);
+  RunConvNode(state, "Conv", {1, c, h, w}, {c, 1, 3, 3}, 1, 1, static_cast<int>(state.range(3)), true,
+              2.0 * c * 9 * h * w, {}, c);
+}
+// The keyword-spotting DS-CNN's depthwise 3x3 layers (tools/ort_compare/make_kws.py): 64 channels of 25x5.
+BENCHMARK(BM_DepthwiseConvRectangular)
+    ->ArgNames({"C", "H", "W", "threads"})
+    ->Args({64, 25, 5, 1})
+    ->Args({64, 25, 5, 2})
+    ->Args({172, 25, 5, 1})
     ->Unit(benchmark::kMicrosecond);
 
 void BM_GroupedConv(benchmark::State& state) {

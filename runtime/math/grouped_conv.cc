@@ -1,6 +1,7 @@
 #include "runtime/math/grouped_conv.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -107,9 +108,115 @@ int64_t PlaneFloats(const GroupedConvShape& shape, const grouped::GroupGeometry&
   return plane;
 }
 
+// Padded pixels of the maps that run in channel blocks (a 20x20 padded map). Larger maps amortize their
+// per-channel copies over enough outputs, and their blocks' sources (up to 32 KiB here, for 16 lanes)
+// leave L1: blocked, 28x28 maps were no faster on AVX2 (75 against 71 us for 192 channels) and, at
+// stride 2, four times slower on AVX-512 (conv_benchmark's BM_DepthwiseConv).
+constexpr int64_t kMaxBlockedPixels = 512;
+
+// The padded pixels outputs of `s` reach: rows and columns from the first pad to the last tap read.
+struct PaddedReach {
+  int64_t rows, columns;
+};
+
+PaddedReach ReachOf(const GroupedConvShape& s) {
+  return {(s.out_h - 1) * s.stride_h + (s.kernel_h - 1) * s.dilation_h + 1,
+          (s.out_w - 1) * s.stride_w + (s.kernel_w - 1) * s.dilation_w + 1};
+}
+
+// The padded pixels outputs of `s` read, or INT64_MAX when that does not fit in int64.
+int64_t PaddedPixels(const GroupedConvShape& s) {
+  const PaddedReach reach = ReachOf(s);
+  int64_t pixels = 0;
+  return __builtin_mul_overflow(reach.rows, reach.columns, &pixels) ? INT64_MAX : pixels;
+}
+
+// Whether `s` runs in channel blocks (grouped_conv_kernels.h, BlockGeometry): depthwise with one map per
+// channel, at least a vector's lanes of channels, and small maps. The image is small too: every pixel of
+// it is transposed, read or not (a 1x1 kernel of stride 1000 reads one pixel of 1000 x 1000).
+bool IsChannelBlocked(const GroupedConvShape& s, Isa isa) {
+  return s.group_channels == 1 && s.group_maps == 1 && s.groups >= Lanes(isa) && PaddedPixels(s) <= kMaxBlockedPixels &&
+         s.in_h <= kMaxBlockedPixels && s.in_w <= kMaxBlockedPixels && s.in_h * s.in_w <= kMaxBlockedPixels;
+}
+
+// A channel block's source: a vector per padded pixel and the trash slot (only for IsChannelBlocked shapes).
+int64_t BlockedSourceFloats(const GroupedConvShape& s, Isa isa) { return (PaddedPixels(s) + 1) * Lanes(isa); }
+
+// The weights and a step's sums and Z vectors (BlockData::scratch).
+int64_t BlockedWorkFloats(const GroupedConvShape& s) {
+  return (s.kernel_h * s.kernel_w + 2 * grouped::kBlockPixels) * grouped::kMaxLanes;
+}
+
+// Depthwise `shape` in blocks of a vector's lanes of channels (IsChannelBlocked).
+void ConvolveChannelBlocks(const GroupedConvShape& s, const float* x, const float* w,
+                           const GroupedConvEpilogue& epilogue, float* y, ThreadPool& pool, Isa isa) {
+  const int64_t lanes = Lanes(isa), in_size = s.in_h * s.in_w, out_size = s.out_h * s.out_w;
+  const PaddedReach reach = ReachOf(s);
+  // The offset tables (BlockGeometry) on the stack: IsChannelBlocked bounds the image, the outputs (and so
+  // their count rounded up to a step) and the taps by kMaxBlockedPixels.
+  static_assert(kMaxBlockedPixels % grouped::kBlockPixels == 0);
+  std::array<int64_t, kMaxBlockedPixels> input_slots, output_reads, tap_offsets;
+  std::fill_n(input_slots.begin(), in_size, reach.rows * reach.columns * lanes);  // the trash slot
+  for (int64_t ih = 0; ih < s.in_h && ih + s.pad_top < reach.rows; ++ih) {
+    for (int64_t iw = 0; iw < s.in_w && iw + s.pad_left < reach.columns; ++iw) {
+      input_slots[ih * s.in_w + iw] = ((ih + s.pad_top) * reach.columns + iw + s.pad_left) * lanes;
+    }
+  }
+  for (int64_t f = 0; f < RoundUp(out_size, grouped::kBlockPixels); ++f) {
+    const int64_t pixel = std::min(f, out_size - 1), oh = pixel / s.out_w, ow = pixel % s.out_w;
+    output_reads[f] = (oh * s.stride_h * reach.columns + ow * s.stride_w) * lanes;
+  }
+  for (int64_t kh = 0; kh < s.kernel_h; ++kh) {
+    for (int64_t kw = 0; kw < s.kernel_w; ++kw) {
+      tap_offsets[kh * s.kernel_w + kw] = (kh * s.dilation_h * reach.columns + kw * s.dilation_w) * lanes;
+    }
+  }
+  const grouped::BlockGeometry g{
+      .in_size = in_size,
+      .out_size = out_size,
+      .taps = s.kernel_h * s.kernel_w,
+      .depthwise3 = s.kernel_h == 3 && s.kernel_w == 3,
+      .depthwise5 = s.kernel_h == 5 && s.kernel_w == 5,
+      .input_slots = input_slots.data(),
+      .output_reads = output_reads.data(),
+      .tap_offsets = tap_offsets.data(),
+  };
+  const grouped::Kernels& kernels = KernelsFor(isa);
+  const vec::VectorKernels& vec_kernels = vec::KernelsFor(isa);
+  const int64_t blocks = (s.groups + lanes - 1) / lanes, source_floats = BlockedSourceFloats(s, isa);
+  auto convolve = [&](int64_t begin, int64_t end) {
+    float* source = ThreadScratch(ScratchSlot::kGroupPlanes, source_floats + BlockedWorkFloats(s));
+    std::fill(source, source + source_floats, 0.0f);
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t n = i / blocks, first = i % blocks * lanes, channel = n * s.groups + first;
+      kernels.convolve_channel_block(
+          g, {
+                 .channels = std::min(lanes, s.groups - first),
+                 .x = x + channel * in_size,
+                 .w = w + first * g.taps,
+                 .bias = epilogue.bias != nullptr ? epilogue.bias + first : nullptr,
+                 .z = epilogue.z != nullptr ? epilogue.z + channel * out_size : nullptr,
+                 .relu = epilogue.activation.kind == ActivationKind::kRelu,
+                 .vec = AppliedAfterStore(epilogue.activation) ? &vec_kernels : nullptr,
+                 .activation = epilogue.activation,
+                 .y = y + channel * out_size,
+                 .source = source,
+                 .scratch = source + source_floats,
+             });
+    }
+  };
+  const int64_t units = s.batch * blocks;
+  if (pool.num_threads() == 1 || s.batch * s.groups * out_size * g.taps < kMinParallelWork) {
+    convolve(0, units);
+  } else {
+    pool.ParallelFor(units, 1, convolve);
+  }
+}
+
 }  // namespace
 
 int64_t GroupedConvScratchFloats(const GroupedConvShape& shape, Isa isa) {
+  if (IsChannelBlocked(shape, isa)) return BlockedSourceFloats(shape, isa) + BlockedWorkFloats(shape);
   // The planes, and room for a row's last copy to write whole vectors (CopyImage).
   int64_t planes = 0, floats = 0;
   if (__builtin_mul_overflow(PlaneFloats(shape, GeometryOf(shape, isa)), shape.group_channels, &planes) ||
@@ -123,6 +230,7 @@ void GroupedConv2D(const GroupedConvShape& shape, const float* x, const float* w
                    float* y, ThreadPool& pool, Isa isa) {
   const int64_t units = shape.batch * shape.groups, map_size = shape.out_h * shape.out_w;
   if (units == 0 || map_size == 0) return;
+  if (IsChannelBlocked(shape, isa)) return ConvolveChannelBlocks(shape, x, w, epilogue, y, pool, isa);
   grouped::GroupGeometry g = GeometryOf(shape, isa);
   g.plane_floats = PlaneFloats(shape, g);
   std::vector<int64_t> tap_offsets;

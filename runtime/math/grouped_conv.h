@@ -5,7 +5,9 @@
 // im2col + GEMM per group would multiply matrices of a few rows, and building and packing the columns
 // would cost more than the multiply-adds; this reads each input plane
 // once into a zero-padded copy (split by column phase for strides above 1, so every tap is a contiguous
-// load) and runs each output row through vector FMAs, one (channel, tap) at a time.
+// load) and runs each output row through vector FMAs, one (channel, tap) at a time. Depthwise layers of
+// many channels on small maps (MobileNet's 14x14 and 7x7, a keyword spotter's 25x5) instead go a vector's
+// lanes of channels at a time, a vector per pixel, so no per-channel row copies or stores remain.
 //
 // Kernels exist for AVX-512F, AVX2 + FMA and a baseline SSE2 one (runtime/math/isa.h picks by default).
 #pragma once

@@ -1,6 +1,7 @@
 // The grouped convolution in AVX2 + FMA: eight output columns per ymm vector.
 #include <immintrin.h>
 
+#include "runtime/math/grouped_conv_blocked_impl.h"
 #include "runtime/math/grouped_conv_impl.h"
 
 namespace onnxserve::grouped {
@@ -33,6 +34,7 @@ struct Avx2 {
 
 }  // namespace
 
-const Kernels kAvx2Kernels = {.convolve_group = ConvolveGroup<Avx2>};
+const Kernels kAvx2Kernels = {.convolve_group = ConvolveGroup<Avx2>,
+                              .convolve_channel_block = ConvolveChannelBlock<Avx2>};
 
 }  // namespace onnxserve::grouped

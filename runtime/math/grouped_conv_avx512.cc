@@ -1,6 +1,7 @@
 // The grouped convolution in AVX-512F: sixteen output columns per zmm vector.
 #include <immintrin.h>
 
+#include "runtime/math/grouped_conv_blocked_impl.h"
 #include "runtime/math/grouped_conv_impl.h"
 
 namespace onnxserve::grouped {
@@ -30,6 +31,7 @@ struct Avx512 {
 
 }  // namespace
 
-const Kernels kAvx512Kernels = {.convolve_group = ConvolveGroup<Avx512>};
+const Kernels kAvx512Kernels = {.convolve_group = ConvolveGroup<Avx512>,
+                                .convolve_channel_block = ConvolveChannelBlock<Avx512>};
 
 }  // namespace onnxserve::grouped

@@ -57,9 +57,44 @@ struct GroupData {
 // Flat maps are computed in blocks of this many floats (4 vectors of the widest kernel).
 inline constexpr int kFlatBlock = 4 * kMaxLanes;
 
+// Depthwise convolutions (one channel, one map per group) of small maps in blocks of a vector's lanes of
+// channels: the source holds the padded planes of the block's channels pixel by pixel, a vector per pixel
+// (lane l: channel l), so each tap of kBlockPixels output pixels is one multiply-add per pixel, with no
+// per-channel copies or row stores. The planes are transposed in, the sums out, 4 x 4 at a time. A map
+// of 25 x 5 would otherwise pay 25 row copies and 25 row stores per channel for 9 multiply-adds a pixel.
+// Offsets count floats; a source is (padded pixels + 1) vectors, its last one the trash slot.
+struct BlockGeometry {
+  int64_t in_size, out_size;     // pixels of an input plane and of an output map
+  int64_t taps;                  // kernel_h * kernel_w
+  bool depthwise3, depthwise5;   // 3x3 / 5x5: the kernel unrolls these
+  const int64_t* input_slots;    // in_size: where each image pixel's vector goes (the trash slot if unread)
+  const int64_t* output_reads;   // out_size rounded up to kBlockPixels (the last repeated): tap 0's vector
+  const int64_t* tap_offsets;    // taps: from an output's tap 0 to each tap, in W's order
+};
+
+// One block of up to kLanes channels of one image.
+struct BlockData {
+  int64_t channels;   // in the block, 1 to the kernel's lanes
+  const float* x;     // the block's first input plane; the others follow, in_size apart
+  const float* w;     // the block's first channel's taps; the others follow
+  const float* bias;  // one per channel, or null
+  const float* z;     // the block's first map of Z, or null
+  bool relu;          // in the registers, as each vector is stored
+  const vec::VectorKernels* vec;  // non-null when an activation runs on the block's maps once written
+  Activation activation;
+  float* y;           // the block's first output map
+  float* source;      // the padded pixels' vectors, zero but where the image pixels go
+  float* scratch;     // (taps + 2 * kBlockPixels) * kMaxLanes floats
+};
+
+// Output pixels each step of a channel block computes, one vector of sums each.
+inline constexpr int kBlockPixels = 8;
+
 struct Kernels {
   // Copies the planes into the source, whose padding is zero, then convolves it into each output map.
   void (*convolve_group)(const GroupGeometry& geometry, const GroupData& data);
+  // Transposes a block's planes into the source, whose padding is zero, convolves, transposes back to Y.
+  void (*convolve_channel_block)(const BlockGeometry& geometry, const BlockData& data);
 };
 
 extern const Kernels kBaselineKernels;  // SSE2: every x86-64 CPU

@@ -2,6 +2,7 @@
 // multiply and an add where the others fuse them.
 #include <emmintrin.h>
 
+#include "runtime/math/grouped_conv_blocked_impl.h"
 #include "runtime/math/grouped_conv_impl.h"
 
 namespace onnxserve::grouped {
@@ -33,6 +34,7 @@ struct Sse2 {
 
 }  // namespace
 
-const Kernels kBaselineKernels = {.convolve_group = ConvolveGroup<Sse2>};
+const Kernels kBaselineKernels = {.convolve_group = ConvolveGroup<Sse2>,
+                                  .convolve_channel_block = ConvolveChannelBlock<Sse2>};
 
 }  // namespace onnxserve::grouped

@@ -117,6 +117,11 @@ int64_t ColumnBlockRows(const ConvGeometry& geo, int64_t depth, int64_t group_ma
 // are mostly the room left for a whole last vector.
 constexpr int64_t kSmallPlaneScratch = 4096;
 
+// A 2-D kernel's column matrix up to this many floats (64 KiB) is built whole before the packed GEMM
+// rather than row by row into each cache block: a keyword spotter's 10x4/2 stem (40 x 125 columns) spent
+// about 5 us in 1000 per-row calls gathering 5 floats each, about 3 building it whole (AVX-512).
+constexpr int64_t kMaxWholeColumnFloats = 16384;
+
 // Groups of at most this many input channels and output maps convolve directly (ResNeXt's 4 and 8):
 // im2col and packing their columns cost more than the multiply-adds a few maps do with them. Depthwise
 // convolutions (one channel per group) do, whatever their maps per channel.
@@ -308,18 +313,19 @@ class ConvKernel final : public OpKernel {
   }
 
   // The packed path, per (image, group): X itself is the column matrix of a pointwise kernel; a 2-D
-  // kernel's columns are built row by row of each cache block, by the thread that multiplies it, straight
-  // into the packed layout; other ranks build them whole. PackedGemm adds B and Z and applies the
-  // activation as it stores. With at least two (image, group) products per thread and no shared column
-  // buffer, whole products share out over the pool: ResNeXt's 32 groups are each too small for PackedGemm
-  // to split.
+  // kernel's columns, unless few (kMaxWholeColumnFloats), are built row by row of each cache block, by the
+  // thread that multiplies it, straight into the packed layout; other ranks and few columns are built
+  // whole. PackedGemm adds B and Z and applies the activation as it stores. With at least two (image,
+  // group) products per thread and no shared column buffer, whole products share out over the pool:
+  // ResNeXt's 32 groups are each too small for PackedGemm to split.
   void RunPacked(const ConvGeometry& geo, const Tensor& x, const Tensor* b, const Tensor* z, Tensor& y,
                  ThreadPool& pool) const {
     const int64_t batch = x.dim(0), channels = x.dim(1), group = attrs_.group;
     const int64_t group_channels = channels / group, maps = y.dim(1), group_maps = maps / group;
     const int64_t image_size = geo.ImageSize(), grid_size = geo.GridSize();
-    const bool pointwise = geo.IsPointwise(), blockwise = !pointwise && geo.image.size() == 2;
     const int64_t depth = packed_weights_[0].depth();
+    const bool pointwise = geo.IsPointwise();
+    const bool blockwise = !pointwise && geo.image.size() == 2 && depth * grid_size > kMaxWholeColumnFloats;
     Tensor col_buffer(DataType::kFloat, {pointwise || blockwise ? 0 : depth * grid_size});
     auto multiply = [&](int64_t product, ThreadPool* gemm_pool) {
       const int64_t n = product / group, g = product % group;

@@ -3,8 +3,9 @@
 // and says so). Depthwise shapes cover 3x3 and 5x5 (the unrolled kernels) and other sizes (the general
 // one), strides 1, 2 and 3, dilation, symmetric, asymmetric and oversized padding, output widths that
 // leave every kind of tail (1 to 15 columns past the last whole vector, rows of several blocks), several
-// maps per channel, batches and two threads; groups of 2 to 8 channels likewise; each with bias, Z and
-// Relu on and off; and every fused activation on the kernels' shapes.
+// maps per channel, batches and two threads; many channels of small maps (the channel-blocked kernel) with
+// every kind of partial block; groups of 2 to 8 channels likewise; each with bias, Z and Relu on and off;
+// and every fused activation on the kernels' shapes.
 #include "runtime/math/grouped_conv.h"
 
 #include <algorithm>
@@ -180,6 +181,42 @@ TEST_P(GroupedConvTest, NarrowMapsRunInTheFlatLayout) {
   for (const Case& c : cases) CheckEveryEpilogue(c);
 }
 
+TEST_P(GroupedConvTest, ManyChannelsOfSmallMapsRunInChannelBlocks) {
+  // Depthwise layers of at least a vector's lanes of channels on small maps go a block of channels at a
+  // time (grouped_conv_kernels.h, BlockGeometry): the keyword spotter's 64 channels of 25x5, MobileNet's
+  // 7x7 and 14x14 ones at stride 1 and 2, 3x3 and 5x5 and other kernels, dilation, asymmetric pads and
+  // pads wider than the kernel, one-pixel and one-column maps, channel counts that leave a partial last
+  // block (1 to 3 channels past a whole 4, 17 and 33: one past a block of 16), batches and two threads
+  // (2 x 70 channels of 14x14: enough work to split the blocks over them).
+  const Case cases[] = {
+      {.batch = 1, .groups = 64, .group_maps = 1, .in_h = 25, .in_w = 5, .kernel_h = 3, .kernel_w = 3,
+       .stride_h = 1, .stride_w = 1, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1},
+      {.batch = 2, .groups = 17, .group_maps = 1, .in_h = 7, .in_w = 7, .kernel_h = 5, .kernel_w = 5,
+       .stride_h = 1, .stride_w = 1, .pad_top = 2, .pad_left = 2, .pad_bottom = 2, .pad_right = 2, .threads = 2},
+      {.batch = 2, .groups = 70, .group_maps = 1, .in_h = 14, .in_w = 14, .kernel_h = 3, .kernel_w = 3,
+       .stride_h = 1, .stride_w = 1, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1, .threads = 2},
+      {.batch = 1, .groups = 35, .group_maps = 1, .in_h = 14, .in_w = 14, .kernel_h = 3, .kernel_w = 3,
+       .stride_h = 2, .stride_w = 2, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1},
+      {.batch = 1, .groups = 33, .group_maps = 1, .in_h = 9, .in_w = 11, .kernel_h = 3, .kernel_w = 3,
+       .stride_h = 1, .stride_w = 2, .dilation_h = 2, .dilation_w = 3, .pad_top = 2, .pad_left = 3,
+       .pad_bottom = 0, .pad_right = 1},
+      {.batch = 1, .groups = 18, .group_maps = 1, .in_h = 5, .in_w = 6, .kernel_h = 3, .kernel_w = 3,
+       .stride_h = 2, .stride_w = 2, .pad_top = 5, .pad_left = 7, .pad_bottom = 4, .pad_right = 6},
+      {.batch = 1, .groups = 19, .group_maps = 1, .in_h = 1, .in_w = 1, .kernel_h = 3, .kernel_w = 3,
+       .stride_h = 1, .stride_w = 1, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1},
+      {.batch = 1, .groups = 16, .group_maps = 1, .in_h = 11, .in_w = 1, .kernel_h = 2, .kernel_w = 1,
+       .stride_h = 3, .stride_w = 1},
+      {.batch = 1, .groups = 16, .group_maps = 1, .in_h = 9, .in_w = 8, .kernel_h = 1, .kernel_w = 4,
+       .stride_h = 1, .stride_w = 1, .pad_left = 1, .pad_right = 2},
+  };
+  for (const Case& c : cases) CheckEveryEpilogue(c);
+  for (int64_t groups : {4, 5, 6, 7, 8, 9, 10, 11, 15, 16}) {
+    Check({.batch = 1, .groups = groups, .group_maps = 1, .in_h = 7, .in_w = 3, .kernel_h = 3, .kernel_w = 3,
+           .stride_h = 1, .stride_w = 1, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1},
+          true, true, true);
+  }
+}
+
 TEST_P(GroupedConvTest, StrideTwoSplitsColumnsIntoPhases) {
   // MobileNet's downsampling layers (pad 1 for 3x3, 2 for 5x5) on even and odd sizes, and a valid one.
   for (int64_t width : {7, 8, 15, 16, 17, 33, 34, 64, 67}) {
@@ -278,10 +315,12 @@ TEST_P(GroupedConvTest, NanPassesThroughRelu) {
 }
 
 TEST_P(GroupedConvTest, AppliesEachActivation) {
-  // 3x3 and 5x5 depthwise (stride 1 and 2, tails after whole vectors, several row strips), a map of 45
-  // rows of 61 (the activation runs on its first 36 rows, then on the rest), a general kernel, and groups
-  // of 4 channels.
+  // 19 channels of a small map (channel blocks, a partial last one), 3x3 and 5x5 depthwise (stride 1 and
+  // 2, tails after whole vectors, several row strips), a map of 45 rows of 61 (the activation runs on its
+  // first 36 rows, then on the rest), a general kernel, and groups of 4 channels.
   const Case cases[] = {
+      {.batch = 1, .groups = 19, .group_maps = 1, .in_h = 7, .in_w = 5, .kernel_h = 3, .kernel_w = 3, .stride_h = 1,
+       .stride_w = 1, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1},
       {.batch = 1, .groups = 2, .group_maps = 1, .in_h = 45, .in_w = 61, .kernel_h = 3, .kernel_w = 3, .stride_h = 1,
        .stride_w = 1, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1},
       {.batch = 2, .groups = 3, .group_maps = 1, .in_h = 9, .in_w = 21, .kernel_h = 3, .kernel_w = 3, .stride_h = 1,

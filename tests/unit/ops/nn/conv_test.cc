@@ -152,8 +152,10 @@ TEST(ConvTest, LargeColumnMatricesAreBuiltInRowBlocks) {
 
 TEST(ConvTest, WeightsPackedAtLoadCoverEveryTileAndBlock) {
   // At least 8 maps per group, so a constant W takes the packed path: maps past a panel's 8, grids whose
-  // width leaves narrow and 16/32-wide column tiles, im2col row blocks (a 256 KiB+ column matrix), 1-D.
+  // width leaves narrow and 16/32-wide column tiles, im2col row blocks (a 256 KiB+ column matrix), column
+  // matrices built whole (at most 64 KiB: a keyword spotter's 10x4/2 stem, asymmetric pads), 1-D.
   ExpectConvMatchesReference({2, 5, 7, 7}, {13, 5, 3, 3}, {.pads = {1, 1, 1, 1}});
+  ExpectConvMatchesReference({1, 1, 49, 10}, {64, 1, 10, 4}, {.strides = {2, 2}, .pads = {4, 1, 5, 2}});
   ExpectConvMatchesReference({1, 16, 14, 14}, {24, 16, 1, 1}, {});
   ExpectConvMatchesReference({1, 32, 56, 56}, {8, 32, 3, 3}, {.pads = {1, 1, 1, 1}});
   ExpectConvMatchesReference({1, 3, 61, 59}, {8, 3, 7, 7}, {.strides = {2, 2}, .pads = {3, 3, 3, 3}});
