@@ -184,6 +184,7 @@ void MultiplyTile(const float* a_panel, const float* b_panel, int64_t depth, int
 }  // namespace avx512
 
 const MicroKernels kAvx512Kernels = {
+    .pack_rows = avx2::PackRows,  // a transpose bound by loads and stores, not by vector width
     .pack_columns = avx512::PackColumns,
     .pack_columns_row = avx512::PackColumnsRow,
     .gather_row = avx512::GatherRow,
