@@ -16,6 +16,8 @@ namespace {
 constexpr int kLanes = 8;
 constexpr int kBlockRows = 4;
 constexpr int kBlockVectors = 3;
+// How far ahead of the k it multiplies a block prefetches A, in floats: 64 k steps, as the AVX-512 tile.
+constexpr int kPrefetchDistance = 64 * kPanelRows;
 
 // Lanes [0, n) set, n clamped to [0, 8].
 __m256i TailMask(int64_t n) {
@@ -111,6 +113,8 @@ void MultiplyBlock(const float* a, const float* b, int64_t depth, int64_t b_widt
   b += column;
 #pragma GCC unroll 2
   for (int64_t k = 0; k < depth; ++k, a += kPanelRows, b += b_width) {
+    // Deep layers' weights come from L3 (a 7x7 map gives each weight only 49 uses): fetch A ahead.
+    _mm_prefetch(reinterpret_cast<const char*>(a + kPrefetchDistance), _MM_HINT_T0);
     __m256 bv[kVectors];
 #pragma GCC unroll 3
     for (int v = 0; v < kVectors; ++v) bv[v] = _mm256_loadu_ps(b + v * kLanes);
