@@ -392,10 +392,12 @@ void PackRows(const float* a, int64_t lda, bool transposed, int64_t rows, int64_
       PackRowPanel(a + row * lda, lda, panel_rows, depth, packed);
       continue;
     }
-    // A^T stores each k's rows side by side: one (masked) vector per k.
+    // A^T stores each k's rows side by side: one vector per k, masked only for a partial panel.
     const __m256i mask = TailMask(panel_rows);
     for (int64_t k = 0; k < depth; ++k) {
-      _mm256_storeu_ps(packed + k * kPanelRows, _mm256_maskload_ps(a + k * lda + row, mask));
+      const float* src = a + k * lda + row;
+      _mm256_storeu_ps(packed + k * kPanelRows,
+                       panel_rows == kPanelRows ? _mm256_loadu_ps(src) : _mm256_maskload_ps(src, mask));
     }
   }
 }
