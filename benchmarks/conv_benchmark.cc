@@ -1,7 +1,8 @@
 // Conv and ConvTranspose kernels through the registry on ResNet-50's layer shapes (batch 1, one thread by
-// default), reporting GFLOP/s: the im2col + GEMM path, the 1x1 direct-GEMM path and the 7x7/2 stem; the
-// fused Conv + residual Add + Relu of a bottleneck's last 1x1; MobileNet's depthwise layers and the
-// keyword spotter's; MobileNetV3's layers with HardSwish fused or not; and the stem's 3x3/2 MaxPool.
+// default), reporting GFLOP/s and pct_peak (benchmarks/fma_peak.h): the im2col + GEMM path, the 1x1
+// direct-GEMM path and the 7x7/2 stem; the fused Conv + residual Add + Relu of a bottleneck's last 1x1;
+// MobileNet's depthwise layers and the keyword spotter's; MobileNetV3's layers with HardSwish fused or not;
+// and the stem's 3x3/2 MaxPool.
 // Args: C, H(=W), M, kernel, stride, threads, W constant (1: given at load, as a model's initializer is,
 // so Conv packs it once; 0: a runtime input, the OpenBLAS path).
 #include <algorithm>
@@ -13,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
+#include "benchmarks/fma_peak.h"
 #include "onnx/onnx_pb.h"
 #include "runtime/ir/builder.h"
 #include "runtime/core/thread_pool.h"
@@ -48,11 +50,10 @@ absl::StatusOr<std::unique_ptr<OpKernel>> CreateKernel(ir::Graph& graph, std::st
   return KernelRegistry::Global().Find(domain, node.op_type(), opset)->create(info);
 }
 
-// Runs `node` (inputs named by `inputs`, one output) per iteration through CreateKernel's kernel; `rate` is
-// the work of one run, reported per second under `unit` (benchmark scales it: 12G/s).
+// Runs `node` (inputs named by `inputs`, one output) per iteration through CreateKernel's kernel; the
+// caller reports the rate.
 void RunNode(benchmark::State& state, std::string_view domain, int opset, onnx::NodeProto& node,
-             const std::vector<Tensor>& inputs, int threads, double rate, const char* unit,
-             bool constant_weights = false) {
+             const std::vector<Tensor>& inputs, int threads, bool constant_weights = false) {
   ir::Graph graph("benchmark");
   auto kernel = CreateKernel(graph, domain, opset, node, inputs, constant_weights);
   if (!kernel.ok()) return state.SkipWithError(std::string(kernel.status().message()).c_str());
@@ -66,7 +67,6 @@ void RunNode(benchmark::State& state, std::string_view domain, int opset, onnx::
     if (!status.ok()) return state.SkipWithError(std::string(status.message()).c_str());
     benchmark::DoNotOptimize(outputs[0].raw_data());
   }
-  state.counters[unit] = benchmark::Counter(rate, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // One Conv/ConvTranspose (or FusedConv with a residual Z of Y's shape and Relu) node with a bias.
@@ -84,16 +84,17 @@ void RunConvNode(benchmark::State& state, const char* op, const Shape& x_shape, 
   group_attr->set_i(group);
   const int64_t maps = std::string(op) == "ConvTranspose" ? w_shape[1] : w_shape[0];
   std::vector<Tensor> inputs = {RandomFloats(x_shape), RandomFloats(w_shape), RandomFloats({maps})};
-  if (residual_shape.empty()) {
-    return RunNode(state, kOnnx, 22, node, inputs, threads, flops, "GFLOP/s", constant_weights);
+  const bool fused = !residual_shape.empty();
+  if (fused) {
+    node.add_input(std::string(1, 'z'));
+    inputs.push_back(RandomFloats(residual_shape));
+    auto* activation = node.add_attribute();
+    activation->set_name("activation");
+    activation->set_type(onnx::AttributeProto::STRING);
+    activation->set_s("Relu");
   }
-  node.add_input(std::string(1, 'z'));
-  inputs.push_back(RandomFloats(residual_shape));
-  auto* activation = node.add_attribute();
-  activation->set_name("activation");
-  activation->set_type(onnx::AttributeProto::STRING);
-  activation->set_s("Relu");
-  RunNode(state, kInternal, 1, node, inputs, threads, flops, "GFLOP/s", constant_weights);
+  RunNode(state, fused ? kInternal : kOnnx, fused ? 1 : 22, node, inputs, threads, constant_weights);
+  bench::ReportFlops(state, flops, threads);
 }
 
 void BM_Conv(benchmark::State& state) {
@@ -247,8 +248,7 @@ void BM_ConvActivation(benchmark::State& state) {
     if (!status.ok()) return state.SkipWithError(std::string(status.message()).c_str());
     benchmark::DoNotOptimize(y[0].raw_data());
   }
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * m * (c / group) * k * k * h * h,
-                                                 benchmark::Counter::kIsIterationInvariantRate);
+  bench::ReportFlops(state, 2.0 * m * (c / group) * k * k * h * h, 1);
 }
 BENCHMARK(BM_ConvActivation)
     ->ArgNames({"C", "HW", "M", "k", "fused", "dw", "sigmoid"})
@@ -272,8 +272,9 @@ void BM_MaxPool(benchmark::State& state) {
   AddInts(node, "kernel_shape", {3, 3});
   AddInts(node, "strides", {2, 2});
   AddInts(node, "pads", {1, 1, 1, 1});
-  RunNode(state, kOnnx, 22, node, {RandomFloats({1, c, h, h})}, static_cast<int>(state.range(2)),
-          1.0 * c * out * out, "outputs/s");
+  RunNode(state, kOnnx, 22, node, {RandomFloats({1, c, h, h})}, static_cast<int>(state.range(2)));
+  state.counters["outputs/s"] =
+      benchmark::Counter(1.0 * c * out * out, benchmark::Counter::kIsIterationInvariantRate);
 }
 // ResNet-50's stem pool: 3x3, stride 2, pad 1 over 64x112x112.
 BENCHMARK(BM_MaxPool)->ArgNames({"C", "HW", "threads"})->Args({64, 112, 1})->Unit(benchmark::kMicrosecond);

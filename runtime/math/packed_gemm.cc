@@ -183,19 +183,6 @@ void MultiplyOverPool(const PackedRows& a, int64_t n, const ColumnSource& b, flo
   }
 }
 
-// A [m x depth] (row-major, or A^T row-major when transposed) rows [row_begin, row_end) and depth
-// [k_begin, k_begin + depth) into 8-row panels, rows past row_end zero.
-void PackRowBlock(const float* a, int64_t lda, bool transposed, int64_t row_begin, int64_t row_end,
-                  int64_t k_begin, int64_t depth, float* packed) {
-  for (int64_t row = row_begin; row < row_end; row += kPanelRows) {
-    for (int64_t k = k_begin; k < k_begin + depth; ++k) {
-      for (int64_t r = row; r < row + kPanelRows; ++r) {
-        *packed++ = r >= row_end ? 0.0f : transposed ? a[k * lda + r] : a[r * lda + k];
-      }
-    }
-  }
-}
-
 // C rows [row_begin, row_end) x B's column panels [panel_begin, panel_end), B packed at load. Per depth
 // block, A's rows are packed once; each B panel's slice then stays in L1/L2 while every A panel passes.
 void MultiplyColumnRange(const float* a, int64_t lda, bool transposed_a, int64_t row_begin, int64_t row_end,
@@ -207,7 +194,8 @@ void MultiplyColumnRange(const float* a, int64_t lda, bool transposed_a, int64_t
   int64_t k = 0;
   do {
     const int64_t block_depth = std::min(depth_block, depth - k);
-    PackRowBlock(a, lda, transposed_a, row_begin, row_end, k, block_depth, packed);
+    Kernels().pack_rows(transposed_a ? a + k * lda + row_begin : a + row_begin * lda + k, lda, transposed_a,
+                        row_end - row_begin, block_depth, packed);
     const bool first = k == 0, last = k + block_depth == depth;
     for (int64_t j = panel_begin; j < panel_end; ++j) {
       const int64_t column = j * kPanelColumns, columns = std::min<int64_t>(kPanelColumns, b.columns() - column);

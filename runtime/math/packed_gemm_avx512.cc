@@ -1,6 +1,8 @@
 // AVX-512 micro-kernels of PackedGemm. An 8 x 48 tile of C lives in 24 zmm registers for a whole depth
 // block: per k, three vectors of B and eight broadcasts of A feed 24 FMAs, and C is touched once per
-// block. Narrower tiles (32, 16 and a masked last vector) cover the columns left over; the last few
+// block. A panel of at most 4 rows (batches of 2 to 4) takes a 4 x 48 tile, 12 FMAs per k instead of 24
+// of which half would multiply zero rows. Narrower tiles (32, 16 and a masked last vector) cover the
+// columns left over; the last few
 // columns (a 7x7 map's 49th, a 14x14 map's last 4) go to the AVX2 narrow kernel, which runs down A's rows
 // instead, so a single leftover column costs one FMA per k, not eight.
 #include <immintrin.h>
@@ -78,13 +80,15 @@ inline __m512 Join(__m512 acc, int row, int64_t column, __mmask16 mask, const Pa
   return acc;
 }
 
-// C[rows x columns] at `column` from an A panel and one B panel of kVectors * 16 floats per k.
-template <int kVectors>
+// C[rows x columns] at `column` from the first kRows rows of an A panel (rows <= kRows) and one B panel of
+// kVectors * 16 floats per k. kRows is 8, or 4 for a panel of at most 4 rows (batches of 2 to 4), which the
+// 8-row tile would multiply at half speed or less.
+template <int kRows, int kVectors>
 void MultiplyWide(const float* a, const float* b, int64_t depth, int rows, int64_t column, int64_t columns,
                   const PanelOutput& out) {
-  __m512 acc[kPanelRows][kVectors];
+  __m512 acc[kRows][kVectors];
 #pragma GCC unroll 8
-  for (int r = 0; r < kPanelRows; ++r) {
+  for (int r = 0; r < kRows; ++r) {
 #pragma GCC unroll 3
     for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_setzero_ps();
   }
@@ -96,7 +100,7 @@ void MultiplyWide(const float* a, const float* b, int64_t depth, int rows, int64
 #pragma GCC unroll 3
     for (int v = 0; v < kVectors; ++v) bv[v] = _mm512_load_ps(b + v * kLanes);
 #pragma GCC unroll 8
-    for (int r = 0; r < kPanelRows; ++r) {
+    for (int r = 0; r < kRows; ++r) {
       const __m512 ar = _mm512_set1_ps(a[r]);
 #pragma GCC unroll 3
       for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_fmadd_ps(ar, bv[v], acc[r][v]);
@@ -106,13 +110,13 @@ void MultiplyWide(const float* a, const float* b, int64_t depth, int rows, int64
 #pragma GCC unroll 3
   for (int v = 0; v < kVectors; ++v) masks[v] = v + 1 < kVectors ? __mmask16(0xFFFF) : TailMask(columns - v * kLanes);
 #pragma GCC unroll 8
-  for (int r = 0; r < kPanelRows && r < rows; ++r) {
+  for (int r = 0; r < kRows && r < rows; ++r) {
 #pragma GCC unroll 3
     for (int v = 0; v < kVectors; ++v) acc[r][v] = Join(acc[r][v], r, column + v * kLanes, masks[v], out);
   }
-  ActivateAll<kPanelRows * kVectors>(&acc[0][0], out.activation);  // rows past `rows` too: never stored
+  ActivateAll<kRows * kVectors>(&acc[0][0], out.activation);  // rows past `rows` too: never stored
 #pragma GCC unroll 8
-  for (int r = 0; r < kPanelRows && r < rows; ++r) {
+  for (int r = 0; r < kRows && r < rows; ++r) {
 #pragma GCC unroll 3
     for (int v = 0; v < kVectors; ++v) {
       _mm512_mask_storeu_ps(out.c + r * out.ldc + column + v * kLanes, masks[v], acc[r][v]);
@@ -164,6 +168,13 @@ void PackColumnsRow(const float* row, int64_t n, int64_t depth, int64_t k, float
   }
 }
 
+using TileKernel = void (*)(const float*, const float*, int64_t, int, int64_t, int64_t, const PanelOutput&);
+constexpr int kHalfPanelRows = kPanelRows / 2;
+constexpr TileKernel kTiles[kPanelColumns / kLanes + 1] = {nullptr, MultiplyWide<kPanelRows, 1>,
+                                                           MultiplyWide<kPanelRows, 2>, MultiplyWide<kPanelRows, 3>};
+constexpr TileKernel kHalfTiles[kPanelColumns / kLanes + 1] = {
+    nullptr, MultiplyWide<kHalfPanelRows, 1>, MultiplyWide<kHalfPanelRows, 2>, MultiplyWide<kHalfPanelRows, 3>};
+
 void MultiplyTile(const float* a_panel, const float* b_panel, int64_t depth, int64_t columns, int rows,
                   const PanelOutput& out) {
   const int64_t width = RoundUpToLanes(columns);
@@ -171,12 +182,10 @@ void MultiplyTile(const float* a_panel, const float* b_panel, int64_t depth, int
     avx2::MultiplyNarrow(a_panel, b_panel, depth, width, columns, rows, out);
   } else if (rows == 1) {
     avx2::MultiplyRow(a_panel, b_panel, depth, width, 0, columns, out);
-  } else if (width == 3 * kLanes) {
-    MultiplyWide<3>(a_panel, b_panel, depth, rows, 0, columns, out);
-  } else if (width == 2 * kLanes) {
-    MultiplyWide<2>(a_panel, b_panel, depth, rows, 0, columns, out);
+  } else if (rows <= kHalfPanelRows) {
+    kHalfTiles[width / kLanes](a_panel, b_panel, depth, rows, 0, columns, out);
   } else {
-    MultiplyWide<1>(a_panel, b_panel, depth, rows, 0, columns, out);
+    kTiles[width / kLanes](a_panel, b_panel, depth, rows, 0, columns, out);
   }
 }
 
@@ -184,6 +193,7 @@ void MultiplyTile(const float* a_panel, const float* b_panel, int64_t depth, int
 }  // namespace avx512
 
 const MicroKernels kAvx512Kernels = {
+    .pack_rows = avx2::PackRows,  // a transpose bound by loads and stores, not by vector width
     .pack_columns = avx512::PackColumns,
     .pack_columns_row = avx512::PackColumnsRow,
     .gather_row = avx512::GatherRow,

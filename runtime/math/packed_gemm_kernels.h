@@ -37,6 +37,10 @@ struct PanelOutput {
 
 // One instruction set's kernels.
 struct MicroKernels {
+  // Packs A[rows x depth] into panels of kPanelRows rows (kPanelRows floats per k, zero past `rows`; panel
+  // p at packed + p * kPanelRows * depth). Row-major A has element (i, k) at a[i * lda + k]; `transposed`,
+  // at a[k * lda + i] (A^T row-major).
+  void (*pack_rows)(const float* a, int64_t lda, bool transposed, int64_t rows, int64_t depth, float* packed);
   // Packs B[depth x n] (row stride ldb) into column panels: panel j holds columns [48j, 48j + width) for
   // every k, width floats per k, zero-padded past n.
   void (*pack_columns)(const float* b, int64_t ldb, int64_t depth, int64_t n, float* packed);
@@ -64,6 +68,8 @@ void MultiplyNarrow(const float* a_panel, const float* b_panel, int64_t depth, i
 // vectors of B: a matrix-vector product, which the AVX-512 tile, 8 rows high, sends here too.
 void MultiplyRow(const float* a_panel, const float* b_panel, int64_t depth, int64_t b_width, int row,
                  int64_t columns, const PanelOutput& out);
+// MicroKernels::pack_rows, which the AVX-512 table shares: 8-float rows are what an 8-row panel transposes.
+void PackRows(const float* a, int64_t lda, bool transposed, int64_t rows, int64_t depth, float* packed);
 }  // namespace avx2
 
 }  // namespace onnxserve::packed

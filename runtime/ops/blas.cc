@@ -333,6 +333,39 @@ void Im2ColRows(const ConvGeometry& geo, int64_t channels, const T* image, int64
   });
 }
 
+namespace {
+
+// row[i - n_begin] = 0 for the grid positions i in [begin, end) (clamped to the row's [n_begin, n_end)).
+void ZeroPositions(int64_t begin, int64_t end, int64_t n_begin, int64_t n_end, float* row) {
+  begin = std::max(begin, n_begin);
+  end = std::min(end, n_end);
+  if (begin < end) std::fill(row + (begin - n_begin), row + (end - n_begin), 0.0f);
+}
+
+// Im2ColRow of a tap when strides are 1 and the grid is as wide as the image (a "same" convolution): grid
+// position i of the rows [row_lo, row_hi) that read inside the image reads plane[i + shift], so those rows
+// are one contiguous copy of the plane, instead of a copy per grid row; the columns the tap puts outside
+// the image, [0, lo) and [hi, width) of each row, are zeroed after it.
+void ShiftedPlaneRow(const float* plane, int64_t plane_size, int64_t width, int64_t shift, int64_t row_lo,
+                     int64_t row_hi, int64_t lo, int64_t hi, int64_t n_begin, int64_t n, float* row) {
+  const int64_t n_end = n_begin + n;
+  const int64_t copy_begin = std::clamp(row_lo * width, n_begin, n_end);
+  const int64_t copy_end = std::clamp(row_hi * width, copy_begin, n_end);
+  // Positions whose plane[i + shift] would fall outside the plane are outside columns, zeroed below.
+  const int64_t read_begin = std::clamp(-shift, copy_begin, copy_end);
+  const int64_t read_end = std::clamp(plane_size - shift, read_begin, copy_end);
+  ZeroPositions(n_begin, read_begin, n_begin, n_end, row);
+  onnxserve::GatherRow(plane + read_begin + shift, 1, read_end - read_begin, row + (read_begin - n_begin));
+  ZeroPositions(read_end, n_end, n_begin, n_end, row);
+  if (lo == 0 && hi == width) return;
+  for (int64_t line = copy_begin / width * width; line < copy_end; line += width) {
+    ZeroPositions(line, line + lo, n_begin, copy_end, row);
+    ZeroPositions(line + hi, line + width, n_begin, copy_end, row);
+  }
+}
+
+}  // namespace
+
 void Im2ColRow(const ConvGeometry& geo, const float* image, int64_t k, int64_t n_begin, int64_t n, float* row) {
   const int64_t height = geo.image[0], width = geo.image[1], grid_width = geo.grid[1];
   const int64_t row_stride = geo.strides[0], col_stride = geo.strides[1], taps = geo.KernelSize();
@@ -342,6 +375,11 @@ void Im2ColRow(const ConvGeometry& geo, const float* image, int64_t k, int64_t n
   const int64_t col_offset = kw * geo.dilations[1] - geo.pad_begin[1];
   // The grid columns whose tap lands inside the image are the same on every grid row.
   const auto [lo, hi] = ValidRange(width, col_offset, col_stride, grid_width);
+  if (row_stride == 1 && col_stride == 1 && grid_width == width) {
+    const auto [row_lo, row_hi] = ValidRange(height, row_offset, 1, geo.grid[0]);
+    return ShiftedPlaneRow(plane, height * width, width, row_offset * width + col_offset, row_lo, row_hi, lo, hi,
+                           n_begin, n, row);
+  }
   // The columns cover grid rows from oh on, the first from column ow, the last possibly partly.
   int64_t oh = n_begin / grid_width, ow = n_begin % grid_width;
   for (float* dst = row; dst < row + n; ow = 0, ++oh) {

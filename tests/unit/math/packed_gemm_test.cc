@@ -98,7 +98,7 @@ class PackedGemmTest : public ::testing::Test {
 
 TEST_F(PackedGemmTest, MatchesReferenceOnEveryTileShape) {
   for (int64_t n : {1, 3, 8, 9, 16, 17, 32, 33, 48, 49, 96, 100, 196}) {
-    for (int64_t m : {1, 2, 3, 6, 8, 9, 13}) CheckAgainstReference({m, n, 37, false, false, false, 1});
+    for (int64_t m : {1, 2, 3, 4, 6, 8, 9, 12, 13}) CheckAgainstReference({m, n, 37, false, false, false, 1});
   }
 }
 
@@ -204,12 +204,12 @@ TEST_F(PackedGemmTest, ReluKeepsNaN) {
 TEST_F(PackedGemmTest, EqualRowsOfAGiveBitIdenticalRowsOfC) {
   // Channels computed from equal weights must agree to the bit, whatever tile or block they fall in:
   // squeezenet's logits reach 1e10, where a last-bit difference between channels shows through softmax.
-  // 17 rows leave a panel of one row (the matrix-vector kernel), 21 one of five (a lone row after a
-  // block), 22 one of six (a pair after a block); equal rows of A times a packed B (a batch of equal
-  // inputs) likewise.
+  // 17 rows leave a panel of one row (the matrix-vector kernel), 18 and 20 one of two and four (the
+  // AVX-512 half-height tile, AVX2's pair and block), 21 one of five (a lone row after a block), 22 one of
+  // six (a pair after a block); equal rows of A times a packed B (a batch of equal inputs) likewise.
   const int64_t n = 151, k = 700;
   const std::vector<float> row = RandomFloats(k, 5), b = RandomFloats(k * n, 6);
-  for (int64_t m : {17, 21, 22}) {
+  for (int64_t m : {17, 18, 20, 21, 22}) {
     std::vector<float> a;
     for (int64_t i = 0; i < m; ++i) a.insert(a.end(), row.begin(), row.end());
     for (int threads : {1, 2}) {

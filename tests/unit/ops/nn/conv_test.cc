@@ -163,6 +163,16 @@ TEST(ConvTest, WeightsPackedAtLoadCoverEveryTileAndBlock) {
   ExpectConvMatchesReference({2, 4, 50}, {9, 4, 5}, {.strides = {2}, .pads = {2, 2}});
 }
 
+TEST(ConvTest, SameSizeGridsCopyEachTapAsOneShiftedPlane) {
+  // Stride 1 and a grid as wide as the image: each im2col row is the plane shifted by the tap, with the
+  // columns the tap puts outside zeroed. Pads on one side only (every tap reads left of the image), taps
+  // that read before the first and past the last float of a plane, and cache blocks of columns that start
+  // in the middle of a grid row (1296 = 28 rows of 45 + 36).
+  ExpectConvMatchesReference({1, 3, 6, 10}, {8, 3, 3, 3}, {.pads = {1, 2, 1, 0}});
+  ExpectConvMatchesReference({1, 8, 40, 45}, {9, 8, 5, 5}, {.pads = {2, 2, 2, 2}});
+  ExpectConvMatchesReference({1, 2, 7, 9}, {8, 2, 3, 5}, {.dilations = {3, 1}, .pads = {3, 2, 3, 2}});
+}
+
 TEST(ConvTest, SmallGroupsRunDirectlyOrPacked) {
   // Groups of at most 8 channels and maps run GroupedConv2D (ResNeXt's 3x3s, grouped 1x1s); groups of
   // more maps, and a 3-D depthwise one, PackedGemm per group. On one thread and on two, where (image,
