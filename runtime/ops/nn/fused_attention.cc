@@ -1,0 +1,226 @@
+// FusedAttention (ai.onnxserve, made by runtime/passes/attention_fusion.cc): what exporters spell as
+//   Y = MatMul(Softmax(MatMul(Q, K) * scale [+ mask], axis=-1), V)
+// in one node. Q is [..., S, D]; K is [..., D, T], or [..., T, D] with k_transposed = 1 (the Transpose the
+// pass absorbed); V is [..., T, Dv]; the optional additive mask broadcasts to [..., S, T]; batch dims of
+// all four broadcast as MatMul's and Add's do. Inputs must be at least 2-D (what attention is), the mask's
+// last two dims 1 or S and 1 or T.
+//
+// Each task is one (batch, head) matrix and a block of query rows: the block's scores are computed into a
+// scratch of kBlockRows x T that stays in cache, scaled in the GEMM, masked, normalized row by row and
+// multiplied by V, so the [..., S, T] score tensor never exists. float16/bfloat16 compute in float.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "runtime/core/checked_size.h"
+#include "runtime/math/vector_kernels.h"
+#include "runtime/ops/blas.h"
+#include "runtime/ops/common.h"
+#include "runtime/registry/registry.h"
+
+namespace onnxserve {
+namespace {
+
+enum Input { kQ = 0, kK, kV, kMask };
+
+// Query rows per task: a block's scores (kBlockRows x T floats) stay in L2 for T up to a few thousand.
+constexpr int64_t kBlockRows = 32;
+
+// Where one operand's matrices sit: the element offset of matrix `batch_index` of the output's batch.
+struct BatchWalk {
+  std::vector<int64_t> strides;  // over the output's batch dims, in elements (0 along broadcast dims)
+  int64_t Offset(const Shape& batch, int64_t index) const {
+    int64_t offset = 0;
+    for (int64_t d = static_cast<int64_t>(batch.size()) - 1; d >= 0; --d) {
+      offset += (index % batch[d]) * strides[d];
+      index /= batch[d];
+    }
+    return offset;
+  }
+};
+
+Shape BatchDims(const Shape& s) { return Shape(s.begin(), s.end() - 2); }
+
+// The strides of `shape`'s batch dims (matrices of `matrix` elements) broadcast into `batch`.
+BatchWalk WalkOf(const Shape& shape, const Shape& batch, int64_t matrix) {
+  BatchWalk walk{BroadcastStrides(BatchDims(shape), batch)};
+  for (int64_t& s : walk.strides) s *= matrix;
+  return walk;
+}
+
+// Everything a task reads, resolved once per call.
+template <typename C>
+struct Problem {
+  int64_t s = 0, t = 0, d = 0, dv = 0;
+  Shape batch;
+  const C *q = nullptr, *k = nullptr, *v = nullptr, *mask = nullptr;
+  BatchWalk q_walk, k_walk, v_walk, mask_walk;
+  int64_t mask_row_stride = 0;  // 0 when the mask repeats one row
+  bool mask_steps = false;      // whether the mask varies along T
+  bool k_transposed = false;
+  C scale = 1;
+  C* y = nullptr;
+};
+
+// Softmax of each of `rows` rows of n scores, in place.
+void SoftmaxRows(float* scores, int64_t rows, int64_t n) {
+  const vec::VectorKernels& k = vec::Kernels();
+  for (int64_t i = 0; i < rows; ++i) {
+    float* row = scores + i * n;
+    const float sum = k.exp_shifted_sum(row, row, n, k.max(row, n));
+    const float inv = 1.0f / sum;
+    k.binary(vec::BinaryOp::kMul, row, true, &inv, false, row, n);
+  }
+}
+
+void SoftmaxRows(double* scores, int64_t rows, int64_t n) {
+  for (int64_t i = 0; i < rows; ++i) {
+    double* row = scores + i * n;
+    const double max = *std::max_element(row, row + n);
+    double sum = 0;
+    for (int64_t j = 0; j < n; ++j) sum += row[j] = std::exp(row[j] - max);
+    for (int64_t j = 0; j < n; ++j) row[j] /= sum;
+  }
+}
+
+void AddRow(const float* mask, bool steps, float* row, int64_t n) {
+  vec::Kernels().binary(vec::BinaryOp::kAdd, row, true, mask, steps, row, n);
+}
+
+void AddRow(const double* mask, bool steps, double* row, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) row[j] += mask[steps ? j : 0];
+}
+
+// Query rows [row, row + rows) of output matrix `b`, with `scores` a scratch of rows x T.
+template <typename C>
+void AttendBlock(const Problem<C>& p, int64_t b, int64_t row, int64_t rows, C* scores) {
+  const C* q = p.q + p.q_walk.Offset(p.batch, b) + row * p.d;
+  const C* k = p.k + p.k_walk.Offset(p.batch, b);
+  Gemm<C>(false, p.k_transposed, rows, p.t, p.d, p.scale, q, p.d, k, p.k_transposed ? p.d : p.t, C{0}, scores,
+          p.t, nullptr);
+  if (p.mask != nullptr) {
+    const C* mask = p.mask + p.mask_walk.Offset(p.batch, b);
+    for (int64_t i = 0; i < rows; ++i) {
+      AddRow(mask + (row + i) * p.mask_row_stride, p.mask_steps, scores + i * p.t, p.t);
+    }
+  }
+  SoftmaxRows(scores, rows, p.t);
+  Gemm<C>(false, false, rows, p.dv, p.t, C{1}, scores, p.t, p.v + p.v_walk.Offset(p.batch, b), p.dv, C{0},
+          p.y + (b * p.s + row) * p.dv, p.dv, nullptr);
+}
+
+absl::Status ShapeError(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, bool k_transposed) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "FusedAttention: Q ", q.DebugString(), ", K ", k.DebugString(), k_transposed ? " (transposed)" : "", ", V ",
+      v.DebugString(), mask != nullptr ? absl::StrCat(", mask ", mask->DebugString()) : "",
+      " do not make [..., S, D] x [..., D, T] -> softmax (+ mask [..., 1|S, 1|T]) x [..., T, Dv]"));
+}
+
+class FusedAttention final : public OpKernel {
+ public:
+  absl::Status Init(const KernelInfo& info) {
+    ASSIGN_OR_RETURN(scale_, info.Attr<float>("scale", 1.0f));
+    ASSIGN_OR_RETURN(const int64_t k_transposed, info.Attr<int64_t>("k_transposed", 0));
+    k_transposed_ = k_transposed != 0;
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    RETURN_IF_ERROR(RequireInputs(ctx, 3));
+    const DataType type = ctx.Input(kQ)->dtype();
+    for (int i : {kK, kV, kMask}) {
+      if (ctx.Input(i) != nullptr && ctx.Input(i)->dtype() != type) {
+        return absl::InvalidArgumentError(absl::StrCat("FusedAttention: input ", i, " is ",
+                                                       ctx.Input(i)->DebugString(), ", Q is ",
+                                                       ctx.Input(kQ)->DebugString()));
+      }
+    }
+    if (type == DataType::kDouble) return Run<double>(ctx);
+    if (type != DataType::kFloat && !IsHalfType(type)) {
+      return absl::InvalidArgumentError(absl::StrCat("FusedAttention: Q must be floating-point, got ",
+                                                     ctx.Input(kQ)->DebugString()));
+    }
+    return Run<float>(ctx);
+  }
+
+ private:
+  template <typename C>
+  absl::Status Run(KernelContext& ctx) const;
+
+  float scale_ = 1.0f;
+  bool k_transposed_ = false;
+};
+
+template <typename C>
+absl::Status FusedAttention::Run(KernelContext& ctx) const {
+  const DataType out_type = ctx.Input(kQ)->dtype();
+  const Tensor q = InPrecision<C>(*ctx.Input(kQ));
+  const Tensor k = InPrecision<C>(*ctx.Input(kK));
+  const Tensor v = InPrecision<C>(*ctx.Input(kV));
+  const Tensor mask = ctx.Input(kMask) != nullptr ? InPrecision<C>(*ctx.Input(kMask)) : Tensor();
+  if (q.rank() < 2 || k.rank() < 2 || v.rank() < 2) {
+    return ShapeError(*ctx.Input(kQ), *ctx.Input(kK), *ctx.Input(kV), ctx.Input(kMask), k_transposed_);
+  }
+  Problem<C> p;
+  p.s = q.dim(q.rank() - 2);
+  p.d = q.dim(q.rank() - 1);
+  p.t = k.dim(k.rank() - (k_transposed_ ? 2 : 1));
+  p.dv = v.dim(v.rank() - 1);
+  const int64_t k_depth = k.dim(k.rank() - (k_transposed_ ? 1 : 2));
+  bool fits = k_depth == p.d && v.dim(v.rank() - 2) == p.t;
+  absl::StatusOr<Shape> batch = BroadcastShapes(BatchDims(q.shape()), BatchDims(k.shape()));
+  if (batch.ok()) batch = BroadcastShapes(*batch, BatchDims(v.shape()));
+  if (mask.defined()) {
+    // A mask of rank < 2 is a row (or a scalar) that Add broadcasts over the scores.
+    Shape m2(std::max<int64_t>(0, 2 - mask.rank()), 1);
+    m2.insert(m2.end(), mask.shape().begin(), mask.shape().end());
+    const int64_t rows = m2[m2.size() - 2], cols = m2.back();
+    fits = fits && (rows == 1 || rows == p.s) && (cols == 1 || cols == p.t);
+    if (batch.ok()) batch = BroadcastShapes(*batch, BatchDims(m2));
+    if (batch.ok()) p.mask_walk = WalkOf(m2, *batch, rows * cols);
+    p.mask_row_stride = rows == 1 ? 0 : cols;
+    p.mask_steps = cols != 1;
+    p.mask = mask.data<C>();
+  }
+  if (!fits || !batch.ok()) {
+    return ShapeError(*ctx.Input(kQ), *ctx.Input(kK), *ctx.Input(kV), ctx.Input(kMask), k_transposed_);
+  }
+  p.batch = *std::move(batch);
+  p.q_walk = WalkOf(q.shape(), p.batch, p.s * p.d);
+  p.k_walk = WalkOf(k.shape(), p.batch, p.d * p.t);
+  p.v_walk = WalkOf(v.shape(), p.batch, p.t * p.dv);
+  p.q = q.data<C>();
+  p.k = k.data<C>();
+  p.v = v.data<C>();
+  p.scale = static_cast<C>(scale_);
+  p.k_transposed = k_transposed_;
+
+  Shape y_shape = p.batch;
+  y_shape.insert(y_shape.end(), {p.s, p.dv});
+  ASSIGN_OR_RETURN(Tensor y, Tensor::Create(kTypeOf<C>, y_shape));
+  p.y = y.template data<C>();
+  const int64_t matrices = NumElements(p.batch);
+  const int64_t blocks = (p.s + kBlockRows - 1) / kBlockRows;
+  if (p.t == 0) {
+    std::fill(p.y, p.y + y.NumElements(), C{0});  // softmax over no key, times no row of V
+  } else if (matrices > 0 && blocks > 0 && p.dv > 0) {
+    ctx.pool().ParallelFor(matrices * blocks, 1, [&](int64_t begin, int64_t end) {
+      std::vector<C> scores(static_cast<size_t>(std::min(kBlockRows, p.s) * p.t));
+      for (int64_t task = begin; task < end; ++task) {
+        const int64_t row = (task % blocks) * kBlockRows;
+        AttendBlock(p, task / blocks, row, std::min(kBlockRows, p.s - row), scores.data());
+      }
+    });
+  }
+  if (out_type == y.dtype()) {
+    ctx.SetOutput(0, std::move(y));
+  } else {
+    NarrowFromFloat(y, ctx.Output(0, out_type, y.shape()));
+  }
+  return absl::OkStatus();
+}
+
+REGISTER_KERNEL(kInternal, "FusedAttention", 1, kLatest, kFloatTypes, FusedAttention);
+
+}  // namespace
+}  // namespace onnxserve
