@@ -7,12 +7,15 @@
 //
 // Each task is one (batch, head) matrix and a block of query rows: the block's scores are computed into a
 // scratch of kBlockRows x T that stays in cache, scaled in the GEMM, masked, normalized row by row and
-// multiplied by V, so the [..., S, T] score tensor never exists. float16/bfloat16 compute in float.
+// multiplied by V, so the [..., S, T] score tensor never exists. The products run on the packed GEMM, K and
+// V packed once per task, where the CPU runs it (else on OpenBLAS). float16/bfloat16 compute in float.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "runtime/core/checked_size.h"
+#include "runtime/math/packed_gemm.h"
 #include "runtime/math/vector_kernels.h"
 #include "runtime/ops/blas.h"
 #include "runtime/ops/common.h"
@@ -91,22 +94,62 @@ void AddRow(const double* mask, bool steps, double* row, int64_t n) {
   for (int64_t j = 0; j < n; ++j) row[j] += mask[steps ? j : 0];
 }
 
-// Query rows [row, row + rows) of output matrix `b`, with `scores` a scratch of rows x T.
+// K (scaled) and V of one output matrix packed for the packed GEMM, when the CPU runs it (float only): a
+// task packs them once for all its query blocks.
 template <typename C>
-void AttendBlock(const Problem<C>& p, int64_t b, int64_t row, int64_t rows, C* scores) {
-  const C* q = p.q + p.q_walk.Offset(p.batch, b) + row * p.d;
-  const C* k = p.k + p.k_walk.Offset(p.batch, b);
-  Gemm<C>(false, p.k_transposed, rows, p.t, p.d, p.scale, q, p.d, k, p.k_transposed ? p.d : p.t, C{0}, scores,
-          p.t, nullptr);
-  if (p.mask != nullptr) {
-    const C* mask = p.mask + p.mask_walk.Offset(p.batch, b);
-    for (int64_t i = 0; i < rows; ++i) {
-      AddRow(mask + (row + i) * p.mask_row_stride, p.mask_steps, scores + i * p.t, p.t);
+struct PackedHead {
+  std::optional<PackedColumns> k, v;
+  PackedHead(const Problem<C>& p, const C* k_data, const C* v_data) {
+    if constexpr (std::is_same_v<C, float>) {
+      if (!PackedGemmSupported() || p.d == 0) return;  // an empty depth: OpenBLAS's path zeroes the scores
+      k.emplace(k_data, p.d, p.t, p.k_transposed ? p.d : p.t, p.k_transposed, p.scale);
+      v.emplace(v_data, p.t, p.dv, p.dv, false, 1.0f);
     }
   }
+};
+
+// Query rows [row, row + rows) of output matrix `b`, with `scores` a scratch of rows x T.
+template <typename C>
+void AttendBlock(const Problem<C>& p, int64_t b, const PackedHead<C>& packed, int64_t row, int64_t rows,
+                 C* scores) {
+  const C* q = p.q + p.q_walk.Offset(p.batch, b) + row * p.d;
+  const C* mask = p.mask == nullptr ? nullptr : p.mask + p.mask_walk.Offset(p.batch, b) + row * p.mask_row_stride;
+  C* y = p.y + (b * p.s + row) * p.dv;
+  if constexpr (std::is_same_v<C, float>) {
+    if (packed.k) {
+      GemmEpilogue epilogue;
+      if (mask != nullptr && p.mask_steps) {  // the mask joins the scores as they leave the registers
+        epilogue.z = mask;
+        epilogue.ldz = p.mask_row_stride;
+        mask = nullptr;
+      }
+      PackedGemm(q, rows, p.d, false, *packed.k, scores, p.t, epilogue, nullptr);
+    }
+  }
+  if (!packed.k) {
+    const C* k = p.k + p.k_walk.Offset(p.batch, b);
+    Gemm<C>(false, p.k_transposed, rows, p.t, p.d, p.scale, q, p.d, k, p.k_transposed ? p.d : p.t, C{0}, scores,
+            p.t, nullptr);
+  }
+  if (mask != nullptr) {
+    for (int64_t i = 0; i < rows; ++i) AddRow(mask + i * p.mask_row_stride, p.mask_steps, scores + i * p.t, p.t);
+  }
   SoftmaxRows(scores, rows, p.t);
-  Gemm<C>(false, false, rows, p.dv, p.t, C{1}, scores, p.t, p.v + p.v_walk.Offset(p.batch, b), p.dv, C{0},
-          p.y + (b * p.s + row) * p.dv, p.dv, nullptr);
+  if constexpr (std::is_same_v<C, float>) {
+    if (packed.v) return PackedGemm(scores, rows, p.t, false, *packed.v, y, p.dv, {}, nullptr);
+  }
+  Gemm<C>(false, false, rows, p.dv, p.t, C{1}, scores, p.t, p.v + p.v_walk.Offset(p.batch, b), p.dv, C{0}, y, p.dv,
+          nullptr);
+}
+
+// Query blocks [first, last) of output matrix `b`.
+template <typename C>
+void AttendBlocks(const Problem<C>& p, int64_t b, int64_t first, int64_t last, C* scores) {
+  const PackedHead<C> packed(p, p.k + p.k_walk.Offset(p.batch, b), p.v + p.v_walk.Offset(p.batch, b));
+  for (int64_t block = first; block < last; ++block) {
+    const int64_t row = block * kBlockRows;
+    AttendBlock(p, b, packed, row, std::min(kBlockRows, p.s - row), scores);
+  }
 }
 
 absl::Status ShapeError(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, bool k_transposed) {
@@ -204,11 +247,16 @@ absl::Status FusedAttention::Run(KernelContext& ctx) const {
   if (p.t == 0) {
     std::fill(p.y, p.y + y.NumElements(), C{0});  // softmax over no key, times no row of V
   } else if (matrices > 0 && blocks > 0 && p.dv > 0) {
-    ctx.pool().ParallelFor(matrices * blocks, 1, [&](int64_t begin, int64_t end) {
+    // Each task takes a run of one matrix's blocks, packing K and V once for them; a matrix splits only
+    // as far as needed to give every thread two tasks.
+    const int64_t threads = std::max(1, ctx.pool().num_threads());
+    const int64_t groups = std::clamp<int64_t>((2 * threads + matrices - 1) / matrices, 1, blocks);
+    const int64_t per_group = (blocks + groups - 1) / groups;
+    ctx.pool().ParallelFor(matrices * groups, 1, [&](int64_t begin, int64_t end) {
       std::vector<C> scores(static_cast<size_t>(std::min(kBlockRows, p.s) * p.t));
       for (int64_t task = begin; task < end; ++task) {
-        const int64_t row = (task % blocks) * kBlockRows;
-        AttendBlock(p, task / blocks, row, std::min(kBlockRows, p.s - row), scores.data());
+        const int64_t first = (task % groups) * per_group;
+        AttendBlocks(p, task / groups, first, std::min(blocks, first + per_group), scores.data());
       }
     });
   }
