@@ -3,8 +3,8 @@
 // producer:
 //   Transpose(Transpose(x)) -> one Transpose with the composed perm, or x when it is the identity;
 //   Reshape(Reshape(x), s) -> Reshape(x, s) when s is constant without a 0 that copies an input dim;
-//   Reshape / Flatten / Squeeze to the shape x already has (x's dims all declared) -> x;
-//   Transpose that only moves size-1 dims (x's dims all declared) -> Reshape, a copy-free view.
+//   Reshape / Flatten / Squeeze to the shape x already has (x's dims certain at load) -> x;
+//   Transpose that only moves size-1 dims (x's dims certain at load) -> Reshape, a copy-free view.
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
@@ -28,9 +28,12 @@ bool IsIdentityPerm(const std::vector<int64_t>& perm) {
   return true;
 }
 
-// x's dims when the model declares all of them.
+// x's dims when they are certain at load: a constant's, or a graph input's when declared in full (the plan
+// checks each feed against them). value_info declarations of other values are not checked, so not trusted.
 std::optional<Shape> StaticDims(const ir::Value* value) {
-  if (value == nullptr || !value->type().is_tensor() || !value->type().has_shape) return std::nullopt;
+  if (value == nullptr) return std::nullopt;
+  if (value->constant() != nullptr) return value->constant()->shape();
+  if (!value->is_graph_input() || !value->type().is_tensor() || !value->type().has_shape) return std::nullopt;
   for (int64_t d : value->type().dims) {
     if (d < 0) return std::nullopt;
   }
