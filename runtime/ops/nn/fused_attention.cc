@@ -2,14 +2,15 @@
 //   Y = MatMul(Softmax(MatMul(Q, K) * scale [+ mask], axis=-1), V)
 // in one node. Q is [..., S, D]; K is [..., D, T], or [..., T, D] with k_transposed = 1 (the Transpose the
 // pass absorbed); V is [..., T, Dv]; the optional additive mask broadcasts to [..., S, T]; batch dims of
-// all four broadcast as MatMul's and Add's do. Inputs must be at least 2-D (what attention is), the mask's
-// last two dims 1 or S and 1 or T.
+// all four broadcast as MatMul's and Add's do, and a mask of many rows (keys) broadcasts one query row
+// (key) up as Add would. Q, K and V must be at least 2-D (what attention is).
 //
 // Each task is one (batch, head) matrix and a block of query rows: the block's scores are computed into a
 // scratch of kBlockRows x T that stays in cache, scaled in the GEMM, masked, normalized row by row and
 // multiplied by V, so the [..., S, T] score tensor never exists. The products run on the packed GEMM, K and
 // V packed once per task, where the CPU runs it (else on OpenBLAS). float16/bfloat16 compute in float.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <optional>
 #include <vector>
@@ -152,6 +153,19 @@ void AttendBlocks(const Problem<C>& p, int64_t b, int64_t first, int64_t last, C
   }
 }
 
+// `t` with its dim `axis_from_end` (of size 1) repeated `count` times.
+template <typename C>
+absl::StatusOr<Tensor> Repeated(const Tensor& t, int64_t axis_from_end, int64_t count) {
+  Shape shape = t.shape();
+  shape[shape.size() - axis_from_end] = count;
+  ASSIGN_OR_RETURN(Tensor out, Tensor::Create(kTypeOf<C>, shape));
+  const std::array<std::vector<int64_t>, 1> strides = {BroadcastStrides(t.shape(), shape)};
+  const C* in = t.data<C>();
+  C* o = out.template data<C>();
+  ForEachBroadcast(shape, strides, [&](int64_t i, const std::array<int64_t, 1>& at) { o[i] = in[at[0]]; });
+  return out;
+}
+
 absl::Status ShapeError(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, bool k_transposed) {
   return absl::InvalidArgumentError(absl::StrCat(
       "FusedAttention: Q ", q.DebugString(), ", K ", k.DebugString(), k_transposed ? " (transposed)" : "", ", V ",
@@ -197,32 +211,42 @@ class FusedAttention final : public OpKernel {
 template <typename C>
 absl::Status FusedAttention::Run(KernelContext& ctx) const {
   const DataType out_type = ctx.Input(kQ)->dtype();
-  const Tensor q = InPrecision<C>(*ctx.Input(kQ));
-  const Tensor k = InPrecision<C>(*ctx.Input(kK));
+  Tensor q = InPrecision<C>(*ctx.Input(kQ));
+  Tensor k = InPrecision<C>(*ctx.Input(kK));
   const Tensor v = InPrecision<C>(*ctx.Input(kV));
   const Tensor mask = ctx.Input(kMask) != nullptr ? InPrecision<C>(*ctx.Input(kMask)) : Tensor();
   if (q.rank() < 2 || k.rank() < 2 || v.rank() < 2) {
     return ShapeError(*ctx.Input(kQ), *ctx.Input(kK), *ctx.Input(kV), ctx.Input(kMask), k_transposed_);
   }
+  const int64_t k_keys_axis = k_transposed_ ? 2 : 1;  // counted from the end
   Problem<C> p;
   p.s = q.dim(q.rank() - 2);
   p.d = q.dim(q.rank() - 1);
-  p.t = k.dim(k.rank() - (k_transposed_ ? 2 : 1));
+  p.t = k.dim(k.rank() - k_keys_axis);
   p.dv = v.dim(v.rank() - 1);
+  // A mask of rank < 2 is a row (or a scalar) that Add broadcasts over the scores.
+  Shape mask_shape(std::max<int64_t>(0, 2 - mask.rank()), 1);
+  if (mask.defined()) mask_shape.insert(mask_shape.end(), mask.shape().begin(), mask.shape().end());
+  const int64_t mask_rows = mask_shape[mask_shape.size() - 2], mask_cols = mask_shape.back();
+  // A mask wider than the scores broadcasts them up: one query row (or one key) stands for many.
+  if (mask.defined() && p.s == 1 && mask_rows > 1) {
+    ASSIGN_OR_RETURN(q, Repeated<C>(q, 2, mask_rows));
+    p.s = mask_rows;
+  }
+  if (mask.defined() && p.t == 1 && mask_cols > 1) {
+    ASSIGN_OR_RETURN(k, Repeated<C>(k, k_keys_axis, mask_cols));
+    p.t = mask_cols;
+  }
   const int64_t k_depth = k.dim(k.rank() - (k_transposed_ ? 1 : 2));
   bool fits = k_depth == p.d && v.dim(v.rank() - 2) == p.t;
   absl::StatusOr<Shape> batch = BroadcastShapes(BatchDims(q.shape()), BatchDims(k.shape()));
   if (batch.ok()) batch = BroadcastShapes(*batch, BatchDims(v.shape()));
   if (mask.defined()) {
-    // A mask of rank < 2 is a row (or a scalar) that Add broadcasts over the scores.
-    Shape m2(std::max<int64_t>(0, 2 - mask.rank()), 1);
-    m2.insert(m2.end(), mask.shape().begin(), mask.shape().end());
-    const int64_t rows = m2[m2.size() - 2], cols = m2.back();
-    fits = fits && (rows == 1 || rows == p.s) && (cols == 1 || cols == p.t);
-    if (batch.ok()) batch = BroadcastShapes(*batch, BatchDims(m2));
-    if (batch.ok()) p.mask_walk = WalkOf(m2, *batch, rows * cols);
-    p.mask_row_stride = rows == 1 ? 0 : cols;
-    p.mask_steps = cols != 1;
+    fits = fits && (mask_rows == 1 || mask_rows == p.s) && (mask_cols == 1 || mask_cols == p.t);
+    if (batch.ok()) batch = BroadcastShapes(*batch, BatchDims(mask_shape));
+    if (batch.ok()) p.mask_walk = WalkOf(mask_shape, *batch, mask_rows * mask_cols);
+    p.mask_row_stride = mask_rows == 1 ? 0 : mask_cols;
+    p.mask_steps = mask_cols != 1;
     p.mask = mask.data<C>();
   }
   if (!fits || !batch.ok()) {

@@ -88,6 +88,8 @@ TEST(AttentionFusionTest, EachSpellingFusesAndMatchesTheUnfusedGraph) {
       {{3}, 1, 9, 4, 5, false, Case::kNone, {3, 1, 9}},     // one query row, no scale
       {{}, 1, 1, 3, 2, true, Case::kMul, {}},               // 2-D, one key
       {{2, 1}, 65, 3, 5, 7, false, Case::kDiv, {1}},        // odd sizes, a scalar mask
+      {{2}, 1, 6, 4, 3, false, Case::kMul, {2, 5, 6}},      // the mask's 5 rows broadcast one query row
+      {{2}, 3, 1, 4, 3, true, Case::kDiv, {3, 1}},          // one key against a mask of 1 column
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(::testing::PrintToString(c.batch) + " S=" + std::to_string(c.s) + " T=" + std::to_string(c.t));
@@ -107,6 +109,23 @@ TEST(AttentionFusionTest, BroadcastBatchDimsMatch) {
   EXPECT_EQ(RunPass(*model, *passes::MakeAttentionFusion()).ops, std::vector<std::string>{"FusedAttention"});
   ExpectSameResultWithAndWithoutPasses(
       model, {{"q", Random({2, 3, 4, 8}, 5)}, {"k", Random({2, 1, 8, 6}, 6)}, {"v", Random({2, 1, 6, 5}, 7)}});
+}
+
+TEST(AttentionFusionTest, AMaskOfManyColumnsBroadcastsOneKey) {
+  // [2,3,1] scores + a [3,5] mask are [2,3,5]: V then has 5 rows.
+  GraphBuilder b(13);
+  b.Input("q", {2, 3, 4}).Input("k", {2, 4, 1}).Input("mask", {3, 5}).Input("v", {2, 5, 3})
+      .Node("MatMul", {"q", "k"}, "qk")
+      .Node("Add", {"mask", "qk"}, "masked")
+      .NodeWith("Softmax", {"masked"}, {"p"}, {IntAttr("axis", -1)})
+      .Node("MatMul", {"p", "v"}, "y")
+      .Output("y");
+  auto model = b.Load();
+  EXPECT_EQ(RunPass(*model, *passes::MakeAttentionFusion()).ops, std::vector<std::string>{"FusedAttention"});
+  ExpectSameResultWithAndWithoutPasses(model, {{"q", Random({2, 3, 4}, 8)},
+                                               {"k", Random({2, 4, 1}, 9)},
+                                               {"mask", Random({3, 5}, 10)},
+                                               {"v", Random({2, 5, 3}, 11)}});
 }
 
 TEST(AttentionFusionTest, SoftmaxOverAnotherAxisOrSharedScoresStayUnfused) {
