@@ -97,53 +97,43 @@ TEST(AttentionFusionTest, EachSpellingFusesAndMatchesTheUnfusedGraph) {
   }
 }
 
+// Softmax(MatMul(q, k) [+ mask], axis) x v with no scale, for shapes that the Case graphs do not make.
+GraphBuilder Unscaled(const Shape& q, const Shape& k, const Shape& v, const Shape& mask, int64_t axis = -1) {
+  GraphBuilder b(13);
+  b.Input("q", q).Input("k", k).Input("v", v).Node("MatMul", {"q", "k"}, "qk");
+  std::string scores = "qk";
+  if (!mask.empty()) {
+    b.Input("mask", mask).Node("Add", {"mask", "qk"}, "masked");
+    scores = "masked";
+  }
+  b.NodeWith("Softmax", {scores}, {"p"}, {IntAttr("axis", axis)}).Node("MatMul", {"p", "v"}, "y").Output("y");
+  return b;
+}
+
+void ExpectUnscaledFusedAndEqual(const Shape& q, const Shape& k, const Shape& v, const Shape& mask) {
+  auto model = Unscaled(q, k, v, mask).Load();
+  EXPECT_EQ(RunPass(*model, *passes::MakeAttentionFusion()).ops, std::vector<std::string>{"FusedAttention"});
+  std::vector<std::pair<std::string, Tensor>> feeds = {{"q", Random(q, 5)}, {"k", Random(k, 6)}, {"v", Random(v, 7)}};
+  if (!mask.empty()) feeds.emplace_back("mask", Random(mask, 8));
+  ExpectSameResultWithAndWithoutPasses(model, feeds);
+}
+
 TEST(AttentionFusionTest, BroadcastBatchDimsMatch) {
   // K and V shared over heads ([B, 1, ..]) while Q has them: MatMul's batch broadcasting.
-  GraphBuilder b(13);
-  b.Input("q", {2, 3, 4, 8}).Input("k", {2, 1, 8, 6}).Input("v", {2, 1, 6, 5})
-      .Node("MatMul", {"q", "k"}, "qk")
-      .NodeWith("Softmax", {"qk"}, {"p"}, {IntAttr("axis", -1)})
-      .Node("MatMul", {"p", "v"}, "y")
-      .Output("y");
-  auto model = b.Load();
-  EXPECT_EQ(RunPass(*model, *passes::MakeAttentionFusion()).ops, std::vector<std::string>{"FusedAttention"});
-  ExpectSameResultWithAndWithoutPasses(
-      model, {{"q", Random({2, 3, 4, 8}, 5)}, {"k", Random({2, 1, 8, 6}, 6)}, {"v", Random({2, 1, 6, 5}, 7)}});
+  ExpectUnscaledFusedAndEqual({2, 3, 4, 8}, {2, 1, 8, 6}, {2, 1, 6, 5}, {});
 }
 
 TEST(AttentionFusionTest, AMaskOfManyColumnsBroadcastsOneKey) {
   // [2,3,1] scores + a [3,5] mask are [2,3,5]: V then has 5 rows.
-  GraphBuilder b(13);
-  b.Input("q", {2, 3, 4}).Input("k", {2, 4, 1}).Input("mask", {3, 5}).Input("v", {2, 5, 3})
-      .Node("MatMul", {"q", "k"}, "qk")
-      .Node("Add", {"mask", "qk"}, "masked")
-      .NodeWith("Softmax", {"masked"}, {"p"}, {IntAttr("axis", -1)})
-      .Node("MatMul", {"p", "v"}, "y")
-      .Output("y");
-  auto model = b.Load();
-  EXPECT_EQ(RunPass(*model, *passes::MakeAttentionFusion()).ops, std::vector<std::string>{"FusedAttention"});
-  ExpectSameResultWithAndWithoutPasses(model, {{"q", Random({2, 3, 4}, 8)},
-                                               {"k", Random({2, 4, 1}, 9)},
-                                               {"mask", Random({3, 5}, 10)},
-                                               {"v", Random({2, 5, 3}, 11)}});
+  ExpectUnscaledFusedAndEqual({2, 3, 4}, {2, 4, 1}, {2, 5, 3}, {3, 5});
 }
 
 TEST(AttentionFusionTest, SoftmaxOverAnotherAxisOrSharedScoresStayUnfused) {
-  GraphBuilder other_axis(13);
-  other_axis.Input("q", {2, 4, 8}).Input("k", {2, 8, 4}).Input("v", {2, 4, 3})
-      .Node("MatMul", {"q", "k"}, "qk")
-      .NodeWith("Softmax", {"qk"}, {"p"}, {IntAttr("axis", 1)})
-      .Node("MatMul", {"p", "v"}, "y")
-      .Output("y");
-  EXPECT_TRUE(RunPass(*other_axis.Load(), *passes::MakeAttentionFusion()).changes.empty());
+  EXPECT_TRUE(RunPass(*Unscaled({2, 4, 8}, {2, 8, 4}, {2, 4, 3}, {}, 1).Load(), *passes::MakeAttentionFusion())
+                  .changes.empty());
 
-  GraphBuilder shared(13);
-  shared.Input("q", {2, 4, 8}).Input("k", {2, 8, 4}).Input("v", {2, 4, 3})
-      .Node("MatMul", {"q", "k"}, "qk")
-      .NodeWith("Softmax", {"qk"}, {"p"}, {IntAttr("axis", -1)})
-      .Node("MatMul", {"p", "v"}, "y")
-      .Output("y")
-      .Output("qk");  // the scores are wanted too
+  GraphBuilder shared = Unscaled({2, 4, 8}, {2, 8, 4}, {2, 4, 3}, {});
+  shared.Output("qk");  // the scores are wanted too
   EXPECT_TRUE(RunPass(*shared.Load(), *passes::MakeAttentionFusion()).changes.empty());
 }
 
