@@ -1,6 +1,7 @@
 // Attention fusion. Exporters spell scaled dot-product attention as
 //   Y = MatMul(Softmax(MatMul(Q, K) * s [+ mask], axis=-1), V)
-// with K often a Transpose swapping its last two dims and the scale a Mul by s or a Div by 1/s (or none).
+// with the scale a Mul by s or a Div by 1/s (or none), Q, K and V Transposes that split the heads (K's also
+// transposing it) and a Transpose of Y that merges them: those the kernel reads (writes) in place.
 // Each intermediate is a [..., S, T] tensor written and read back whole; one ai.onnxserve FusedAttention
 // (runtime/ops/nn/fused_attention.cc) keeps a block of score rows in cache instead. Every intermediate
 // must have no other reader and Softmax must normalize the last axis (axis = -1, which also means the last
@@ -17,7 +18,8 @@ constexpr std::string_view kFusedAttention = "FusedAttention";
 
 struct Match {
   ir::Value *q = nullptr, *k = nullptr, *v = nullptr, *mask = nullptr;
-  bool k_transposed = false;
+  // The absorbed Transposes' perms (empty: none): of Q, K and V, and of Y.
+  std::vector<int64_t> q_perm, k_perm, v_perm, y_perm;
   float scale = 1.0f;
   std::vector<ir::Node*> nodes;  // in order; the last computes Y
 };
@@ -40,15 +42,27 @@ std::optional<double> ShapePreservingScalar(const ir::Value* value) {
   return ScalarConstant(value);
 }
 
-// A Transpose swapping the last two of its dims (given as perm, so the rank is known).
-bool SwapsLastTwoDims(const ir::Node* transpose) {
-  const ir::Attribute* perm = transpose->FindAttribute("perm");
-  if (perm == nullptr || perm->ints.size() < 2) return false;
-  const int64_t rank = static_cast<int64_t>(perm->ints.size());
-  for (int64_t i = 0; i < rank - 2; ++i) {
-    if (perm->ints[i] != i) return false;
-  }
-  return perm->ints[rank - 2] == rank - 1 && perm->ints[rank - 1] == rank - 2;
+// The perm of the Transpose producing `value` (its only reader being the pattern) when the kernel can read
+// through it: the last axis stays last (`last_two`: or becomes the second last, as K^T does), so each
+// matrix row is contiguous. nullopt otherwise; without perm the rank, so the perm, is unknown.
+std::optional<std::vector<int64_t>> ReadablePerm(const ir::Node* transpose, bool last_two) {
+  const ir::Attribute* perm = transpose == nullptr ? nullptr : transpose->FindAttribute("perm");
+  if (perm == nullptr || perm->ints.size() < 2) return std::nullopt;
+  const int64_t last = static_cast<int64_t>(perm->ints.size()) - 1;
+  if (perm->ints[last] == last || (last_two && perm->ints[last - 1] == last)) return perm->ints;
+  return std::nullopt;
+}
+
+// When `value` is a Transpose's output that the kernel can read through, reads its input instead, prepending
+// the Transpose to `nodes` and setting `perm`.
+void AbsorbInputTranspose(ir::Value*& value, std::vector<int64_t>& perm, bool last_two,
+                          std::vector<ir::Node*>& nodes) {
+  ir::Node* transpose = SoleProducer(value, "Transpose");
+  std::optional<std::vector<int64_t>> readable = ReadablePerm(transpose, last_two);
+  if (!readable || transpose->input(0) == nullptr) return;
+  value = transpose->input(0);
+  perm = *std::move(readable);
+  nodes.insert(nodes.begin(), transpose);
 }
 
 // Matches the scale (if any) and Q.K^T above `scores`, prepending their nodes to `m`.
@@ -75,12 +89,9 @@ bool MatchScaledProduct(ir::Value* scores, Match& m) {
   m.q = qk->input(0);
   m.k = qk->input(1);
   m.nodes.insert(m.nodes.begin(), qk);
-  if (ir::Node* transpose = SoleProducer(m.k, "Transpose"); transpose != nullptr && SwapsLastTwoDims(transpose)) {
-    m.k = transpose->input(0);
-    m.k_transposed = true;
-    m.nodes.insert(m.nodes.begin(), transpose);
-  }
-  return m.k != nullptr;
+  AbsorbInputTranspose(m.q, m.q_perm, false, m.nodes);
+  AbsorbInputTranspose(m.k, m.k_perm, true, m.nodes);
+  return true;
 }
 
 // Matches the pattern around `softmax`.
@@ -91,6 +102,12 @@ std::optional<Match> MatchAt(ir::Node* softmax) {
   Match m;
   m.v = pv->input(1);
   m.nodes = {softmax, pv};
+  AbsorbInputTranspose(m.v, m.v_perm, false, m.nodes);
+  ir::Node* merge = SoleReader(pv->output(0));
+  if (std::optional<std::vector<int64_t>> perm = IsOp(merge, "Transpose") ? ReadablePerm(merge, false) : std::nullopt) {
+    m.y_perm = *std::move(perm);
+    m.nodes.push_back(merge);
+  }
   ir::Value* scores = softmax->input(0);
   if (ir::Node* add = SoleProducer(scores, "Add"); add != nullptr && add->FindAttribute("broadcast") == nullptr) {
     m.nodes.insert(m.nodes.begin(), add);
@@ -121,10 +138,15 @@ class AttentionFusion final : public Pass {
                                      m->mask != nullptr ? " (masked)" : ""));
       std::vector<ir::Value*> inputs = {m->q, m->k, m->v};
       if (m->mask != nullptr) inputs.push_back(m->mask);
+      std::vector<ir::Attribute> attributes = {ir::FloatAttribute("scale", m->scale)};
+      const std::pair<const char*, const std::vector<int64_t>*> perms[] = {
+          {"q_perm", &m->q_perm}, {"k_perm", &m->k_perm}, {"v_perm", &m->v_perm}, {"y_perm", &m->y_perm}};
+      for (const auto& [name, perm] : perms) {
+        if (!perm->empty()) attributes.push_back(ir::IntsAttribute(name, *perm));
+      }
       ReplaceChain(graph, m->nodes,
                    {m->nodes.back()->name(), std::string(kInternal), std::string(kFusedAttention), 1,
-                    std::move(inputs),
-                    {ir::FloatAttribute("scale", m->scale), ir::IntAttribute("k_transposed", m->k_transposed)}});
+                    std::move(inputs), std::move(attributes)});
       return true;
     });
     return absl::OkStatus();

@@ -128,6 +128,36 @@ TEST(AttentionFusionTest, AMaskOfManyColumnsBroadcastsOneKey) {
   ExpectUnscaledFusedAndEqual({2, 3, 4}, {2, 4, 1}, {2, 5, 3}, {3, 5});
 }
 
+// Q, K, V [B, S, H, D] transposed into heads as exporters do, Y merged back. A Q whose Transpose moves its
+// last axis (rows not contiguous) keeps that Transpose.
+TEST(AttentionFusionTest, HeadSplitAndMergeTransposesAreReadInPlace) {
+  for (bool q_moves_last_axis : {false, true}) {
+    SCOPED_TRACE(q_moves_last_axis);
+    const Shape q = q_moves_last_axis ? Shape{2, 3, 4, 5} : Shape{2, 5, 3, 4};
+    GraphBuilder b(13);
+    b.Input("q", q).Input("k", {2, 6, 3, 4}).Input("v", {2, 6, 3, 7})
+        .Initializer("s", Tensor::Scalar(2.0f))
+        .NodeWith("Transpose", {"q"}, {"qh"},
+                  {IntsAttr("perm", q_moves_last_axis ? std::vector<int64_t>{0, 1, 3, 2}
+                                                      : std::vector<int64_t>{0, 2, 1, 3})})
+        .NodeWith("Transpose", {"k"}, {"kh"}, {IntsAttr("perm", {0, 2, 3, 1})})
+        .NodeWith("Transpose", {"v"}, {"vh"}, {IntsAttr("perm", {0, 2, 1, 3})})
+        .Node("MatMul", {"qh", "kh"}, "qk")
+        .Node("Div", {"qk", "s"}, "scaled")
+        .NodeWith("Softmax", {"scaled"}, {"p"}, {IntAttr("axis", -1)})
+        .Node("MatMul", {"p", "vh"}, "context")
+        .NodeWith("Transpose", {"context"}, {"merged"}, {IntsAttr("perm", {0, 2, 1, 3})})
+        .Node("Relu", {"merged"}, "y")
+        .Output("y");
+    auto model = b.Load();
+    EXPECT_EQ(RunPass(*model, *passes::MakeAttentionFusion()).ops,
+              q_moves_last_axis ? (std::vector<std::string>{"Transpose", "FusedAttention", "Relu"})
+                                : (std::vector<std::string>{"FusedAttention", "Relu"}));
+    ExpectSameResultWithAndWithoutPasses(
+        model, {{"q", Random(q, 12)}, {"k", Random({2, 6, 3, 4}, 13)}, {"v", Random({2, 6, 3, 7}, 14)}});
+  }
+}
+
 TEST(AttentionFusionTest, SoftmaxOverAnotherAxisOrSharedScoresStayUnfused) {
   EXPECT_TRUE(RunPass(*Unscaled({2, 4, 8}, {2, 8, 4}, {2, 4, 3}, {}, 1).Load(), *passes::MakeAttentionFusion())
                   .changes.empty());
