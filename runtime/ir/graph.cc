@@ -58,6 +58,14 @@ Attribute FloatAttribute(std::string name, float value) {
   return attr;
 }
 
+Attribute IntsAttribute(std::string name, std::vector<int64_t> values) {
+  Attribute attr;
+  attr.name = std::move(name);
+  attr.type = AttributeType::kInts;
+  attr.ints = std::move(values);
+  return attr;
+}
+
 Attribute StringAttribute(std::string name, std::string value) {
   Attribute attr;
   attr.name = std::move(name);

@@ -185,6 +185,7 @@ class Graph {
 // Attribute constructors for passes that synthesize nodes.
 Attribute IntAttribute(std::string name, int64_t value);
 Attribute FloatAttribute(std::string name, float value);
+Attribute IntsAttribute(std::string name, std::vector<int64_t> values);
 Attribute StringAttribute(std::string name, std::string value);
 
 }  // namespace onnxserve::ir

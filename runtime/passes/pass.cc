@@ -21,10 +21,12 @@ std::vector<std::unique_ptr<Pass>> DefaultPasses() {
   passes.push_back(MakeIdentityElimination());
   // Folding first: light models rebuild their weights with ConstantOfShape, and fusion needs them constant.
   passes.push_back(MakeConstantFolding());
+  passes.push_back(MakeTransposeReshapeElimination());
   passes.push_back(MakeGeluFusion());
   passes.push_back(MakeConvFusion());
   passes.push_back(MakeGemmFusion());
   passes.push_back(MakeLayerNormFusion());
+  passes.push_back(MakeAttentionFusion());
   passes.push_back(MakeDeadNodeElimination());
   return passes;
 }

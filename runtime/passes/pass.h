@@ -28,8 +28,9 @@ struct PassReport {
   std::vector<std::string> changes;
 };
 
-// In order: identity elimination, constant folding, Gelu fusion (so that a Gelu can then fuse into the
-// Conv or MatMul before it), Conv fusion, Gemm fusion, LayerNormalization fusion, dead-node elimination.
+// In order: identity elimination, constant folding, Transpose/Reshape elimination (so that fusion sees the
+// shortest chains), Gelu fusion (so that a Gelu can then fuse into the Conv or MatMul before it), Conv
+// fusion, Gemm fusion, LayerNormalization fusion, attention fusion, dead-node elimination.
 std::vector<std::unique_ptr<Pass>> DefaultPasses();
 
 // Runs each pass over `graph`, subgraphs first; one report per pass.
@@ -44,6 +45,8 @@ std::unique_ptr<Pass> MakeConvFusion();
 std::unique_ptr<Pass> MakeGemmFusion();
 std::unique_ptr<Pass> MakeLayerNormFusion();
 std::unique_ptr<Pass> MakeGeluFusion();
+std::unique_ptr<Pass> MakeAttentionFusion();
+std::unique_ptr<Pass> MakeTransposeReshapeElimination();
 std::unique_ptr<Pass> MakeDeadNodeElimination();
 
 }  // namespace onnxserve::passes
