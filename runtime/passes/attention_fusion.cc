@@ -94,6 +94,23 @@ bool MatchScaledProduct(ir::Value* scores, Match& m) {
   return true;
 }
 
+// Whether `value`, read through `perm` when a Transpose was absorbed, is known to have rank >= 2. The kernel
+// multiplies matrices; MatMul also takes vectors, and then Softmax normalizes another axis than the keys'.
+// Transposes with a perm, constants and declared shapes tell; an undeclared rank keeps the graph as it is.
+bool KnownMatrix(const ir::Value* value, const std::vector<int64_t>& perm) {
+  if (!perm.empty()) return perm.size() >= 2;
+  if (const Tensor* t = value->constant()) return t->rank() >= 2;
+  if (const ir::Node* transpose = value->producer(); IsOp(transpose, "Transpose")) {
+    const ir::Attribute* producer_perm = transpose->FindAttribute("perm");
+    if (producer_perm != nullptr) return producer_perm->ints.size() >= 2;
+  }
+  return value->type().is_tensor() && value->type().has_shape && value->type().dims.size() >= 2;
+}
+
+bool OperandsAreMatrices(const Match& m) {
+  return KnownMatrix(m.q, m.q_perm) && KnownMatrix(m.k, m.k_perm) && KnownMatrix(m.v, m.v_perm);
+}
+
 // Matches the pattern around `softmax`.
 std::optional<Match> MatchAt(ir::Node* softmax) {
   if (!IsOp(softmax, "Softmax") || !SoftmaxOverLastAxis(softmax)) return std::nullopt;
@@ -114,11 +131,13 @@ std::optional<Match> MatchAt(ir::Node* softmax) {
     for (int i = 0; i < 2; ++i) {
       Match with_mask = m;
       with_mask.mask = add->input(1 - i);
-      if (with_mask.mask != nullptr && MatchScaledProduct(add->input(i), with_mask)) return with_mask;
+      if (with_mask.mask != nullptr && MatchScaledProduct(add->input(i), with_mask) && OperandsAreMatrices(with_mask)) {
+        return with_mask;
+      }
     }
     return std::nullopt;
   }
-  if (!MatchScaledProduct(scores, m)) return std::nullopt;
+  if (!MatchScaledProduct(scores, m) || !OperandsAreMatrices(m)) return std::nullopt;
   return m;
 }
 

@@ -167,5 +167,23 @@ TEST(AttentionFusionTest, SoftmaxOverAnotherAxisOrSharedScoresStayUnfused) {
   EXPECT_TRUE(RunPass(*shared.Load(), *passes::MakeAttentionFusion()).changes.empty());
 }
 
+// MatMul takes vectors; FusedAttention multiplies matrices. With K a vector the scores are one row per
+// query and Softmax normalizes across the queries: fused, the model failed to run.
+TEST(AttentionFusionTest, VectorOperandsOrUndeclaredRanksStayUnfused) {
+  GraphBuilder vector_k = Unscaled({3, 4}, {4}, {3, 2}, {});
+  auto model = vector_k.Load();
+  EXPECT_TRUE(RunPass(*model, *passes::MakeAttentionFusion()).changes.empty());
+  ExpectSameResultWithAndWithoutPasses(model, {{"q", Random({3, 4}, 1)}, {"k", Random({4}, 2)}, {"v", Random({3, 2}, 3)}});
+
+  GraphBuilder undeclared(13);
+  undeclared.Input("q", {2, 4}).Input("k", {4, 3}).Input("v", {3, 2})
+      .Node("Identity", {"q"}, "q_any")  // an intermediate: no declared shape, so no known rank
+      .Node("MatMul", {"q_any", "k"}, "qk")
+      .NodeWith("Softmax", {"qk"}, {"p"}, {IntAttr("axis", -1)})
+      .Node("MatMul", {"p", "v"}, "y")
+      .Output("y");
+  EXPECT_TRUE(RunPass(*undeclared.Load(), *passes::MakeAttentionFusion()).changes.empty());
+}
+
 }  // namespace
 }  // namespace onnxserve
