@@ -11,6 +11,12 @@
 // steps once every request in it has passed its deadline or been cancelled. With max_batch_size 0 each
 // request runs alone.
 //
+// A request that arrives to an empty queue while an instance is free, and that a worker would not hold for
+// company either, runs at once on the thread that enqueues it, on that instance: the hand-off to a worker
+// (a wake-up and a context switch for each request) is what a lightly loaded server would otherwise spend
+// most of its time on. Requests arriving while it runs queue and batch as above; instances are counted
+// alike whichever thread runs them.
+//
 // A request is answered by its own limits, wherever it is when they end: past its deadline it gets
 // DEADLINE_EXCEEDED, cancelled CANCELLED, in the queue, just before compute, or when its batch's run returns
 // (whatever the run returned for the others). The deadline is looked at first: gRPC reports a call past its
@@ -60,9 +66,10 @@ class Scheduler {
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
-  // Queues the request behind those of its priority level and above, or answers it at once with
-  // RESOURCE_EXHAUSTED when its level's queue is full. Its priority_level must be in [1, levels]. `done` is
-  // called exactly once, on a worker thread, or on the caller's when the request is refused.
+  // Runs the request at once on the caller's thread (see above), or queues it behind those of its priority
+  // level and above, or answers it at once with RESOURCE_EXHAUSTED when its level's queue is full. Its
+  // priority_level must be in [1, levels]. `done` is called exactly once: on a worker thread, or on the
+  // caller's before Enqueue returns when the request runs inline or is refused.
   void Enqueue(ServableRequest request, ServableDone done);
 
  private:
