@@ -101,15 +101,11 @@ struct Scheduler::State {
   bool stopping = false;
   int busy = 0;  // instances running a batch, on a worker or on the thread that received the request
   absl::Time freed_at = absl::InfinitePast();  // when an instance last became free while all were busy
-  uint64_t arrivals = 0;
-  // Whether the last run was of one request, and nothing arrived while it ran: a client alone.
-  bool last_run_alone = true;
 
   int Instances() const { return std::max(1, options.instances); }
-  bool RunsInline(absl::Time now) const;
-  void Release(absl::Duration took, size_t requests, uint64_t arrivals_at_start);
-  static void RunInline(std::shared_ptr<State> state, std::unique_ptr<QueuedRequest> request,
-                        uint64_t arrivals_at_start);
+  bool RunsInline() const;
+  void Release(absl::Duration took);
+  static void RunInline(std::shared_ptr<State> state, std::unique_ptr<QueuedRequest> request);
   void Work();
   void PublishDepth() {
     if (metrics) metrics->SetQueueDepth(options.model, options.version, static_cast<int>(queue.size()));
@@ -228,23 +224,19 @@ void Scheduler::State::Fail(Batch batch, const absl::Status& status, const Execu
   for (auto& r : batch) AnswerAfterRun(*r, status, timing);
 }
 
-// True when a request arriving at `now` should run at once on the thread that received it: nothing is queued
-// ahead of it and an instance is free. It then costs no hand-off to a worker (a wake-up and a context
-// switch). A batching model also wants the request alone: the forecast does not hold it, and the last run was
-// one request during which nothing arrived. Without that last condition the first request of each burst
-// under load ran alone, where the worker's wake-up had let a few more join it (at 64 in flight, 4-5x the
+// True when a request should run at once on the thread that received it: the model does not batch, nothing
+// is queued ahead of it and an instance is free. It then costs no hand-off to a worker (a wake-up and a
+// context switch). A batching model hands even a lone request to a worker: run inline, the first request of
+// each burst ran alone where the worker's wake-up had let a few more join it (at 64 in flight, 4-5x the
 // one-row executions and more CPU per request than the hand-off saved).
-bool Scheduler::State::RunsInline(absl::Time now) const {
-  if (stopping || !queue.empty() || busy == Instances()) return false;
-  return options.max_batch_size == 0 || (last_run_alone && !forecast.WorthHolding(1, now));
+bool Scheduler::State::RunsInline() const {
+  return options.max_batch_size == 0 && !stopping && queue.empty() && busy < Instances();
 }
 
-// An instance finished a run of `requests` that took `took` (zero when none ran), started when `arrivals` was
-// `arrivals_at_start`. Called with mu held.
-void Scheduler::State::Release(absl::Duration took, size_t requests, uint64_t arrivals_at_start) {
+// An instance finished a batch that took `took` (zero when none ran). Called with mu held.
+void Scheduler::State::Release(absl::Duration took) {
   if (busy == Instances()) freed_at = absl::Now();
   --busy;
-  last_run_alone = requests == 1 && arrivals == arrivals_at_start;
   if (took > absl::ZeroDuration()) forecast.OnExecution(took);
 }
 
@@ -269,14 +261,12 @@ void Scheduler::State::Work() {
     Batch batch = Collect(lock, std::max(free_since, freed_at));
     if (batch.empty()) continue;
     ++busy;
-    const size_t requests = batch.size();
-    const uint64_t arrivals_at_start = arrivals;
     PublishDepth();
     lock.unlock();
     const absl::Duration took = Execute(std::move(batch));  // may destroy the Scheduler; State stays alive
     lock.lock();
     free_since = absl::Now();
-    Release(took, requests, arrivals_at_start);
+    Release(took);
   }
 }
 
@@ -398,15 +388,14 @@ void Scheduler::StopWorkers() {
 // Runs `request` on the caller's thread on the instance RunsInline reserved for it, then frees the instance and
 // wakes the workers for what arrived meanwhile. `state` is held here because the request's answer may destroy
 // the Scheduler.
-void Scheduler::State::RunInline(std::shared_ptr<State> state, std::unique_ptr<QueuedRequest> request,
-                                 uint64_t arrivals_at_start) {
+void Scheduler::State::RunInline(std::shared_ptr<State> state, std::unique_ptr<QueuedRequest> request) {
   absl::Duration took = absl::ZeroDuration();
   // Frees the instance even when the run throws (the protocol answers the call): a lost instance would stall
   // the queue for good.
-  auto release = absl::MakeCleanup([&state, &took, arrivals_at_start] {
+  auto release = absl::MakeCleanup([&state, &took] {
     {
       std::lock_guard<std::mutex> lock(state->mu);
-      state->Release(took, 1, arrivals_at_start);
+      state->Release(took);
     }
     state->cv.notify_all();
   });
@@ -422,14 +411,11 @@ void Scheduler::Enqueue(ServableRequest servable_request, ServableDone done) {
   const int64_t limit = level >= 1 && level <= limits.size() ? limits[level - 1] : limits.back();
   {
     std::unique_lock<std::mutex> lock(state_->mu);
-    const absl::Time now = absl::Now();
-    state_->forecast.OnArrival(now);
-    ++state_->arrivals;
-    if (state_->RunsInline(now)) {
+    state_->forecast.OnArrival(absl::Now());
+    if (state_->RunsInline()) {
       ++state_->busy;
-      const uint64_t arrivals_at_start = state_->arrivals;
       lock.unlock();
-      return State::RunInline(state_, std::move(request), arrivals_at_start);
+      return State::RunInline(state_, std::move(request));
     }
     auto& queue = state_->queue;
     // The queue is sorted by level, so a level's requests are one run of it.

@@ -11,11 +11,10 @@
 // steps once every request in it has passed its deadline or been cancelled. With max_batch_size 0 each
 // request runs alone.
 //
-// A request that arrives to an empty queue while an instance is free runs at once on the thread that
-// enqueues it, on that instance, when it is alone: the model does not batch, or the last run was one request
-// during which nothing arrived and the forecast does not hold it (scheduler.cc, RunsInline, says why). The
-// hand-off to a worker would cost it a wake-up and a context switch. Requests arriving while it runs queue and
-// batch as above; instances are counted alike whichever thread runs them.
+// Without batching, a request that arrives to an empty queue while an instance is free runs at once on the
+// thread that enqueues it, on that instance: the hand-off to a worker costs a wake-up and a context switch
+// per request. Requests arriving while it runs queue as above; instances are counted alike whichever thread
+// runs them. A batching model hands every request to a worker (scheduler.cc, RunsInline, says why).
 //
 // A request is answered by its own limits, wherever it is when they end: past its deadline it gets
 // DEADLINE_EXCEEDED, cancelled CANCELLED, in the queue, just before compute, or when its batch's run returns
