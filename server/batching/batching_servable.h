@@ -1,5 +1,7 @@
 // The servable that decorates a model with dynamic batching, its instances and its queue policy (scheduler.h):
-// Run queues the request and returns; a worker answers it once its batch has run on the decorated servable.
+// Run queues the request and returns, and a worker answers it once its batch has run on the decorated servable;
+// or, for a model that does not batch, when the queue is empty and an instance free, runs it on the calling
+// thread and answers before returning.
 #pragma once
 
 #include <memory>

@@ -11,6 +11,11 @@
 // steps once every request in it has passed its deadline or been cancelled. With max_batch_size 0 each
 // request runs alone.
 //
+// Without batching, a request that arrives to an empty queue while an instance is free runs at once on the
+// thread that enqueues it, on that instance: the hand-off to a worker costs a wake-up and a context switch
+// per request. Requests arriving while it runs queue as above; instances are counted alike whichever thread
+// runs them. A batching model hands every request to a worker (scheduler.cc, RunsInline, says why).
+//
 // A request is answered by its own limits, wherever it is when they end: past its deadline it gets
 // DEADLINE_EXCEEDED, cancelled CANCELLED, in the queue, just before compute, or when its batch's run returns
 // (whatever the run returned for the others). The deadline is looked at first: gRPC reports a call past its
@@ -60,9 +65,10 @@ class Scheduler {
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
-  // Queues the request behind those of its priority level and above, or answers it at once with
-  // RESOURCE_EXHAUSTED when its level's queue is full. Its priority_level must be in [1, levels]. `done` is
-  // called exactly once, on a worker thread, or on the caller's when the request is refused.
+  // Runs the request at once on the caller's thread (see above), or queues it behind those of its priority
+  // level and above, or answers it at once with RESOURCE_EXHAUSTED when its level's queue is full. Its
+  // priority_level must be in [1, levels]. `done` is called exactly once: on a worker thread, or on the
+  // caller's before Enqueue returns when the request runs inline or is refused.
   void Enqueue(ServableRequest request, ServableDone done);
 
  private:

@@ -1,6 +1,7 @@
 // GRPCInferenceService on gRPC's callback API. Inference requests are decoded (and so validated) on the gRPC
 // thread into a ServableRequest for their model version's servable, whose answer is encoded into the
-// response on whatever thread gives it (a batch worker), so a queued request holds no thread. Errors are absl::Status values mapped to gRPC codes in one place (status.h).
+// response on whatever thread gives it (a batch worker, or this one when the request ran at once), so a queued
+// request holds no thread. Errors are absl::Status values mapped to gRPC codes in one place (status.h).
 #pragma once
 
 #include <atomic>
@@ -95,7 +96,8 @@ class InferenceService final : public internal::CallbackServiceWithRawStream {
   void SetLogRequests(bool on) { log_requests_.store(on); }
 
   // Decodes `request`, runs it on its model version's servable and eventually fills `response` and calls
-  // `finish` exactly once (on this thread for requests rejected up front, else on a batch worker). `request`, `response` and whatever
+  // `finish` exactly once (on this thread for requests rejected up front or run at once, else on a batch
+  // worker). `request`, `response` and whatever
   // `control.cancelled` captures must stay valid until then. The one entry of inference, gRPC and REST alike.
   void Infer(const inference::ModelInferRequest& request, CallControl control,
              inference::ModelInferResponse* response, std::function<void(const absl::Status&)> finish);
@@ -165,12 +167,19 @@ class InferenceService final : public internal::CallbackServiceWithRawStream {
   // The interceptor has already ended a refused call; this keeps its handler from having effects anyway.
   absl::Status Allowed(const grpc::CallbackServerContext* context, absl::string_view method) const;
 
+  // ModelInfer's request and response of each call on a protobuf arena of their own (service.cc).
+  class ArenaInferMessages : public grpc::MessageAllocator<inference::ModelInferRequest, inference::ModelInferResponse> {
+   public:
+    grpc::MessageHolder<inference::ModelInferRequest, inference::ModelInferResponse>* AllocateMessages() override;
+  };
+
   ModelRepository& repository_;
   ServerMetrics* metrics_;
   const GrpcAccess* access_;
   std::atomic<bool> ready_{false};
   std::atomic<bool> log_requests_{false};
   LoadQueue loads_;
+  ArenaInferMessages infer_messages_;
 };
 
 }  // namespace onnxserve::server

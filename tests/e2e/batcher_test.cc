@@ -5,6 +5,9 @@
 #include "server/batching/scheduler.h"
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <future>
 #include <map>
 
@@ -119,7 +122,7 @@ class GatedModel {
 
  private:
   std::vector<float> seen_;
-  bool first_started_ = false;  // touched by the one worker only
+  bool first_started_ = false;  // touched by one run at a time: there is one instance
   std::promise<void> started_;
   std::promise<void> release_;
   std::shared_future<void> release_future_ = release_.get_future().share();
@@ -153,6 +156,15 @@ std::future<absl::StatusOr<float>> Send(Scheduler& scheduler, float value, uint3
   return future;
 }
 
+// Send from a thread of its own, as from a protocol's thread: a request that finds the instance idle runs on
+// the thread that sends it, so one the gated model holds must not be sent by the test's thread.
+std::future<absl::StatusOr<float>> SendAside(Scheduler& scheduler, float value, uint32_t priority_level = 1,
+                                             CallControl control = {}) {
+  return std::async(std::launch::async, [&scheduler, value, priority_level, control = std::move(control)] {
+    return Send(scheduler, value, priority_level, control).get();
+  });
+}
+
 void ExpectAnswered(std::future<absl::StatusOr<float>>& answer, float value) {
   ASSERT_EQ(answer.wait_for(kAnswerWithin), std::future_status::ready) << "request " << value << " unanswered";
   absl::StatusOr<float> got = answer.get();
@@ -164,7 +176,7 @@ void ExpectAnswered(std::future<absl::StatusOr<float>>& answer, float value) {
 // checks that every request got its own value back.
 void SendBehindABusyInstance(Scheduler& scheduler, GatedModel& model, int queued) {
   std::vector<std::future<absl::StatusOr<float>>> answers;
-  answers.push_back(Send(scheduler, 0));
+  answers.push_back(SendAside(scheduler, 0));
   model.WaitUntilFirstRuns();
   for (int i = 1; i <= queued; ++i) answers.push_back(Send(scheduler, static_cast<float>(i)));
   model.Release();
@@ -208,6 +220,108 @@ TEST(SchedulerTest, RequestsArrivingWhileTheInstanceIsBusyAreBatchedTogether) {
   }
 }
 
+// The threads a lone request ran and was answered on.
+struct Threads {
+  std::thread::id ran_on, answered_on;
+};
+
+Threads SendAlone(int64_t max_batch_size) {
+  Threads threads;
+  auto model = std::make_shared<FnServable>([&threads](const std::vector<Tensor>& inputs) {
+    threads.ran_on = std::this_thread::get_id();
+    return absl::StatusOr<std::vector<Tensor>>(inputs);
+  });
+  VersionStats stats("m", "1");
+  Scheduler scheduler(OneInstance(max_batch_size, absl::ZeroDuration()), model, &stats, nullptr);
+  ServableRequest request;
+  request.inputs = {Tensor::FromVector<float>({1, 1}, {7})};
+  std::promise<void> answered;
+  scheduler.Enqueue(std::move(request), [&](ServableResponse response) {
+    EXPECT_TRUE(response.outputs.ok()) << response.outputs.status();
+    threads.answered_on = std::this_thread::get_id();
+    answered.set_value();
+  });
+  EXPECT_EQ(answered.get_future().wait_for(kAnswerWithin), std::future_status::ready);
+  return threads;
+}
+
+// Without batching, a request that finds the queue empty and the instance idle runs on the thread that
+// enqueues it and is answered there, before Enqueue returns: no hand-off to a worker.
+TEST(SchedulerTest, WithoutBatchingARequestFindingTheInstanceIdleRunsOnTheCallersThread) {
+  const Threads threads = SendAlone(/*max_batch_size=*/0);
+  EXPECT_EQ(threads.ran_on, std::this_thread::get_id());
+  EXPECT_EQ(threads.answered_on, std::this_thread::get_id());
+}
+
+// A batching model hands even a lone request to a worker (scheduler.cc, RunsInline).
+TEST(SchedulerTest, WithBatchingALoneRequestRunsOnAWorker) {
+  const Threads threads = SendAlone(/*max_batch_size=*/8);
+  EXPECT_NE(threads.ran_on, std::this_thread::get_id());
+  EXPECT_EQ(threads.answered_on, threads.ran_on);
+}
+
+// While a request runs on its sender's thread, the requests that arrive meanwhile queue for a worker rather
+// than run beside it on their senders' threads.
+TEST(SchedulerTest, ArrivalsWhileARequestRunsOnItsSendersThreadQueue) {
+  GatedModel model(/*hold_first=*/true);
+  VersionStats stats("m", "1");
+  Scheduler scheduler(OneInstance(0, absl::ZeroDuration()), model.Fn(), &stats, nullptr);
+  auto first = SendAside(scheduler, 0);
+  model.WaitUntilFirstRuns();
+  std::vector<std::future<absl::StatusOr<float>>> queued;
+  for (int i = 1; i <= 3; ++i) queued.push_back(Send(scheduler, static_cast<float>(i)));
+  for (auto& answer : queued) {
+    EXPECT_EQ(answer.wait_for(std::chrono::seconds(0)), std::future_status::timeout)
+        << "a request ran while the only instance was busy";
+  }
+  model.Release();
+  ExpectAnswered(first, 0);
+  for (int i = 1; i <= 3; ++i) ExpectAnswered(queued[static_cast<size_t>(i - 1)], static_cast<float>(i));
+  EXPECT_EQ(model.seen(), (std::vector<float>{0, 1, 2, 3}));
+}
+
+// Requests running on their senders' threads take instances as workers do: with two instances both held,
+// a third request waits in the queue, and no more than two runs ever overlap.
+TEST(SchedulerTest, RequestsRunOnTheirSendersThreadsCountAgainstTheInstances) {
+  std::mutex mu;
+  std::condition_variable changed;
+  int running = 0, most_running = 0, started = 0;
+  bool released = false;
+  auto model = std::make_shared<FnServable>([&](const std::vector<Tensor>& inputs) {
+    std::unique_lock<std::mutex> lock(mu);
+    ++started;
+    most_running = std::max(most_running, ++running);
+    changed.notify_all();
+    changed.wait(lock, [&] { return released; });
+    --running;
+    return absl::StatusOr<std::vector<Tensor>>(inputs);
+  });
+  VersionStats stats("m", "1");
+  SchedulerOptions options = OneInstance(0, absl::ZeroDuration());
+  options.instances = 2;
+  Scheduler scheduler(options, model, &stats, nullptr);
+  auto a = SendAside(scheduler, 1);
+  auto b = SendAside(scheduler, 2);
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(changed.wait_for(lock, kAnswerWithin, [&] { return started == 2; }));
+  }
+  auto c = SendAside(scheduler, 3);
+  // Not proof that c will never start before the release, but a scheduler that let it run would have
+  // started it well within this time.
+  absl::SleepFor(absl::Milliseconds(100));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_EQ(started, 2) << "a third run started while both instances were busy";
+    released = true;
+  }
+  changed.notify_all();
+  ExpectAnswered(a, 1);
+  ExpectAnswered(b, 2);
+  ExpectAnswered(c, 3);
+  EXPECT_EQ(most_running, 2);
+}
+
 // Preferred sizes keep Triton's meaning: five waiting rows with preferred size 2 leave as 2, 2 and 1.
 TEST(SchedulerTest, QueuedRequestsLeaveInPreferredSizes) {
   GatedModel model(/*hold_first=*/true);
@@ -226,7 +340,7 @@ TEST(SchedulerTest, HigherPriorityLevelsRunFirst) {
   options.max_queue_sizes = {0, 0, 0};
   Scheduler scheduler(options, model.Fn(), &stats, nullptr);
   std::vector<std::future<absl::StatusOr<float>>> answers;
-  answers.push_back(Send(scheduler, 0));
+  answers.push_back(SendAside(scheduler, 0));
   model.WaitUntilFirstRuns();
   const std::pair<float, uint32_t> queued[] = {{31, 3}, {21, 2}, {32, 3}, {11, 1}, {22, 2}, {12, 1}};
   for (const auto& [value, level] : queued) answers.push_back(Send(scheduler, value, level));
@@ -244,7 +358,7 @@ TEST(SchedulerTest, EachPriorityLevelHasItsOwnQueueBound) {
   SchedulerOptions options = OneInstance(8, absl::ZeroDuration());
   options.max_queue_sizes = {0, 1};
   Scheduler scheduler(options, model.Fn(), &stats, nullptr);
-  auto running = Send(scheduler, 0);
+  auto running = SendAside(scheduler, 0);
   model.WaitUntilFirstRuns();
   auto low = Send(scheduler, 1, 2);
   auto refused = Send(scheduler, 2, 2);
@@ -279,7 +393,7 @@ TEST(SchedulerTest, ADeadlinePassedWhileTheBatchRanIsDeadlineExceeded) {
   VersionStats stats("m", "1");
   Scheduler scheduler(OneInstance(8, absl::ZeroDuration()), model.Fn(), &stats, nullptr);
   const absl::Time deadline = absl::Now() + absl::Milliseconds(50);
-  auto answer = Send(scheduler, 0, 1, GrpcLikeDeadline(deadline));
+  auto answer = SendAside(scheduler, 0, 1, GrpcLikeDeadline(deadline));
   model.WaitUntilFirstRuns();
   SleepUntil(deadline);
   model.Release();
@@ -314,7 +428,7 @@ TEST(SchedulerTest, ACancelWhileTheBatchRanIsCancelled) {
   auto cancelled = std::make_shared<std::atomic<bool>>(false);
   CallControl control;
   control.cancelled = [cancelled] { return cancelled->load(); };
-  auto answer = Send(scheduler, 0, 1, control);
+  auto answer = SendAside(scheduler, 0, 1, control);
   model.WaitUntilFirstRuns();
   *cancelled = true;
   model.Release();
