@@ -11,6 +11,7 @@
 #include "runtime/core/status_macros.h"
 #include "runtime/math/packed_gemm.h"
 #include "runtime/ops/common.h"
+#include "runtime/ops/window.h"
 
 namespace onnxserve {
 namespace {
@@ -69,8 +70,6 @@ void SerialGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, cons
   }
 }
 
-int64_t CeilDiv(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
-
 // The grid positions g in [0, n) whose image coordinate g * stride + offset lies in [0, width).
 std::pair<int64_t, int64_t> ValidRange(int64_t width, int64_t offset, int64_t stride, int64_t n) {
   const int64_t lo = std::clamp<int64_t>(CeilDiv(-offset, stride), 0, n);
@@ -83,8 +82,9 @@ template <typename T>
 void GatherRow(const T* src, int64_t width, int64_t offset, int64_t stride, int64_t n, T* dst) {
   const auto [lo, hi] = ValidRange(width, offset, stride, n);
   std::fill(dst, dst + lo, T{});
-  if (stride == 1) {
-    std::copy(src + lo + offset, src + hi + offset, dst + lo);
+  // Only when some position reads the image: src + offset alone may lie 2^61 elements outside it.
+  if (stride == 1 && lo < hi) {
+    std::copy(src + (lo + offset), src + (hi + offset), dst + lo);
   } else {
     for (int64_t g = lo; g < hi; ++g) dst[g] = src[g * stride + offset];
   }
@@ -111,8 +111,9 @@ void Im2Col2D(const ConvGeometry& geo, const T* image, int64_t row_begin, int64_
         const T* src = image + (r * row_stride + row_offset) * width;
         T* dst = col + (r - row_begin) * cols;
         std::fill(dst, dst + lo, T{});
-        if (col_stride == 1) {
-          std::memcpy(dst + lo, src + lo + col_offset, (hi - lo) * sizeof(T));
+        // Only when some column reads the image: src + col_offset alone may lie far outside it.
+        if (col_stride == 1 && lo < hi) {
+          std::memcpy(dst + lo, src + (lo + col_offset), (hi - lo) * sizeof(T));
         } else {
           for (int64_t g = lo; g < hi; ++g) dst[g] = src[g * col_stride + col_offset];
         }
@@ -355,7 +356,9 @@ void ShiftedPlaneRow(const float* plane, int64_t plane_size, int64_t width, int6
   const int64_t read_begin = std::clamp(-shift, copy_begin, copy_end);
   const int64_t read_end = std::clamp(plane_size - shift, read_begin, copy_end);
   ZeroPositions(n_begin, read_begin, n_begin, n_end, row);
-  onnxserve::GatherRow(plane + read_begin + shift, 1, read_end - read_begin, row + (read_begin - n_begin));
+  if (read_begin < read_end) {
+    onnxserve::GatherRow(plane + (read_begin + shift), 1, read_end - read_begin, row + (read_begin - n_begin));
+  }
   ZeroPositions(read_end, n_end, n_begin, n_end, row);
   if (lo == 0 && hi == width) return;
   for (int64_t line = copy_begin / width * width; line < copy_end; line += width) {
@@ -391,7 +394,9 @@ void Im2ColRow(const ConvGeometry& geo, const float* image, int64_t k, int64_t n
       continue;
     }
     for (int64_t g = ow; g < first; ++g) *dst++ = 0.0f;
-    GatherRow(plane + ih * width + first * col_stride + col_offset, col_stride, last - first, dst);
+    if (first < last) {
+      GatherRow(plane + (ih * width + (first * col_stride + col_offset)), col_stride, last - first, dst);
+    }
     dst += last - first;
     for (int64_t g = last; g < ow_end; ++g) *dst++ = 0.0f;
   }

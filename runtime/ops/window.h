@@ -21,6 +21,9 @@ absl::StatusOr<int64_t> PaddedSize(int64_t in, int64_t pad_begin, int64_t pad_en
 // stride) + 1, or with `ceil` rounded up. INVALID_ARGUMENT when the window does not fit.
 absl::StatusOr<int64_t> WindowCount(int64_t padded, int64_t extent, int64_t stride, bool ceil = false);
 
+// ceil(a / b) for b >= 1 and any a, without a + b - 1 (which overflows for a stride or dilation near 2^63).
+inline int64_t CeilDiv(int64_t a, int64_t b) { return a >= 0 ? a / b + (a % b != 0 ? 1 : 0) : -((-a) / b); }
+
 // The total padding SAME_UPPER/SAME_LOWER need for ceil(in / stride) windows of `extent`:
 // max(0, (ceil(in / stride) - 1) * stride + extent - in).
 absl::StatusOr<int64_t> SamePadding(int64_t in, int64_t extent, int64_t stride);

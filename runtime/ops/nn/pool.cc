@@ -88,8 +88,6 @@ struct PoolGeometry {
   Shape out_shape;
 };
 
-// Without a + b - 1, which overflows for a dilation or stride near 2^63.
-int64_t CeilDiv(int64_t a, int64_t b) { return a >= 0 ? a / b + (a % b != 0 ? 1 : 0) : -((-a) / b); }
 
 absl::StatusOr<PoolGeometry> PlanPool(const PoolAttrs& a, const Shape& x) {
   const size_t rank = a.kernel.size();

@@ -270,27 +270,39 @@ TEST(ConvTest, SameWithTheLargestStrideHasOneWindow) {
 
 // A narrow map with a huge dilation and pads as wide: only the middle tap of each window lands in the image,
 // so Y = W[1] * X. The depthwise kernel's flat layout would need rows of 2^62 floats; its size arithmetic
-// overflowed, and now sends the shape to im2col.
+// overflowed, and now sends the shape to im2col, whose row copies formed pointers 2^61 floats away before
+// adding the offset back (UBSan: pointer overflow). In 1, 2 and 3 dimensions (the 2-D im2col, the packed
+// path's rows, and the generic one), with W fed and W constant.
 TEST(ConvTest, HugeDilationOnANarrowMapReadsOnlyTheTapsInTheImage) {
   constexpr int64_t kHalf = int64_t{1} << 61;
-  const Tensor x = Random({1, 1, 8, 4}, 3);
-  const Tensor w = Tensor::FromVector<float>({1, 1, 1, 3}, {0.5f, 2.0f, -1.0f});
-  for (bool constant_w : {false, true}) {
-    OpTest test("Conv", 22);
-    test.Input("x", x);
-    if (constant_w) {
-      test.Constant("w", w);
-    } else {
-      test.Input("w", w);
+  for (const int rank : {1, 2, 3}) {
+    Shape x_shape = {1, 1}, w_shape = {1, 1};
+    std::vector<int64_t> dilations, pads_begin;
+    for (int d = 0; d < rank; ++d) {
+      const bool last = d == rank - 1;
+      x_shape.push_back(last ? 4 : 3);
+      w_shape.push_back(last ? 3 : 1);
+      dilations.push_back(last ? kHalf : 1);
+      pads_begin.push_back(last ? kHalf : 0);
     }
-    auto result = test.Attr("dilations", std::vector<int64_t>{1, kHalf})
-                      .Attr("pads", std::vector<int64_t>{0, kHalf, 0, kHalf})
-                      .Output("y")
-                      .Run();
-    ASSERT_TRUE(result.ok()) << result.status();
-    Tensor expected(DataType::kFloat, {1, 1, 8, 4});
-    for (int64_t i = 0; i < 32; ++i) expected.data<float>()[i] = 2.0f * x.data<float>()[i];
-    EXPECT_TRUE(TensorsClose(expected, (*result)[0])) << "constant W: " << constant_w;
+    std::vector<int64_t> pads = pads_begin;
+    pads.insert(pads.end(), pads_begin.begin(), pads_begin.end());
+    const Tensor x = Random(x_shape, 3);
+    const Tensor w = Tensor::FromVector<float>(w_shape, {0.5f, 2.0f, -1.0f});
+    for (bool constant_w : {false, true}) {
+      OpTest test("Conv", 22);
+      test.Input("x", x);
+      if (constant_w) {
+        test.Constant("w", w);
+      } else {
+        test.Input("w", w);
+      }
+      auto result = test.Attr("dilations", dilations).Attr("pads", pads).Output("y").Run();
+      ASSERT_TRUE(result.ok()) << result.status();
+      Tensor expected(DataType::kFloat, x_shape);
+      for (int64_t i = 0; i < x.NumElements(); ++i) expected.data<float>()[i] = 2.0f * x.data<float>()[i];
+      EXPECT_TRUE(TensorsClose(expected, (*result)[0])) << "rank " << rank << ", constant W: " << constant_w;
+    }
   }
 }
 
