@@ -70,6 +70,10 @@ absl::Status UnservedOutput(const ModelVersion& mv, const std::string& name) {
 absl::StatusOr<std::vector<size_t>> RequestedOutputs(const ModelVersion& mv, const ModelInferRequest& wire) {
   std::vector<size_t> picked;
   for (const auto& out : wire.outputs()) {
+    // As REST answers it (rest_json.cc): a parameter that changes the answer is never silently dropped.
+    if (out.parameters().contains("classification")) {
+      return absl::UnimplementedError("the classification extension is not supported");
+    }
     size_t k = 0;
     while (k < mv.outputs.size() && mv.outputs[k].name != out.name()) ++k;
     if (k == mv.outputs.size()) return UnservedOutput(mv, out.name());

@@ -460,6 +460,13 @@ TEST_F(ServerTest, BadRequestsGetTheirCodeAndAMessageNamingTheProblem) {
        grpc::INVALID_ARGUMENT, "missing input \"y\""},
       {"unknown output", [](auto& r) { r.add_outputs()->set_name("q"); }, grpc::INVALID_ARGUMENT,
        "unknown output \"q\""},
+      {"classification",
+       [](auto& r) {
+         auto* out = r.add_outputs();
+         out->set_name("z");
+         (*out->mutable_parameters())["classification"].set_int64_param(3);
+       },
+       grpc::UNIMPLEMENTED, "classification extension is not supported"},
       {"batch too big", [](auto& r) { r = AddRequest("add", 33, 0); }, grpc::INVALID_ARGUMENT,
        "batch size 33 exceeds max_batch_size 32"},
   };
