@@ -132,6 +132,15 @@ bool ResponseCache::Insert(std::string key, CachedAnswer answer) {
   return true;
 }
 
+void ResponseCache::EraseWithPrefix(std::string_view prefix) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto entry = lru_.begin(); entry != lru_.end();) {
+    auto next = std::next(entry);
+    if (std::string_view(entry->key).starts_with(prefix)) Evict(entry);
+    entry = next;
+  }
+}
+
 ResponseCache::Usage ResponseCache::usage() const {
   std::lock_guard<std::mutex> lock(mu_);
   return {lru_.size(), bytes_};
@@ -141,11 +150,24 @@ CachingServable::CachingServable(ResponseCache& cache, const ModelVersion& mv, s
                                  ServerMetrics* metrics)
     : cache_(cache), mv_(mv), inner_(std::move(inner)), metrics_(metrics) {}
 
+CachingServable::~CachingServable() {
+  cache_.EraseWithPrefix(LoadPrefix(mv_));
+  if (metrics_ != nullptr) {
+    const ResponseCache::Usage usage = cache_.usage();
+    metrics_->SetCacheUsage(usage.entries, usage.bytes);
+  }
+}
+
+std::string CachingServable::LoadPrefix(const ModelVersion& mv) {
+  std::string prefix;
+  AppendNumber(prefix, mv.load_id);
+  AppendBytes(prefix, mv.name);
+  AppendBytes(prefix, mv.version_str);
+  return prefix;
+}
+
 std::string CachingServable::KeyOf(const ModelVersion& mv, const std::vector<Tensor>& inputs) {
-  std::string key;
-  AppendNumber(key, mv.load_id);
-  AppendBytes(key, mv.name);
-  AppendBytes(key, mv.version_str);
+  std::string key = LoadPrefix(mv);
   AppendNumber(key, inputs.size());
   for (size_t k = 0; k < inputs.size(); ++k) AppendTensor(key, mv.inputs[k].name, inputs[k]);
   return key;

@@ -58,6 +58,9 @@ class ResponseCache {
   // it fits. An answer already stored under `key` (equal requests that missed together) is kept. Returns
   // false, storing nothing, when the entry alone is larger than the cache.
   bool Insert(std::string key, CachedAnswer answer);
+  // Drops every entry whose key starts with `prefix` (a version's load, when it is unloaded or replaced: its
+  // answers can never be hit again and would only crowd out live ones until evicted).
+  void EraseWithPrefix(std::string_view prefix);
 
   struct Usage {
     size_t entries = 0;
@@ -101,10 +104,13 @@ class CachingServable final : public Servable {
   // `cache`, `mv` (which owns this servable) and `metrics` (may be null) must outlive it.
   CachingServable(ResponseCache& cache, const ModelVersion& mv, std::shared_ptr<Servable> inner,
                   ServerMetrics* metrics);
+  // The version is going: its entries go with it.
+  ~CachingServable() override;
   void Run(ServableRequest request, ServableDone done) override;
 
-  // The key of a request to `mv` (see the file comment). Exposed for tests.
+  // The key of a request to `mv` (see the file comment), which starts with LoadPrefix(mv). Exposed for tests.
   static std::string KeyOf(const ModelVersion& mv, const std::vector<Tensor>& inputs);
+  static std::string LoadPrefix(const ModelVersion& mv);
 
  private:
   void Store(std::string key, const std::vector<Tensor>& outputs);

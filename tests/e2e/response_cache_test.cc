@@ -250,5 +250,40 @@ TEST(CachingServableTest, AFailedAnswerIsNotStored) {
   EXPECT_EQ(cache.usage().entries, 1u);
 }
 
+TEST(ResponseCacheTest, EraseWithPrefixDropsOnlyThoseEntries) {
+  ResponseCache cache(1 << 20);
+  ASSERT_TRUE(cache.Insert("load1:a", AnswerWith("1a")));
+  ASSERT_TRUE(cache.Insert("load1:b", AnswerWith("1b")));
+  ASSERT_TRUE(cache.Insert("load2:a", AnswerWith("2a")));
+  cache.EraseWithPrefix("load1:");
+  EXPECT_EQ(RawOf(cache.Lookup("load1:a")), "<miss>");
+  EXPECT_EQ(RawOf(cache.Lookup("load1:b")), "<miss>");
+  EXPECT_EQ(RawOf(cache.Lookup("load2:a")), "2a");
+  EXPECT_EQ(cache.usage().entries, 1u);
+  EXPECT_EQ(cache.usage().bytes, Cost("load2:a", "2a"));
+}
+
+// An unloaded or replaced version's answers can never be hit again: they leave with its servable instead
+// of crowding out the live versions' until evicted.
+TEST(CachingServableTest, AVersionsEntriesLeaveWithItsServable) {
+  const ModelVersion mv = CachedVersion();
+  ModelVersion other = CachedVersion();
+  other.load_id = 8;
+  ResponseCache cache(1 << 20);
+  auto inner = std::make_shared<CountingServable>();
+  CachingServable staying(cache, other, inner, nullptr);
+  ASSERT_TRUE(RunOn(staying, Inputs({1}, {1})).outputs.ok());
+  {
+    CachingServable going(cache, mv, inner, nullptr);
+    ASSERT_TRUE(RunOn(going, Inputs({1}, {1})).outputs.ok());
+    ASSERT_TRUE(RunOn(going, Inputs({2}, {2})).outputs.ok());
+    EXPECT_EQ(cache.usage().entries, 3u);
+  }
+  EXPECT_EQ(cache.usage().entries, 1u);
+  EXPECT_EQ(inner->runs, 3);
+  ASSERT_TRUE(RunOn(staying, Inputs({1}, {1})).outputs.ok());
+  EXPECT_EQ(inner->runs, 3);  // the staying version's answer is still cached
+}
+
 }  // namespace
 }  // namespace onnxserve::server
