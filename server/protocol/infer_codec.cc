@@ -70,7 +70,8 @@ absl::Status UnservedOutput(const ModelVersion& mv, const std::string& name) {
 absl::StatusOr<std::vector<size_t>> RequestedOutputs(const ModelVersion& mv, const ModelInferRequest& wire) {
   std::vector<size_t> picked;
   for (const auto& out : wire.outputs()) {
-    // As REST answers it (rest_json.cc): a parameter that changes the answer is never silently dropped.
+    // gRPC and REST alike (REST copies output parameters into the wire request): a parameter that would change
+    // the answer is never silently dropped.
     if (out.parameters().contains("classification")) {
       return absl::UnimplementedError("the classification extension is not supported");
     }

@@ -275,10 +275,9 @@ absl::Status DecodeRequestedOutputs(const json* outputs, RestInferRequest& reque
   for (const json& output : *outputs) {
     const json* name = output.is_object() ? Member(output, "name") : nullptr;
     if (name == nullptr || !name->is_string()) return Invalid("every requested output needs a string name");
+    // Its other parameters travel on to the codec, which refuses the classification extension for both
+    // protocols (infer_codec.cc).
     const json* parameters = Member(output, "parameters");
-    if (parameters != nullptr && parameters->is_object() && parameters->contains("classification")) {
-      return absl::UnimplementedError("the classification extension is not supported");
-    }
     ASSIGN_OR_RETURN(bool binary, BoolParameter(parameters, "binary_data", request.binary_by_default));
     request.binary_outputs[name->get<std::string>()] = binary;
     auto* wanted = request.wire.add_outputs();

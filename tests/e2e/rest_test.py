@@ -363,6 +363,12 @@ class RestTest(unittest.TestCase):
                           "not a JSON object")
         self.assert_error(400, self.infer("add", b"{}", {HEADER_LENGTH: "3"}), "Inference-Header-Content-Length")
 
+    def test_the_classification_extension_is_501(self):
+        body = {"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 4], "data": [1, 2, 3, 4]},
+                           {"name": "y", "datatype": "FP32", "shape": [1, 4], "data": [1, 2, 3, 4]}],
+                "outputs": [{"name": "z", "parameters": {"classification": 3}}]}
+        self.assert_error(501, self.infer("add", body), "classification extension is not supported")
+
     def test_binary_data_that_disagrees_with_the_shape_is_400(self):
         request = {"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 4], "parameters": {"binary_data_size": 12}},
                               {"name": "y", "datatype": "FP32", "shape": [1, 4], "data": [1, 2, 3, 4]}]}
