@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
 #include "onnx/onnx_pb.h"
+#include "runtime/core/checked_size.h"
 #include "runtime/core/run_limits.h"
 #include "runtime/core/tensor.h"
 #include "runtime/core/value.h"
@@ -71,6 +72,20 @@ class OpTest {
 
 // Whether `out` is an error whose message contains `text` (the attribute or input it must name).
 ::testing::AssertionResult FailsWith(const absl::StatusOr<std::vector<Tensor>>& out, const std::string& text);
+
+// Lowers the process-wide tensor limits (elements and bytes alike) for one test and restores them after.
+class ScopedSizeLimits {
+ public:
+  explicit ScopedSizeLimits(int64_t max_bytes) : saved_(GetSizeLimits()) {
+    EXPECT_TRUE(SetSizeLimits({.max_elements = max_bytes, .max_bytes = max_bytes}).ok());
+  }
+  ~ScopedSizeLimits() { EXPECT_TRUE(SetSizeLimits(saved_).ok()); }
+  ScopedSizeLimits(const ScopedSizeLimits&) = delete;
+  ScopedSizeLimits& operator=(const ScopedSizeLimits&) = delete;
+
+ private:
+  SizeLimits saved_;
+};
 
 // n floats uniform in [-1, 1), the same for the same seed: inputs for kernels checked against a reference.
 std::vector<float> RandomFloats(int64_t n, uint32_t seed);

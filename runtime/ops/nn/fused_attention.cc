@@ -221,6 +221,17 @@ absl::Status ShapeError(const Tensor& q, const Tensor& k, const Tensor& v, const
       "[..., T, Dv] with D and Dv contiguous"));
 }
 
+// The unfused graph materializes the [..., S, T] scores, so the tensor limits refuse a model whose scores
+// are too large; fused, only a block of them exists, but a request must fail the same way (and the block's
+// scratch, kBlockRows x T, is then bounded by the limits too).
+absl::Status CheckScoresFitTheLimits(DataType type, const Shape& batch, int64_t s, int64_t t) {
+  Shape scores = batch;
+  scores.insert(scores.end(), {s, t});
+  absl::StatusOr<int64_t> bytes = CheckedByteSize(type, scores);
+  if (!bytes.ok()) return absl::Status(bytes.status().code(), absl::StrCat("FusedAttention scores: ", bytes.status().message()));
+  return absl::OkStatus();
+}
+
 class FusedAttention final : public OpKernel {
  public:
   absl::Status Init(const KernelInfo& info) {
@@ -315,6 +326,7 @@ absl::Status FusedAttention::Run(KernelContext& ctx) const {
   }
   if (!mask_fits || !batch.ok()) return shape_error();
   p.batch = *std::move(batch);
+  RETURN_IF_ERROR(CheckScoresFitTheLimits(out_type, p.batch, p.s, p.t));
   p.q_walk = WalkOf(*q, p.batch);
   p.k_walk = WalkOf(*k, p.batch);
   p.v_walk = WalkOf(*v, p.batch);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "runtime/exec/session.h"
 #include "runtime/passes/pass.h"
 #include "tests/support/graph_builder.h"
 #include "tests/support/op_test.h"
@@ -19,6 +20,7 @@ using testing::IntAttr;
 using testing::IntsAttr;
 using testing::RandomFloats;
 using testing::RunPass;
+using testing::ScopedSizeLimits;
 
 struct Case {
   Shape batch;  // leading dims of Q, K, V (and of the output)
@@ -183,6 +185,30 @@ TEST(AttentionFusionTest, VectorOperandsOrUndeclaredRanksStayUnfused) {
       .Node("MatMul", {"p", "v"}, "y")
       .Output("y");
   EXPECT_TRUE(RunPass(*undeclared.Load(), *passes::MakeAttentionFusion()).changes.empty());
+}
+
+// Fused, the [S, T] scores never exist whole, but the limits that refuse them unfused must still refuse
+// them: 256 queries against 1024 keys are 262144 scores, past a limit of 2^17 elements and bytes that Q, K,
+// V, Y and the packed K and V each fit. Fused, the kernel ran where the unfused graph failed.
+TEST(AttentionFusionTest, ScoresPastTheTensorLimitsFailAsTheyDoUnfused) {
+  auto model = Unscaled({256, 16}, {16, 1024}, {1024, 16}, {}).Load();
+  ASSERT_EQ(RunPass(*model, *passes::MakeAttentionFusion()).ops, std::vector<std::string>{"FusedAttention"});
+  const std::vector<std::pair<std::string, Tensor>> feeds = {
+      {"q", Random({256, 16}, 1)}, {"k", Random({16, 1024}, 2)}, {"v", Random({1024, 16}, 3)}};
+  SessionOptions unoptimized;
+  unoptimized.optimize = false;
+  for (const SessionOptions& options : {SessionOptions{}, unoptimized}) {
+    SCOPED_TRACE(options.optimize ? "fused" : "unfused");
+    auto session = Session::Create(model, options);
+    ASSERT_TRUE(session.ok()) << session.status();
+    {
+      ScopedSizeLimits limits(int64_t{1} << 17);
+      auto out = (*session)->Run(feeds);
+      EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted) << out.status();
+      EXPECT_NE(out.status().message().find(options.optimize ? "scores" : "MatMul"), std::string::npos) << out.status();
+    }
+    EXPECT_TRUE((*session)->Run(feeds).ok());  // under the default limits the same run succeeds
+  }
 }
 
 }  // namespace

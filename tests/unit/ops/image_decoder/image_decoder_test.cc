@@ -20,6 +20,7 @@ namespace onnxserve {
 namespace {
 
 using testing::OpTest;
+using testing::ScopedSizeLimits;
 using testing::TensorsClose;
 using Bytes = std::vector<uint8_t>;
 
@@ -135,18 +136,6 @@ uint32_t Crc32(const uint8_t* data, size_t n) {
   }
   return ~crc;
 }
-
-// Lowers the size limits for one test and restores them after.
-class ScopedSizeLimits {
- public:
-  explicit ScopedSizeLimits(int64_t max_bytes) : saved_(GetSizeLimits()) {
-    EXPECT_TRUE(SetSizeLimits({.max_elements = max_bytes, .max_bytes = max_bytes}).ok());
-  }
-  ~ScopedSizeLimits() { EXPECT_TRUE(SetSizeLimits(saved_).ok()); }
-
- private:
-  SizeLimits saved_;
-};
 
 // A 3x2 RGB test card: red, green, blue / white, black, gray.
 const Bytes kCard = {255, 0, 0, 0, 255, 0, 0, 0, 255, 255, 255, 255, 0, 0, 0, 128, 128, 128};
