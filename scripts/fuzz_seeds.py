@@ -2,7 +2,9 @@
 """Writes the fuzz targets' seed corpora: fuzz_seeds.py OUT_DIR [ONNX_TESTS_DIR].
 
 Seeds are derived at run time from test data the repository already has, so none is committed:
-  model/         model.onnx files of the ONNX backend tests (node/, simple/, pytorch-*) and the e2e models
+  model/         model.onnx files of the ONNX backend tests (node/, simple/, pytorch-*) and the e2e models,
+                 plus small graphs spelling what the load-time fusion passes rewrite (attention, LayerNorm,
+                 Gelu, Conv + BatchNormalization + Add + Relu, MatMul + Add, Transpose/Reshape chains)
   tensor_proto/  the backend tests' input and output .pb files (onnx.TensorProto)
   image/         the encoded images of the backend tests' ImageDecoder inputs (BMP, JPEG, JPEG 2000, PNG,
                  PNM, TIFF, WebP)
@@ -172,6 +174,75 @@ def encoded_images(tests, out):
     return count
 
 
+def fusion_patterns(out):
+    """Graphs in the spellings runtime/passes/ rewrites, small enough for the model target to run: the
+    backend tests have one op per graph, so without these the fuzzer rarely reaches a fused kernel."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    def model(nodes, inputs, outputs, inits=()):
+        graph = helper.make_graph(nodes, "fusion", [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
+                                  [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs],
+                                  [numpy_helper.from_array(np.asarray(v, dtype=np.float32), n) for n, v in inits])
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
+
+    rng = np.random.default_rng(0)
+    heads = [helper.make_node("Reshape", [x, "split"], [x + "h"]) for x in "qkv"]
+    attention = model(heads + [
+        helper.make_node("Transpose", ["qh"], ["qt"], perm=[0, 2, 1, 3]),
+        helper.make_node("Transpose", ["kh"], ["kt"], perm=[0, 2, 3, 1]),
+        helper.make_node("Transpose", ["vh"], ["vt"], perm=[0, 2, 1, 3]),
+        helper.make_node("MatMul", ["qt", "kt"], ["qk"]),
+        helper.make_node("Div", ["qk", "scale"], ["scaled"]),
+        helper.make_node("Add", ["scaled", "mask"], ["masked"]),
+        helper.make_node("Softmax", ["masked"], ["p"], axis=-1),
+        helper.make_node("MatMul", ["p", "vt"], ["o"]),
+        helper.make_node("Transpose", ["o"], ["ot"], perm=[0, 2, 1, 3]),
+        helper.make_node("Reshape", ["ot", "merge"], ["y"])],
+        [("q", [1, 8, 16]), ("k", [1, 8, 16]), ("v", [1, 8, 16]), ("mask", [1, 1, 1, 8])], ["y"],
+        [("split", np.array([1, 8, 2, 8], np.int64)), ("merge", np.array([1, 8, 16], np.int64)), ("scale", 2.828427)])
+    layer_norm_gelu = model([
+        helper.make_node("ReduceMean", ["x"], ["mean"], axes=[-1]),
+        helper.make_node("Sub", ["x", "mean"], ["centered"]),
+        helper.make_node("Pow", ["centered", "two"], ["squared"]),
+        helper.make_node("ReduceMean", ["squared"], ["variance"], axes=[-1]),
+        helper.make_node("Add", ["variance", "eps"], ["shifted"]),
+        helper.make_node("Sqrt", ["shifted"], ["deviation"]),
+        helper.make_node("Div", ["centered", "deviation"], ["normed"]),
+        helper.make_node("Mul", ["normed", "gamma"], ["scaled"]),
+        helper.make_node("Add", ["scaled", "beta"], ["ln"]),
+        helper.make_node("Div", ["ln", "sqrt2"], ["ln_over"]),
+        helper.make_node("Erf", ["ln_over"], ["erf"]),
+        helper.make_node("Add", ["erf", "one"], ["erf1"]),
+        helper.make_node("Mul", ["ln", "erf1"], ["prod"]),
+        helper.make_node("Mul", ["prod", "half"], ["y"])],
+        [("x", [2, 4, 16])], ["y"],
+        [("two", 2.0), ("eps", 1e-5), ("gamma", rng.standard_normal(16)), ("beta", rng.standard_normal(16)),
+         ("sqrt2", 1.4142135), ("one", 1.0), ("half", 0.5)])
+    conv_bn_add_relu_gemm = model([
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c", "s", "bb", "m", "var"], ["bn"]),
+        helper.make_node("Add", ["bn", "x"], ["res"]),
+        helper.make_node("Relu", ["res"], ["r"]),
+        helper.make_node("Flatten", ["r"], ["f"]),
+        helper.make_node("MatMul", ["f", "fc"], ["mm"]),
+        helper.make_node("Add", ["mm", "fcb"], ["y"])],
+        [("x", [1, 4, 6, 6])], ["y"],
+        [("w", rng.standard_normal((4, 4, 3, 3))), ("b", rng.standard_normal(4)), ("s", rng.random(4) + 0.5),
+         ("bb", rng.standard_normal(4)), ("m", rng.standard_normal(4)), ("var", rng.random(4) + 0.5),
+         ("fc", rng.standard_normal((144, 10))), ("fcb", rng.standard_normal(10))])
+    transpose_reshape = model([
+        helper.make_node("Transpose", ["x"], ["t1"], perm=[0, 2, 1, 3]),
+        helper.make_node("Transpose", ["t1"], ["t2"], perm=[0, 2, 1, 3]),
+        helper.make_node("Reshape", ["t2", "s1"], ["r1"]),
+        helper.make_node("Reshape", ["r1", "s2"], ["r2"]),
+        helper.make_node("Transpose", ["r2"], ["t3"], perm=[1, 0, 2]),
+        helper.make_node("Squeeze", ["t3", "axes"], ["y"])],
+        [("x", [2, 3, 1, 4])], ["y"],
+        [("s1", np.array([6, 4], np.int64)), ("s2", np.array([1, 6, 4], np.int64)), ("axes", np.array([0], np.int64))])
+    return sum(put(out, "model", m) for m in (attention, layer_norm_gelu, conv_bn_add_relu_gemm, transpose_reshape))
+
+
 def main():
     out = sys.argv[1]
     tests = sys.argv[2] if len(sys.argv) > 2 else os.path.join(ROOT, "../shared/onnx-tests/data")
@@ -182,6 +253,7 @@ def main():
         counts["model"] = copy_files(out, "model", [
             os.path.join(repo, "**/*.onnx"), os.path.join(tests, "simple/*/model.onnx"),
             os.path.join(tests, "node/*/model.onnx"), os.path.join(tests, "pytorch-operator/*/model.onnx")])
+        counts["model"] += fusion_patterns(out)
         counts["tensor_proto"] = copy_files(out, "tensor_proto", [
             os.path.join(tests, "simple/*/test_data_set_0/*.pb"), os.path.join(tests, "node/*/test_data_set_0/*.pb")])
         counts["image"] = encoded_images(tests, out)
