@@ -11,16 +11,19 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/core/memory_budget.h"
+#include "runtime/core/run_limits.h"
 
 namespace onnxserve {
 
 // Returns fn() (an absl::Status or absl::StatusOr<T>), or a status for any std::exception it throws:
 // RESOURCE_EXHAUSTED for bad_alloc and length_error (an allocation too big to make) and for a run past its
-// memory budget, INTERNAL otherwise.
+// memory budget, the run's own status for a kernel stopped by its limits (RunStopped), INTERNAL otherwise.
 template <typename Fn>
 auto CatchExceptions(Fn&& fn) -> decltype(fn()) {
   try {
     return fn();
+  } catch (const RunStopped& e) {
+    return e.status();
   } catch (const MemoryBudgetExceeded& e) {
     return absl::ResourceExhaustedError(e.what());
   } catch (const std::bad_alloc& e) {

@@ -1,8 +1,12 @@
 // When a run must stop before it finishes: its caller's deadline passed, or the caller gave up on it.
-// The executor checks between plan steps and control-flow operators check on every iteration, so a
-// request whose client left, or a Loop with a trip count of 1e13, gives its worker back within a step.
+// The executor checks between plan steps, control-flow operators on every iteration, and kernels whose one
+// call can take seconds (GEMMs, convolutions) between blocks of their work, so a request whose client left,
+// a Loop with a trip count of 1e13 or a MatMul of two 16k x 16k matrices gives its worker back within
+// milliseconds.
 #pragma once
 
+#include <cstdint>
+#include <exception>
 #include <functional>
 #include <utility>
 
@@ -34,5 +38,40 @@ class RunLimits {
   absl::Time deadline_ = absl::InfiniteFuture();
   std::function<bool()> cancelled_;
 };
+
+// How a kernel leaves in the middle of its work once its run must stop (thrown by StopIfRunEnded);
+// CatchExceptions (runtime/core/exception_status.h) turns it back into the status.
+class RunStopped : public std::exception {
+ public:
+  explicit RunStopped(absl::Status status) : status_(std::move(status)) {}
+  const absl::Status& status() const { return status_; }
+  const char* what() const noexcept override { return "run stopped"; }
+
+ private:
+  absl::Status status_;
+};
+
+// Makes `limits` (may be null: none) those of the run this thread computes for the scope's lifetime, and
+// restores the previous ones after. The executor sets them for each run; ThreadPool::ParallelFor carries
+// them to the chunks it hands to workers.
+class ScopedRunLimits {
+ public:
+  explicit ScopedRunLimits(const RunLimits* limits);
+  ~ScopedRunLimits();
+  ScopedRunLimits(const ScopedRunLimits&) = delete;
+  ScopedRunLimits& operator=(const ScopedRunLimits&) = delete;
+
+ private:
+  const RunLimits* previous_;
+};
+
+// The limits of the run this thread computes, or null.
+const RunLimits* CurrentRunLimits();
+
+// Called by long kernels between blocks of their work with the block's size in multiply-adds (or as many
+// element operations): once some 2^26 of them (well under a millisecond) have passed on this thread since
+// its last check, checks the current run's limits and throws RunStopped if the run must stop. Blocks this
+// small cost a thread-local sum each, so kernels need not guess how often to check.
+void StopIfRunEnded(int64_t work);
 
 }  // namespace onnxserve

@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "runtime/core/memory_budget.h"
+#include "runtime/core/run_limits.h"
 
 namespace onnxserve {
 
@@ -80,9 +81,11 @@ void ThreadPool::ParallelFor(int64_t n, int64_t min_chunk,
     std::exception_ptr error;  // guarded by mu
   };
   auto state = std::make_shared<State>();
-  // Chunks allocate on behalf of the caller's run, whichever thread runs them, so they charge its budget.
-  auto run_chunks = [state, n, chunks, &fn, account = CurrentMemoryAccount()] {
+  // Chunks allocate on behalf of the caller's run, whichever thread runs them, so they charge its budget
+  // and stop with it.
+  auto run_chunks = [state, n, chunks, &fn, account = CurrentMemoryAccount(), limits = CurrentRunLimits()] {
     ScopedMemoryAccount charge_to_caller(account);
+    ScopedRunLimits stop_with_caller(limits);
     for (int64_t c; (c = state->next.fetch_add(1)) < chunks;) {
       try {
         fn(c * n / chunks, (c + 1) * n / chunks);

@@ -268,6 +268,7 @@ absl::StatusOr<std::vector<Value>> ExecutionPlan::Run(const std::vector<NamedVal
     }
   }
 
+  const ScopedRunLimits stop_kernels_with_the_run(&limits);
   for (const Step& step : steps_) {
     if (absl::Status status = limits.Check(); !status.ok()) {
       return absl::Status(status.code(), absl::StrCat(status.message(), " before ", step.label));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "runtime/core/run_limits.h"
 #include "runtime/math/isa.h"
 #include "runtime/math/packed_gemm_kernels.h"
 #include "runtime/math/scratch.h"
@@ -138,6 +139,7 @@ void MultiplyRange(const PackedRows& a, int64_t panel_begin, int64_t panel_end, 
       } else {
         Kernels().pack_columns(source.b + k * source.ldb + column, source.ldb, block_depth, columns, packed);
       }
+      StopIfRunEnded(block_depth * columns * (panel_end - panel_begin) * kPanelRows);
       const bool first = k == 0, last = k + block_depth == depth;
       // A few A panels at a time: each B panel (block_depth x 48) stays in L1 while they pass it, and the
       // C rows they write stay few enough for the cache and the TLB. A shallow block does little work per
@@ -196,6 +198,7 @@ void MultiplyColumnRange(const float* a, int64_t lda, bool transposed_a, int64_t
     const int64_t block_depth = std::min(depth_block, depth - k);
     Kernels().pack_rows(transposed_a ? a + k * lda + row_begin : a + row_begin * lda + k, lda, transposed_a,
                         row_end - row_begin, block_depth, packed);
+    StopIfRunEnded(block_depth * (row_end - row_begin) * (panel_end - panel_begin) * kPanelColumns);
     const bool first = k == 0, last = k + block_depth == depth;
     for (int64_t j = panel_begin; j < panel_end; ++j) {
       const int64_t column = j * kPanelColumns, columns = std::min<int64_t>(kPanelColumns, b.columns() - column);

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "runtime/core/run_limits.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/math/packed_gemm.h"
 #include "runtime/ops/common.h"
@@ -61,12 +62,40 @@ void LoopGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const 
 }
 
 template <typename T>
-void SerialGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b,
-                int64_t ldb, T beta, T* c, int64_t ldc) {
+void UninterruptedGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
+                       const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  StopIfRunEnded(m * n * k);
   if constexpr (std::is_floating_point_v<T>) {
     BlasGemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   } else {
     LoopGemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
+}
+
+// Multiply-adds one BLAS call may take: a product larger than this (a second or more) is made in blocks of
+// rows or columns, so that a run past its deadline stops between them.
+constexpr int64_t kMaxUninterruptedGemm = int64_t{1} << 28;
+// Blocks are whole multiples of this many rows or columns: OpenBLAS's kernels take edge rows differently,
+// so aligned blocks keep the same rows at the edges as one call would.
+constexpr int64_t kGemmBlockAlignment = 64;
+
+template <typename T>
+void SerialGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b,
+                int64_t ldb, T beta, T* c, int64_t ldc) {
+  if (m * n * k <= kMaxUninterruptedGemm) return UninterruptedGemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  const bool rows = m >= n;
+  const int64_t other = rows ? n : m;
+  const int64_t block =
+      std::max<int64_t>(1, kMaxUninterruptedGemm / (other * k) / kGemmBlockAlignment) * kGemmBlockAlignment;
+  for (int64_t begin = 0; begin < (rows ? m : n); begin += block) {
+    const int64_t size = std::min(block, (rows ? m : n) - begin);
+    if (rows) {
+      UninterruptedGemm(ta, tb, size, n, k, alpha, ta ? a + begin : a + begin * lda, lda, b, ldb, beta,
+                        c + begin * ldc, ldc);
+    } else {
+      UninterruptedGemm(ta, tb, m, size, k, alpha, a, lda, tb ? b + begin * ldb : b + begin, ldb, beta, c + begin,
+                        ldc);
+    }
   }
 }
 

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/core/checked_size.h"
+#include "runtime/core/run_limits.h"
 #include "runtime/ops/common.h"
 #include "runtime/ops/elementwise.h"
 #include "runtime/registry/registry.h"
@@ -94,12 +96,13 @@ class Einsum final : public OpKernel {
     ASSIGN_OR_RETURN(const EinsumPlan plan, Bind(ctx));
     Shape out_shape;
     for (int label : plan.output) out_shape.push_back(plan.size[label]);
+    ASSIGN_OR_RETURN(const int64_t summed_count, SummedCount(plan, out_shape));
     Tensor& out = ctx.Output(0, ctx.Input(0)->dtype(), out_shape);
     absl::Status status = UnsupportedTypeError(out.dtype());
     DispatchNumeric(out.dtype(), [&](auto tag) {
       using T = decltype(tag);
       if constexpr (kIsNumber<T>) {
-        Evaluate<T>(ctx, plan, out.data<T>(), out.NumElements());
+        Evaluate<T>(ctx, plan, summed_count, out.data<T>(), out.NumElements());
         status = absl::OkStatus();
       }
     });
@@ -206,15 +209,40 @@ class Einsum final : public OpKernel {
     return absl::OkStatus();
   }
 
-  // Floats accumulate in double; integers wrap around as two's complement.
+  // The terms each output element sums: the product of the summed labels' sizes. Sizes within the tensor
+  // limits still multiply past int64 over a few operands ("a,b,c->" of three 2^22-element vectors), and
+  // the evaluation is as long as this times the output's size, so both must be counted first.
+  static absl::StatusOr<int64_t> SummedCount(const EinsumPlan& plan, const Shape& out_shape) {
+    int64_t count = 1;
+    for (int label : plan.summed) {
+      absl::StatusOr<int64_t> product = CheckedMul(count, plan.size[label]);
+      if (!product.ok()) return TooMuchWork();
+      count = *product;
+    }
+    int64_t outputs = 1;
+    for (int64_t d : out_shape) {
+      if (d == 0) return count;
+      if (__builtin_mul_overflow(outputs, d, &outputs)) return TooMuchWork();
+    }
+    if (int64_t work; __builtin_mul_overflow(outputs, count, &work)) return TooMuchWork();
+    return count;
+  }
+
+  static absl::Status TooMuchWork() {
+    return absl::ResourceExhaustedError("Einsum: the sum takes more than 2^63 multiply-adds");
+  }
+
+  // Terms between two checks of the run's limits within one output element's sum.
+  static constexpr int64_t kTermsBetweenChecks = int64_t{1} << 16;
+
+  // Floats accumulate in double; integers wrap around as two's complement. The run's limits are checked
+  // as the terms add up (StopIfRunEnded), however they split between outputs and summed labels.
   template <typename T>
-  void Evaluate(KernelContext& ctx, const EinsumPlan& plan, T* out, int64_t total) const {
+  void Evaluate(KernelContext& ctx, const EinsumPlan& plan, int64_t summed_count, T* out, int64_t total) const {
     using Acc = std::conditional_t<kIsFloat<T>, double, WrapType<T>>;
     const size_t n = inputs_.size();
     std::vector<const T*> in(n);
     for (size_t i = 0; i < n; ++i) in[i] = ctx.Input(static_cast<int>(i))->template data<T>();
-    int64_t summed_count = 1;
-    for (int label : plan.summed) summed_count *= plan.size[label];
     ParallelRange(ctx.pool(), total, std::max<int64_t>(1, 16384 / std::max<int64_t>(summed_count, 1)),
                   [&](int64_t begin, int64_t end) {
       std::vector<int64_t> offset(n), index(plan.summed.size());
@@ -229,6 +257,7 @@ class Einsum final : public OpKernel {
         std::fill(index.begin(), index.end(), 0);
         Acc sum(0);
         for (int64_t s = 0; s < summed_count; ++s) {
+          if (s % kTermsBetweenChecks == kTermsBetweenChecks - 1) StopIfRunEnded(kTermsBetweenChecks * n);
           Acc product(1);
           for (size_t i = 0; i < n; ++i) product = static_cast<Acc>(product * static_cast<Acc>(ToCompute(in[i][offset[i]])));
           sum = static_cast<Acc>(sum + product);
@@ -242,6 +271,7 @@ class Einsum final : public OpKernel {
           }
         }
         out[o] = FromCompute<T>(static_cast<ComputeType<T>>(sum));
+        StopIfRunEnded(summed_count % kTermsBetweenChecks * n);
       }
     });
   }

@@ -105,5 +105,15 @@ TEST(EinsumTest, RejectsMismatchedDimsAndRanks) {
   EXPECT_FALSE(Einsum("ij->k", {Random({2, 3}, 8)}).ok());
 }
 
+// Five 8192-element vectors summed as one product are 2^65 terms: the count wrapped to 0, and the sum of a
+// product of all-ones vectors came out 0 instead of failing (2^60 would have run for decades).
+TEST(EinsumTest, SumsOfMoreTermsThanInt64CountsAreRefused) {
+  const Tensor ones = Tensor::FromVector<float>({8192}, std::vector<float>(8192, 1.0f));
+  auto y = Einsum("a,b,c,d,e->", {ones, ones, ones, ones, ones});
+  EXPECT_EQ(y.status().code(), absl::StatusCode::kResourceExhausted) << y.status();
+  auto wide = Einsum("a,b,c,d,e->abcd", {ones, ones, ones, ones, Tensor::FromVector<float>({2}, {1, 1})});
+  EXPECT_FALSE(wide.ok());  // 2^52 outputs: past the tensor limits, whatever the sum costs
+}
+
 }  // namespace
 }  // namespace onnxserve

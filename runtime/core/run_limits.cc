@@ -1,0 +1,31 @@
+#include "runtime/core/run_limits.h"
+
+namespace onnxserve {
+namespace {
+
+// Work between two checks: absl::Now() and the caller's cancellation poll cost tens of nanoseconds, a
+// millionth of this much arithmetic.
+constexpr int64_t kWorkBetweenChecks = int64_t{1} << 26;
+
+thread_local const RunLimits* t_current_limits = nullptr;
+thread_local int64_t t_work_since_check = 0;
+
+}  // namespace
+
+ScopedRunLimits::ScopedRunLimits(const RunLimits* limits) : previous_(t_current_limits) {
+  t_current_limits = limits;
+}
+
+ScopedRunLimits::~ScopedRunLimits() { t_current_limits = previous_; }
+
+const RunLimits* CurrentRunLimits() { return t_current_limits; }
+
+void StopIfRunEnded(int64_t work) {
+  t_work_since_check += work;
+  if (t_work_since_check < kWorkBetweenChecks) return;
+  t_work_since_check = 0;
+  if (t_current_limits == nullptr) return;
+  if (absl::Status status = t_current_limits->Check(); !status.ok()) throw RunStopped(std::move(status));
+}
+
+}  // namespace onnxserve

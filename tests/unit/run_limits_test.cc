@@ -1,0 +1,125 @@
+// A run's limits reach the kernels it runs: GEMMs and convolutions, whose one call can take seconds, check
+// them between blocks of their work (on every thread of the pool), so a run that must stop does not first
+// finish a multiplication. Each model below is one node: the executor checks before it and never after,
+// so a run cancelled from its second check on stops only if the kernel itself checked.
+#include "runtime/core/run_limits.h"
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "runtime/core/exception_status.h"
+#include "runtime/core/thread_pool.h"
+#include "tests/support/op_test.h"
+
+namespace onnxserve {
+namespace {
+
+using testing::OpTest;
+using testing::RandomFloats;
+
+Tensor Random(const Shape& shape, uint32_t seed) {
+  return Tensor::FromVector<float>(shape, RandomFloats(NumElements(shape), seed));
+}
+
+// Limits whose first check passes (the executor's, before the node) and every later one says cancelled.
+class CancelledAfterFirstCheck {
+ public:
+  RunLimits limits() {
+    return RunLimits(absl::InfiniteFuture(), [this] { return checks_.fetch_add(1) > 0; });
+  }
+  int checks() const { return checks_.load(); }
+
+ private:
+  std::atomic<int> checks_{0};
+};
+
+void ExpectStopsInsideTheKernel(const OpTest& node) {
+  CancelledAfterFirstCheck cancel;
+  auto out = node.Run(cancel.limits());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled) << out.status();
+  EXPECT_GE(cancel.checks(), 2);
+  EXPECT_TRUE(node.Run().ok());  // unlimited, the same node runs to the end
+}
+
+TEST(RunLimitsTest, StopIfRunEndedChecksTheCurrentRunOnceEnoughWorkPassed) {
+  const RunLimits cancelled(absl::InfiniteFuture(), [] { return true; });
+  EXPECT_NO_THROW(StopIfRunEnded(int64_t{1} << 40));  // outside a run nothing stops
+  const ScopedRunLimits scope(&cancelled);
+  EXPECT_NO_THROW(StopIfRunEnded(1));  // a little work is not worth a check
+  try {
+    StopIfRunEnded(int64_t{1} << 40);
+    ADD_FAILURE() << "a cancelled run's kernel went on";
+  } catch (const RunStopped& stopped) {
+    EXPECT_EQ(stopped.status().code(), absl::StatusCode::kCancelled);
+    EXPECT_EQ(CatchExceptions([&]() -> absl::Status { throw stopped; }).code(), absl::StatusCode::kCancelled);
+  }
+}
+
+TEST(RunLimitsTest, ParallelForCarriesTheCallersLimitsToItsWorkers) {
+  ThreadPool pool(2);
+  const RunLimits limits;
+  const ScopedRunLimits scope(&limits);
+  std::vector<const RunLimits*> seen(2, nullptr);
+  pool.ParallelFor(2, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) seen[i] = CurrentRunLimits();
+  });
+  EXPECT_EQ(seen, (std::vector<const RunLimits*>{&limits, &limits}));
+}
+
+// 1024^3 multiply-adds, on OpenBLAS (both operands fed) and on the packed GEMM (B an initializer), on one
+// thread and split over two.
+TEST(RunLimitsTest, AMatMulStopsBetweenItsBlocks) {
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(threads);
+    ExpectStopsInsideTheKernel(OpTest("MatMul", 13)
+                                   .Input("a", Random({1024, 1024}, 1))
+                                   .Input("b", Random({1024, 1024}, 2))
+                                   .Output("y")
+                                   .Threads(threads));
+    ExpectStopsInsideTheKernel(OpTest("MatMul", 13)
+                                   .Input("a", Random({1024, 1024}, 1))
+                                   .Constant("b", Random({1024, 1024}, 2))
+                                   .Output("y")
+                                   .Threads(threads));
+  }
+}
+
+TEST(RunLimitsTest, ConvolutionsStopBetweenTheirBlocks) {
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(threads);
+    // 256 -> 256 channels, 3x3 on 64x64: 2.4e9 multiply-adds through im2col rows and the packed GEMM.
+    ExpectStopsInsideTheKernel(OpTest("Conv", 11)
+                                   .Input("x", Random({1, 256, 64, 64}, 3))
+                                   .Constant("w", Random({256, 256, 3, 3}, 4))
+                                   .Attr("pads", std::vector<int64_t>{1, 1, 1, 1})
+                                   .Output("y")
+                                   .Threads(threads));
+    // Depthwise 7x7 over 128 channels of 256x256: 4e8 multiply-adds, one group at a time (each thread's
+    // share well past the work between two checks).
+    ExpectStopsInsideTheKernel(OpTest("Conv", 11)
+                                   .Input("x", Random({1, 128, 256, 256}, 5))
+                                   .Constant("w", Random({128, 1, 7, 7}, 6))
+                                   .Attr("group", int64_t{128})
+                                   .Attr("pads", std::vector<int64_t>{3, 3, 3, 3})
+                                   .Output("y")
+                                   .Threads(threads));
+  }
+}
+
+// Einsum evaluates its sum directly: "a,b,c->" of three 512-element vectors is 2^27 terms for one output.
+TEST(RunLimitsTest, AnEinsumStopsWithinOneOutputsSum) {
+  CancelledAfterFirstCheck cancel;
+  auto out = OpTest("Einsum", 12)
+                 .Input("a", Random({512}, 7))
+                 .Input("b", Random({512}, 8))
+                 .Input("c", Random({512}, 9))
+                 .Attr("equation", std::string("a,b,c->"))
+                 .Output("y")
+                 .Run(cancel.limits());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled) << out.status();
+}
+
+}  // namespace
+}  // namespace onnxserve
