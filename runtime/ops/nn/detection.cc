@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "absl/strings/str_join.h"
+#include "runtime/core/checked_size.h"
+#include "runtime/core/run_limits.h"
 #include "runtime/ops/common.h"
 #include "runtime/registry/registry.h"
 
@@ -63,7 +65,7 @@ class NonMaxSuppression final : public OpKernel {
                                                      scores.DebugString(),
                                                      " must be float [B,N,4] and [B,C,N]"));
     }
-    const int64_t max_per_class = ScalarOr<int64_t>(ctx.Input(2), 0);
+    const int64_t max_per_class = MaxPerClass(ctx.Input(2));
     const float iou_threshold = ScalarOr<float>(ctx.Input(3), 0.0f);
     // Without score_threshold no box is dropped for its score.
     const float score_threshold = ScalarOr<float>(ctx.Input(4), -std::numeric_limits<float>::infinity());
@@ -86,6 +88,7 @@ class NonMaxSuppression final : public OpKernel {
         kept.clear();
         for (int64_t i : order) {
           if (static_cast<int64_t>(kept.size()) >= max_per_class) break;
+          StopIfRunEnded(static_cast<int64_t>(kept.size()));  // n boxes kept of n take n^2 / 2 comparisons
           const bool suppressed = std::any_of(
               kept.begin(), kept.end(), [&](int64_t k) { return Overlaps(all[k], all[i], iou_threshold); });
           if (suppressed) continue;
@@ -100,6 +103,14 @@ class NonMaxSuppression final : public OpKernel {
   }
 
  private:
+  // max_output_boxes_per_class, read as the int64 it is: exporters write INT64_MAX for "no limit", which as
+  // a double rounds up to 2^63 and does not convert back.
+  static int64_t MaxPerClass(const Tensor* t) {
+    if (t == nullptr || t->NumElements() == 0) return 0;
+    if (t->dtype() == DataType::kInt64) return t->data<int64_t>()[0];
+    return static_cast<int64_t>(std::clamp(t->GetAsDouble(0), 0.0, 0x1p62));
+  }
+
   template <typename T>
   static T ScalarOr(const Tensor* t, T fallback) {
     if (t == nullptr || t->NumElements() == 0) return fallback;
@@ -196,21 +207,36 @@ class RoiAlign final : public OpKernel {
       ASSIGN_OR_RETURN(b, ResolveIndex(b, x.dim(0), false));
     }
     Tensor& y = ctx.Output(0, x.dtype(), {rois.dim(0), x.dim(1), output_height_, output_width_});
-    bool supported = false;
+    absl::Status status = absl::InvalidArgumentError(absl::StrCat("X must be float, got ", x.DebugString()));
     DispatchNumeric(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
       if constexpr (std::is_floating_point_v<ComputeType<T>>) {
-        supported = true;
-        Pool<T>(x, rois, batches, y, ctx.pool());
+        status = CheckTapCounts<T>(rois);
+        if (status.ok()) Pool<T>(x, rois, batches, y, ctx.pool());
       }
     });
-    if (!supported) return absl::InvalidArgumentError(absl::StrCat("X must be float, got ", x.DebugString()));
-    return absl::OkStatus();
+    return status;
   }
 
  private:
-  // The sampling taps of every output bin of one RoI, bin-major: grid_h * grid_w taps per bin.
-  std::vector<BilinearTaps> RoiTaps(const float* roi, int64_t height, int64_t width, int64_t* samples) const {
+  // Where one RoI's bins lie and how many samples each takes per axis.
+  struct RoiGrid {
+    float start_h, start_w, bin_h, bin_w;
+    int64_t grid_h, grid_w;
+    int64_t samples() const { return grid_h * grid_w; }
+  };
+
+  // Samples per bin along an axis: sampling_ratio, or ceil(extent / bins) as ONNX Runtime counts them. An
+  // extent that is not positive (a reversed RoI) or not a number samples nothing; past 2^32 the count
+  // stops growing, since the check of the whole RoI's taps refuses it anyway.
+  int64_t SamplesAlong(float extent, int64_t bins) const {
+    if (sampling_ratio_ > 0) return sampling_ratio_;
+    const double n = std::ceil(static_cast<double>(extent) / static_cast<double>(bins));
+    if (!(n > 0)) return 0;
+    return n < 0x1p32 ? static_cast<int64_t>(n) : int64_t{1} << 32;
+  }
+
+  RoiGrid GridOf(const float* roi) const {
     const float offset = half_pixel_ ? 0.5f : 0.0f;
     const float start_w = roi[0] * spatial_scale_ - offset, start_h = roi[1] * spatial_scale_ - offset;
     float roi_w = roi[2] * spatial_scale_ - offset - start_w,
@@ -219,21 +245,45 @@ class RoiAlign final : public OpKernel {
       roi_w = std::max(roi_w, 1.0f);
       roi_h = std::max(roi_h, 1.0f);
     }
-    const float bin_h = roi_h / static_cast<float>(output_height_),
-                bin_w = roi_w / static_cast<float>(output_width_);
-    const int64_t grid_h =
-        sampling_ratio_ > 0 ? sampling_ratio_ : static_cast<int64_t>(std::ceil(roi_h / output_height_));
-    const int64_t grid_w =
-        sampling_ratio_ > 0 ? sampling_ratio_ : static_cast<int64_t>(std::ceil(roi_w / output_width_));
-    *samples = grid_h * grid_w;
+    const int64_t grid_h = SamplesAlong(roi_h, output_height_), grid_w = SamplesAlong(roi_w, output_width_);
+    return {start_h, start_w, roi_h / static_cast<float>(output_height_), roi_w / static_cast<float>(output_width_),
+            grid_h, grid_w};
+  }
+
+  template <typename T>
+  static void ReadRoi(const Tensor& rois, int64_t r, float* roi) {
+    for (int k = 0; k < 4; ++k) roi[k] = static_cast<float>(ToCompute(rois.data<T>()[r * 4 + k]));
+  }
+
+  // Every RoI's taps (bins x samples of them) are listed before they are pooled: RESOURCE_EXHAUSTED when one
+  // RoI's list would pass the tensor limits.
+  template <typename T>
+  absl::Status CheckTapCounts(const Tensor& rois) const {
+    for (int64_t r = 0; r < rois.dim(0); ++r) {
+      float roi[4];
+      ReadRoi<T>(rois, r, roi);
+      const RoiGrid grid = GridOf(roi);
+      absl::StatusOr<int64_t> taps = CheckedElementCount({output_height_, output_width_, grid.grid_h, grid.grid_w});
+      if (!taps.ok()) {
+        return absl::ResourceExhaustedError(absl::StrCat("RoI ", r, " [", absl::StrJoin(roi, roi + 4, ", "),
+                                                         "] takes ", grid.grid_h, " x ", grid.grid_w,
+                                                         " samples per bin: ", taps.status().message()));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // The sampling taps of every output bin of one RoI, bin-major: grid_h * grid_w taps per bin.
+  std::vector<BilinearTaps> RoiTaps(const RoiGrid& grid, int64_t height, int64_t width) const {
     std::vector<BilinearTaps> taps;
-    taps.reserve(static_cast<size_t>(output_height_ * output_width_ * grid_h * grid_w));
+    taps.reserve(static_cast<size_t>(output_height_ * output_width_ * grid.samples()));
     for (int64_t ph = 0; ph < output_height_; ++ph) {
       for (int64_t pw = 0; pw < output_width_; ++pw) {
-        for (int64_t iy = 0; iy < grid_h; ++iy) {
-          const float yy = start_h + ph * bin_h + (iy + 0.5f) * bin_h / static_cast<float>(grid_h);
-          for (int64_t ix = 0; ix < grid_w; ++ix) {
-            const float xx = start_w + pw * bin_w + (ix + 0.5f) * bin_w / static_cast<float>(grid_w);
+        for (int64_t iy = 0; iy < grid.grid_h; ++iy) {
+          const float yy = grid.start_h + ph * grid.bin_h + (iy + 0.5f) * grid.bin_h / static_cast<float>(grid.grid_h);
+          for (int64_t ix = 0; ix < grid.grid_w; ++ix) {
+            const float xx =
+                grid.start_w + pw * grid.bin_w + (ix + 0.5f) * grid.bin_w / static_cast<float>(grid.grid_w);
             taps.push_back(TapsAt(yy, xx, height, width));
           }
         }
@@ -250,9 +300,11 @@ class RoiAlign final : public OpKernel {
     pool.ParallelFor(rois.dim(0), 1, [&](int64_t begin, int64_t end) {
       float roi[4];
       for (int64_t r = begin; r < end; ++r) {
-        for (int k = 0; k < 4; ++k) roi[k] = static_cast<float>(ToCompute(rois.data<T>()[r * 4 + k]));
-        int64_t samples = 0;
-        const std::vector<BilinearTaps> taps = RoiTaps(roi, height, width, &samples);
+        ReadRoi<T>(rois, r, roi);
+        const RoiGrid grid = GridOf(roi);
+        const int64_t samples = grid.samples();
+        const std::vector<BilinearTaps> taps = RoiTaps(grid, height, width);
+        StopIfRunEnded(channels * bins * samples * 4);
         for (int64_t c = 0; c < channels; ++c) {
           const T* plane = x.data<T>() + (batches[r] * channels + c) * height * width;
           T* out = y.data<T>() + (r * channels + c) * bins;

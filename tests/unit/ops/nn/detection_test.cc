@@ -51,6 +51,21 @@ TEST(NonMaxSuppressionTest, NoLimitMeansNoOutput) {
   EXPECT_EQ((*out)[0].shape(), (Shape{0, 3}));
 }
 
+// Exporters write INT64_MAX for "no limit": converted through double it became 2^63, which wrapped to a
+// negative limit and selected nothing.
+TEST(NonMaxSuppressionTest, TheLargestLimitSelectsLikeNoLimitAtAll) {
+  OpTest test("NonMaxSuppression", 11);
+  test.Input("boxes", Floats({1, 6, 4}, {0, 0,  1, 1,  0, 0.1f,  1, 1.1f,  0, -0.1f, 1, 0.9f,
+                                        0, 10, 1, 11, 0, 10.1f, 1, 11.1f, 0, 100,   1, 101}))
+      .Input("scores", Floats({1, 1, 6}, {0.9f, 0.75f, 0.6f, 0.95f, 0.5f, 0.3f}))
+      .Input("max", Tensor::FromVector<int64_t>({1}, {std::numeric_limits<int64_t>::max()}))
+      .Input("iou", Floats({1}, {0.5f}))
+      .Output("selected");
+  auto out = test.Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<int64_t>({3, 3}, {0, 0, 3, 0, 0, 0, 0, 0, 5}), (*out)[0]));
+}
+
 // One 1x1 bin with one sample over the 2x2 image [[1,2],[3,4]] and the RoI [0,0,1,1].
 absl::StatusOr<std::vector<Tensor>> PoolUnitRoi(int opset, const std::string& mode) {
   return OpTest("RoiAlign", opset)
@@ -92,6 +107,36 @@ TEST(RoiAlignTest, BatchIndexOutOfRangeIsAnError) {
                  .Output("y")
                  .Run();
   EXPECT_FALSE(out.ok());
+}
+
+absl::StatusOr<std::vector<Tensor>> PoolAdaptively(const std::vector<float>& roi, const std::string& mode) {
+  return OpTest("RoiAlign", 16)
+      .Input("x", Floats({1, 1, 2, 2}, {1, 2, 3, 4}))
+      .Input("rois", Floats({1, 4}, roi))
+      .Input("batch", Tensor::FromVector<int64_t>({1}, {0}))
+      .Attr("mode", mode)
+      .Output("y")
+      .Run();
+}
+
+// With sampling_ratio 0 a bin takes ceil(extent / bins) samples per axis. A reversed RoI has negative
+// extents on both axes: the counts multiplied to a positive 9 samples over a list of no taps, read past
+// its end (a heap overflow from request data). As in ONNX Runtime, a bin with no sample pools to 0.
+TEST(RoiAlignTest, AReversedOrNonFiniteRoiSamplesNothing) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (const std::vector<float>& roi : std::vector<std::vector<float>>{{3, 3, 0, 0}, {0, 3, 1, 0}, {nan, 0, 1, 1}}) {
+    for (const std::string mode : {"avg", "max"}) {
+      auto out = PoolAdaptively(roi, mode);
+      ASSERT_TRUE(out.ok()) << out.status();
+      EXPECT_TRUE(TensorsClose(Floats({1, 1, 1, 1}, {0}), (*out)[0])) << mode;
+    }
+  }
+}
+
+// A RoI of 1e30 pixels would take 1e60 samples per bin: refused before any is listed.
+TEST(RoiAlignTest, ARoiTooLargeToSampleIsAnError) {
+  auto out = PoolAdaptively({0, 0, 1e30f, 1e30f}, "avg");
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted) << out.status();
 }
 
 // Image 0 of X holds 4h + w at (h, w); image 1 holds -(4h + w) - 1.
