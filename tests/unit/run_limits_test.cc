@@ -121,5 +121,19 @@ TEST(RunLimitsTest, AnEinsumStopsWithinOneOutputsSum) {
   EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled) << out.status();
 }
 
+// Windows as large as the image make a pool quadratic in it: 513 x 513 outputs of 512 x 512 taps (the
+// vector kernels' rows), and 129 x 129 of 128 x 128 with Indices (the generic walk).
+TEST(RunLimitsTest, PoolsWithLargeWindowsStopBetweenOutputRows) {
+  ExpectStopsInsideTheKernel(OpTest("MaxPool", 12)
+                                 .Input("x", Random({1, 1, 1024, 1024}, 10))
+                                 .Attr("kernel_shape", std::vector<int64_t>{512, 512})
+                                 .Output("y"));
+  ExpectStopsInsideTheKernel(OpTest("MaxPool", 12)
+                                 .Input("x", Random({1, 1, 256, 256}, 11))
+                                 .Attr("kernel_shape", std::vector<int64_t>{128, 128})
+                                 .Output("y")
+                                 .Output("indices"));
+}
+
 }  // namespace
 }  // namespace onnxserve

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/strings/str_join.h"
+#include "runtime/core/run_limits.h"
 #include "runtime/math/vector_kernels.h"
 #include "runtime/ops/common.h"
 #include "runtime/ops/window.h"
@@ -158,6 +159,7 @@ void ForEachWindow(const PoolGeometry& g, Acc init, Reduce reduce, Finish finish
   int64_t out_index = 0;
   for (int64_t o0 = 0; o0 < g.out[0]; ++o0) {
     for (int64_t o1 = 0; o1 < g.out[1]; ++o1) {
+      int64_t row_taps = 0;
       for (int64_t o2 = 0; o2 < g.out[2]; ++o2, ++out_index) {
         Acc acc = init;
         for (int64_t k0 = w0.lo[o0]; k0 < w0.hi[o0]; ++k0) {
@@ -172,7 +174,9 @@ void ForEachWindow(const PoolGeometry& g, Acc init, Reduce reduce, Finish finish
         const int64_t valid = (w0.hi[o0] - w0.lo[o0]) * (w1.hi[o1] - w1.lo[o1]) * (w2.hi[o2] - w2.lo[o2]);
         const int64_t padded = w0.padded[o0] * w1.padded[o1] * w2.padded[o2];
         finish(acc, out_index, valid, padded);
+        row_taps += valid;
       }
+      StopIfRunEnded(row_taps);  // windows as large as the image make a row of outputs quadratic
     }
   }
 }
@@ -187,6 +191,7 @@ void MaxPoolPlane2D(const PoolGeometry& g, const T* in, T* out) {
   const int64_t width = g.in[2], out_width = g.out[2];
   const int64_t row_dilation = g.dilation[1], col_dilation = g.dilation[2];
   for (int64_t oh = 0; oh < g.out[1]; ++oh, out += out_width) {
+    StopIfRunEnded((rows.hi[oh] - rows.lo[oh]) * out_width * g.kernel[2]);
     std::fill(out, out + out_width, std::numeric_limits<T>::lowest());
     for (int64_t kh = rows.lo[oh]; kh < rows.hi[oh]; ++kh) {
       const T* row = in + (rows.start[oh] + kh * row_dilation) * width;
@@ -277,6 +282,7 @@ class FloatPoolPlanes {
       const float* plane = in + p * g_.in[1] * width;
       float* y = out + p * g_.out[1] * out_width;
       for (int64_t oh = 0; oh < g_.out[1]; ++oh, y += out_width) {
+        StopIfRunEnded((g_.windows[1].hi[oh] - g_.windows[1].lo[oh]) * width + out_width * g_.kernel[2]);
         ReduceRows(k, plane, oh, padded.data() + pad_begin);
         if (col_divisors_ == nullptr) {
           k.window_max(padded.data(), out_width, g_.kernel[2], g_.stride[2], y);
