@@ -4,14 +4,16 @@
 // make), stays in the graph, so that the error surfaces, naming the node, when the model runs.
 //
 // Folding has a time budget: a model can spell hours of work on constants (a chain of large MatMuls of
-// ConstantOfShape outputs), and a load cannot be cancelled, so an unbounded fold would keep a model, or a
-// starting server, LOADING forever. Past the budget the remaining nodes stay in the graph and run per request,
+// ConstantOfShape outputs, or one), and a load cannot be cancelled, so an unbounded fold would keep a model,
+// or a starting server, LOADING forever. The budget is the folding kernels' run limits, so a long kernel
+// stops inside its work once it is spent; that node and the rest stay in the graph and run per request,
 // where deadlines and execution_timeout_ms reach them.
 
 #include "absl/time/clock.h"
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/exception_status.h"
+#include "runtime/core/run_limits.h"
 #include "runtime/ir/determinism.h"
 #include "runtime/passes/pass.h"
 #include "runtime/registry/registry.h"
@@ -27,7 +29,7 @@ bool InputsAreConstant(const ir::Node& node) {
 }
 
 // The node's outputs computed from its constant inputs, or nullopt when it cannot be folded.
-std::optional<std::vector<Tensor>> Evaluate(const ir::Node& node) {
+std::optional<std::vector<Tensor>> Evaluate(const ir::Node& node, const RunLimits& budget) {
   const KernelDef* def = KernelRegistry::Global().Find(node.domain(), node.op_type(), node.opset());
   if (def == nullptr) return std::nullopt;
   std::vector<const Tensor*> inputs;
@@ -39,7 +41,8 @@ std::optional<std::vector<Tensor>> Evaluate(const ir::Node& node) {
   // One worker is enough: folding runs once, at load.
   static ThreadPool fold_pool(1);
   std::vector<Tensor> outputs(node.outputs().size());
-  KernelContext ctx(std::move(inputs), &outputs, std::vector<bool>(outputs.size(), true), &fold_pool, {});
+  KernelContext ctx(std::move(inputs), &outputs, std::vector<bool>(outputs.size(), true), &fold_pool, {}, &budget);
+  const ScopedRunLimits stop_at_the_budget(&budget);
   if (!CatchExceptions([&] { return (*kernel)->Compute(ctx); }).ok()) return std::nullopt;
   for (size_t o = 0; o < outputs.size(); ++o) {
     const ir::Value* out = node.outputs()[o];
@@ -55,15 +58,16 @@ class ConstantFolding final : public Pass {
   std::string_view name() const override { return "constant-folding"; }
 
   absl::Status Run(ir::Graph& graph, std::vector<std::string>& changes) const override {
-    const absl::Time stop = absl::Now() + budget_;
+    const RunLimits budget(absl::Now() + budget_);
     for (ir::Node* node : graph.nodes()) {
       if (!node->subgraphs().empty() || ir::IsRandomOp(*node) || !InputsAreConstant(*node)) continue;
-      if (absl::Now() >= stop) {
+      std::optional<std::vector<Tensor>> outputs;
+      if (budget.Check().ok()) outputs = Evaluate(*node, budget);
+      if (!budget.Check().ok()) {
         changes.push_back(absl::StrCat("stopped at ", node->Label(), ": the ", absl::FormatDuration(budget_),
                                        " budget is spent, the rest runs per request"));
         break;
       }
-      std::optional<std::vector<Tensor>> outputs = Evaluate(*node);
       if (!outputs) continue;
       changes.push_back(absl::StrCat("folded ", node->Label()));
       const std::vector<ir::Value*> values = node->outputs();
