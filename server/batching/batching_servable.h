@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "server/batching/scheduler.h"
-#include "server/serving/servable.h"
+#include "server/servable/servable.h"
 
 namespace onnxserve::server {
 

@@ -35,7 +35,7 @@
 #include "absl/time/time.h"
 #include "server/observability/metrics.h"
 #include "server/observability/version_stats.h"
-#include "server/serving/servable.h"
+#include "server/servable/servable.h"
 
 namespace onnxserve::server {
 

@@ -10,7 +10,7 @@
 #include "absl/time/time.h"
 #include "grpc_service.pb.h"
 #include "server/serving/repository.h"
-#include "server/serving/servable.h"
+#include "server/servable/servable.h"
 
 namespace onnxserve::server {
 

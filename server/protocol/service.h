@@ -22,7 +22,7 @@
 #include "server/protocol/grpc_access.h"
 #include "server/protocol/infer_codec.h"
 #include "server/serving/repository.h"
-#include "server/serving/servable.h"
+#include "server/servable/servable.h"
 
 namespace onnxserve::server {
 

@@ -7,7 +7,7 @@
 
 #include "absl/time/time.h"
 #include "runtime/exec/session.h"
-#include "server/serving/servable.h"
+#include "server/servable/servable.h"
 
 namespace onnxserve::server {
 

@@ -30,7 +30,7 @@
 #include "server/observability/metrics.h"
 #include "server/observability/version_stats.h"
 #include "server/serving/config.h"
-#include "server/serving/servable.h"
+#include "server/servable/servable.h"
 
 namespace onnxserve::server {
 

@@ -27,7 +27,7 @@
 #include "absl/time/time.h"
 #include "runtime/core/tensor.h"
 #include "server/observability/metrics.h"
-#include "server/serving/servable.h"
+#include "server/servable/servable.h"
 
 namespace onnxserve::server {
 

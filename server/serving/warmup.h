@@ -6,7 +6,7 @@
 
 #include "absl/status/status.h"
 #include "model_config.pb.h"
-#include "server/serving/servable.h"
+#include "server/servable/servable.h"
 
 namespace onnxserve::server {
 

@@ -1,4 +1,4 @@
-#include "server/serving/servable.h"
+#include "server/servable/servable.h"
 
 #include <condition_variable>
 #include <mutex>
