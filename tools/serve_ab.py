@@ -16,6 +16,7 @@ import json
 import os
 import pathlib
 import re
+import shutil
 import signal
 import socket
 import statistics
@@ -31,11 +32,12 @@ METRICS = [("server_us", "server CPU us/request"), ("server_cs", "server context
 
 
 def make_repository(root):
+    """Writes root/mlp_on (dynamic batching, 2 ms max queue delay) and root/mlp_off (none), and nothing else."""
     for name, extra in (("mlp_on", []), ("mlp_off", ["--no-batching"])):
-        out = root / ("gen_" + name)
-        subprocess.run(["/usr/bin/python3", str(ROOT / "examples/make_mlp.py"), str(out), "--sizes", "784,512,512,10"]
-                       + extra, check=True, stdout=subprocess.DEVNULL)
-        (out / "mlp").rename(root / name)
+        with tempfile.TemporaryDirectory() as out:
+            subprocess.run(["/usr/bin/python3", str(ROOT / "examples/make_mlp.py"), out, "--sizes", "784,512,512,10"]
+                           + extra, check=True, stdout=subprocess.DEVNULL)
+            shutil.move(os.path.join(out, "mlp"), root / name)
         config = root / name / "config.pbtxt"
         text = config.read_text().replace('name: "mlp"', 'name: "%s"' % name)
         config.write_text(re.sub(r"max_queue_delay_microseconds: \d+", "max_queue_delay_microseconds: 2000", text))
