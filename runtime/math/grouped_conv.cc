@@ -143,9 +143,10 @@ bool IsChannelBlocked(const GroupedConvShape& s, Isa isa) {
 // A channel block's source: a vector per padded pixel and the trash slot (only for IsChannelBlocked shapes).
 int64_t BlockedSourceFloats(const GroupedConvShape& s, Isa isa) { return (PaddedPixels(s) + 1) * Lanes(isa); }
 
-// The weights and a step's sums and Z vectors (BlockData::scratch).
+// The weights and a chunk's sums and Z vectors (BlockData::scratch).
 int64_t BlockedWorkFloats(const GroupedConvShape& s) {
-  return (s.kernel_h * s.kernel_w + 2 * grouped::kBlockPixels) * grouped::kMaxLanes;
+  static_assert(grouped::kBlockPixels <= grouped::kMaxLanes);
+  return (s.kernel_h * s.kernel_w + 2 * grouped::kMaxLanes) * grouped::kMaxLanes;
 }
 
 // Depthwise `shape` in blocks of a vector's lanes of channels (IsChannelBlocked).
