@@ -69,15 +69,18 @@ void RunNode(benchmark::State& state, std::string_view domain, int opset, onnx::
   }
 }
 
+// The same pad on every side of a 2-D image.
+std::vector<int64_t> EveryPad(int64_t pad) { return {pad, pad, pad, pad}; }
+
 // One Conv/ConvTranspose (or FusedConv with a residual Z of Y's shape and Relu) node with a bias.
 void RunConvNode(benchmark::State& state, const char* op, const Shape& x_shape, const Shape& w_shape,
-                 int64_t stride, int64_t pad, int threads, bool constant_weights, double flops,
+                 int64_t stride, const std::vector<int64_t>& pads, int threads, bool constant_weights, double flops,
                  const Shape& residual_shape = {}, int64_t group = 1) {
   onnx::NodeProto node;
   node.set_op_type(op);
   for (const char* name : {"x", "w", "b"}) node.add_input(name);
   AddInts(node, "strides", {stride, stride});
-  AddInts(node, "pads", {pad, pad, pad, pad});
+  AddInts(node, "pads", pads);
   auto* group_attr = node.add_attribute();
   group_attr->set_name("group");
   group_attr->set_type(onnx::AttributeProto::INT);
@@ -101,7 +104,7 @@ void BM_Conv(benchmark::State& state) {
   const int64_t c = state.range(0), h = state.range(1), m = state.range(2), k = state.range(3);
   const int64_t s = state.range(4);
   const int64_t out = (h + 2 * (k / 2) - k) / s + 1;
-  RunConvNode(state, "Conv", {1, c, h, h}, {m, c, k, k}, s, k / 2, static_cast<int>(state.range(5)),
+  RunConvNode(state, "Conv", {1, c, h, h}, {m, c, k, k}, s, EveryPad(k / 2), static_cast<int>(state.range(5)),
               state.range(6) != 0, 2.0 * m * c * k * k * out * out);
 }
 // ResNet-50 at batch 1: the stem, 3x3 convs of each stage, 1x1 expansions/reductions, a strided 1x1.
@@ -135,7 +138,7 @@ BENCHMARK(BM_Conv)
 void BM_DepthwiseConv(benchmark::State& state) {
   const int64_t c = state.range(0), h = state.range(1), k = state.range(2), s = state.range(3);
   const int64_t out = (h + 2 * (k / 2) - k) / s + 1;
-  RunConvNode(state, "Conv", {1, c, h, h}, {c, 1, k, k}, s, k / 2, static_cast<int>(state.range(4)), true,
+  RunConvNode(state, "Conv", {1, c, h, h}, {c, 1, k, k}, s, EveryPad(k / 2), static_cast<int>(state.range(4)), true,
               2.0 * c * k * k * out * out, {}, c);
 }
 // MobileNetV2's depthwise layers at batch 1 (input C x HW x HW), and MobileNetV3's 5x5 ones.
@@ -164,7 +167,7 @@ BENCHMARK(BM_DepthwiseConv)
 
 void BM_DepthwiseConvRectangular(benchmark::State& state) {
   const int64_t c = state.range(0), h = state.range(1), w = state.range(2);
-  RunConvNode(state, "Conv", {1, c, h, w}, {c, 1, 3, 3}, 1, 1, static_cast<int>(state.range(3)), true,
+  RunConvNode(state, "Conv", {1, c, h, w}, {c, 1, 3, 3}, 1, EveryPad(1), static_cast<int>(state.range(3)), true,
               2.0 * c * 9 * h * w, {}, c);
 }
 // The keyword-spotting DS-CNN's depthwise 3x3 layers (tools/ort_compare/make_kws.py): 64 channels of 25x5.
@@ -175,11 +178,24 @@ BENCHMARK(BM_DepthwiseConvRectangular)
     ->Args({172, 25, 5, 1})
     ->Unit(benchmark::kMicrosecond);
 
+// The keyword-spotting DS-CNN's other convolutions: the 10x4 stride-2 stem on 49 x 10 MFCCs with
+// TensorFlow's asymmetric "same" pads (its columns, 40 x 125, are built whole), and the pointwise 64 -> 64
+// on the 25x5 map (a B small enough to be read where it lies).
+void BM_KeywordSpotterStem(benchmark::State& state) {
+  RunConvNode(state, "Conv", {1, 1, 49, 10}, {64, 1, 10, 4}, 2, {4, 1, 5, 2}, 1, true, 2.0 * 64 * 40 * 25 * 5);
+}
+BENCHMARK(BM_KeywordSpotterStem)->Unit(benchmark::kMicrosecond);
+
+void BM_KeywordSpotterPointwise(benchmark::State& state) {
+  RunConvNode(state, "Conv", {1, 64, 25, 5}, {64, 64, 1, 1}, 1, EveryPad(0), 1, true, 2.0 * 64 * 64 * 25 * 5);
+}
+BENCHMARK(BM_KeywordSpotterPointwise)->Unit(benchmark::kMicrosecond);
+
 void BM_GroupedConv(benchmark::State& state) {
   const int64_t c = state.range(0), h = state.range(1), m = state.range(2), k = state.range(3);
   const int64_t group = state.range(4);
-  RunConvNode(state, "Conv", {1, c, h, h}, {m, c / group, k, k}, 1, k / 2, static_cast<int>(state.range(5)), true,
-              2.0 * m * (c / group) * k * k * h * h, {}, group);
+  RunConvNode(state, "Conv", {1, c, h, h}, {m, c / group, k, k}, 1, EveryPad(k / 2), static_cast<int>(state.range(5)),
+              true, 2.0 * m * (c / group) * k * k * h * h, {}, group);
 }
 // ResNeXt-50 32x4d's grouped 3x3s (4 and 8 maps per group) and ShuffleNet's grouped 1x1s (g = 3, 8).
 BENCHMARK(BM_GroupedConv)
@@ -194,7 +210,7 @@ BENCHMARK(BM_GroupedConv)
 
 void BM_FusedConv(benchmark::State& state) {
   const int64_t c = state.range(0), h = state.range(1), m = state.range(2);
-  RunConvNode(state, "FusedConv", {1, c, h, h}, {m, c, 1, 1}, 1, 0, static_cast<int>(state.range(3)), true,
+  RunConvNode(state, "FusedConv", {1, c, h, h}, {m, c, 1, 1}, 1, EveryPad(0), static_cast<int>(state.range(3)), true,
               2.0 * m * c * h * h, {1, m, h, h});
 }
 // Each stage's last 1x1 expansion, which the optimizer fuses with the residual Add and the Relu.
@@ -282,8 +298,8 @@ BENCHMARK(BM_MaxPool)->ArgNames({"C", "HW", "threads"})->Args({64, 112, 1})->Uni
 void BM_ConvTranspose(benchmark::State& state) {
   const int64_t c = state.range(0), h = state.range(1), m = state.range(2), k = state.range(3);
   const int64_t s = state.range(4);
-  RunConvNode(state, "ConvTranspose", {1, c, h, h}, {c, m, k, k}, s, 0, static_cast<int>(state.range(5)), true,
-              2.0 * m * c * k * k * h * h);
+  RunConvNode(state, "ConvTranspose", {1, c, h, h}, {c, m, k, k}, s, EveryPad(0), static_cast<int>(state.range(5)),
+              true, 2.0 * m * c * k * k * h * h);
 }
 // A decoder's 2x upsampling steps.
 BENCHMARK(BM_ConvTranspose)

@@ -143,9 +143,10 @@ bool IsChannelBlocked(const GroupedConvShape& s, Isa isa) {
 // A channel block's source: a vector per padded pixel and the trash slot (only for IsChannelBlocked shapes).
 int64_t BlockedSourceFloats(const GroupedConvShape& s, Isa isa) { return (PaddedPixels(s) + 1) * Lanes(isa); }
 
-// The weights and a step's sums and Z vectors (BlockData::scratch).
+// The weights and a chunk's sums and Z vectors (BlockData::scratch).
 int64_t BlockedWorkFloats(const GroupedConvShape& s) {
-  return (s.kernel_h * s.kernel_w + 2 * grouped::kBlockPixels) * grouped::kMaxLanes;
+  static_assert(grouped::kBlockPixels <= grouped::kMaxLanes);
+  return (s.kernel_h * s.kernel_w + 2 * grouped::kMaxLanes) * grouped::kMaxLanes;
 }
 
 // Depthwise `shape` in blocks of a vector's lanes of channels (IsChannelBlocked).
@@ -163,10 +164,15 @@ void ConvolveChannelBlocks(const GroupedConvShape& s, const float* x, const floa
       input_slots[ih * s.in_w + iw] = ((ih + s.pad_top) * reach.columns + iw + s.pad_left) * lanes;
     }
   }
-  for (int64_t f = 0; f < RoundUp(out_size, grouped::kBlockPixels); ++f) {
-    const int64_t pixel = std::min(f, out_size - 1), oh = pixel / s.out_w, ow = pixel % s.out_w;
-    output_reads[f] = (oh * s.stride_h * reach.columns + ow * s.stride_w) * lanes;
+  // Row by row, without a division per output: the table is built on every call, and on a 25x5 map those
+  // divisions took longer than the rest of the call outside the kernels.
+  for (int64_t oh = 0; oh < s.out_h; ++oh) {
+    for (int64_t ow = 0; ow < s.out_w; ++ow) {
+      output_reads[oh * s.out_w + ow] = (oh * s.stride_h * reach.columns + ow * s.stride_w) * lanes;
+    }
   }
+  std::fill(output_reads.begin() + out_size, output_reads.begin() + RoundUp(out_size, grouped::kBlockPixels),
+            output_reads[out_size - 1]);
   for (int64_t kh = 0; kh < s.kernel_h; ++kh) {
     for (int64_t kw = 0; kw < s.kernel_w; ++kw) {
       tap_offsets[kh * s.kernel_w + kw] = (kh * s.dilation_h * reach.columns + kw * s.dilation_w) * lanes;

@@ -25,10 +25,31 @@ struct Avx2 {
   static T MulAdd(T a, T b, T c) { return _mm256_fmadd_ps(a, b, c); }
   static T Add(T a, T b) { return _mm256_add_ps(a, b); }
   static T Max(T a, T b) { return _mm256_max_ps(a, b); }
+  // [a0 b0 a1 b1] and [a2 b2 a3 b3] in each 128-bit half.
+  static T InterleaveLow(T a, T b) { return _mm256_unpacklo_ps(a, b); }
+  static T InterleaveHigh(T a, T b) { return _mm256_unpackhi_ps(a, b); }
+  // The even / odd 64-bit pairs of a and b, interleaved in each 128-bit half.
+  static T PairsLow(T a, T b) {
+    return _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(a), _mm256_castps_pd(b)));
+  }
+  static T PairsHigh(T a, T b) {
+    return _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(a), _mm256_castps_pd(b)));
+  }
   static T Evens(T a, T b) {
     // [a0 a2 b0 b2 | a4 a6 b4 b6], then the middle 64-bit pairs swap places.
     const T evens = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
     return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(evens), _MM_SHUFFLE(3, 1, 2, 0)));
+  }
+  // After TransposeQuads, half k of rows[4i + j] holds column 4k + j of rows 4i to 4i + 3; then rows 0-3's
+  // half k and rows 4-7's form column 4k + j.
+  static void Transpose(T (&rows)[kLanes]) {
+    TransposeQuads<Avx2>(rows);
+    T columns[kLanes];
+    for (int j = 0; j < 4; ++j) {
+      columns[j] = _mm256_permute2f128_ps(rows[j], rows[4 + j], 0x20);
+      columns[4 + j] = _mm256_permute2f128_ps(rows[j], rows[4 + j], 0x31);
+    }
+    for (int i = 0; i < kLanes; ++i) rows[i] = columns[i];
   }
 };
 

@@ -60,7 +60,7 @@ inline constexpr int kFlatBlock = 4 * kMaxLanes;
 // Depthwise convolutions (one channel, one map per group) of small maps in blocks of a vector's lanes of
 // channels: the source holds the padded planes of the block's channels pixel by pixel, a vector per pixel
 // (lane l: channel l), so each tap of kBlockPixels output pixels is one multiply-add per pixel, with no
-// per-channel copies or row stores. The planes are transposed in, the sums out, 4 x 4 at a time. A map
+// per-channel copies or row stores. The planes are transposed in, the sums out, a vector's lanes square at a time. A map
 // of 25 x 5 would otherwise pay 25 row copies and 25 row stores per channel for 9 multiply-adds a pixel.
 // Offsets count floats; a source is (padded pixels + 1) vectors, its last one the trash slot.
 struct BlockGeometry {
@@ -84,7 +84,7 @@ struct BlockData {
   Activation activation;
   float* y;           // the block's first output map
   float* source;      // the padded pixels' vectors, zero but where the image pixels go
-  float* scratch;     // (taps + 2 * kBlockPixels) * kMaxLanes floats
+  float* scratch;     // (taps + 2 * kMaxLanes) * kMaxLanes floats
 };
 
 // Output pixels each step of a channel block computes, one vector of sums each.

@@ -30,6 +30,7 @@ struct Sse2 {
   static T Add(T a, T b) { return _mm_add_ps(a, b); }
   static T Max(T a, T b) { return _mm_max_ps(a, b); }
   static T Evens(T a, T b) { return _mm_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)); }
+  static void Transpose(T (&rows)[kLanes]) { _MM_TRANSPOSE4_PS(rows[0], rows[1], rows[2], rows[3]); }
 };
 
 }  // namespace

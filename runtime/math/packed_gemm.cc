@@ -41,6 +41,19 @@ constexpr int64_t kMinParallelWeights = int64_t{1} << 17;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// The floats per k of a packed panel of `columns` (at most kPanelColumns) columns.
+int64_t PanelWidth(int64_t columns) { return CeilDiv(columns, kPanelAlignment) * kPanelAlignment; }
+
+// Whether MultiplyRange reads a stored B where it lies instead of packing it: when all of B fits in L1
+// (a pointwise Conv of a small map: the keyword spotter's 64 x 125), every A panel finds it there either
+// way, and packing it cost nearly a tenth of the multiplication. A B that lives in L2 (MobileNet's 96 x
+// 196) was no faster unpacked: a row's 48 floats then take four cache lines instead of three.
+constexpr int64_t kMaxInPlaceDepth = 128;
+constexpr int64_t kMaxInPlaceFloats = int64_t{1} << 13;
+bool ReadsInPlace(int64_t depth, int64_t columns) {
+  return depth <= kMaxInPlaceDepth && depth * columns <= kMaxInPlaceFloats;
+}
+
 // Floats a packed [depth x n] block of B takes: each panel's width rounded up to kPanelAlignment.
 int64_t PackedColumnsSize(int64_t depth, int64_t n) { return depth * CeilDiv(n, kPanelAlignment) * kPanelAlignment; }
 
@@ -102,9 +115,9 @@ packed::PanelOutput OutputAt(float* c, int64_t ldc, int64_t row, int64_t column,
 
 // Multiplies one tile of C and, in the last depth block, applies the activations the micro-kernels leave
 // to the caller, while the tile (at most 8 x 48 floats) is still in L1.
-void MultiplyTile(const float* a_panel, const float* b_panel, int64_t depth, int64_t columns, int rows,
-                  const packed::PanelOutput& out, const GemmEpilogue& epilogue, bool last) {
-  Kernels().multiply_tile(a_panel, b_panel, depth, columns, rows, out);
+void MultiplyTile(const float* a_panel, const float* b_panel, int64_t b_stride, int64_t depth, int64_t columns,
+                  int rows, const packed::PanelOutput& out, const GemmEpilogue& epilogue, bool last) {
+  Kernels().multiply_tile(a_panel, b_panel, b_stride, depth, columns, rows, out);
   if (last && epilogue.activation.kind != ActivationKind::kNone && !AppliedInRegisters(epilogue.activation)) {
     ApplyActivationToRows(vec::Kernels(), epilogue.activation, out.c, rows, columns, out.ldc);
   }
@@ -123,7 +136,9 @@ void MultiplyRange(const PackedRows& a, int64_t panel_begin, int64_t panel_end, 
                    const GemmEpilogue& epilogue) {
   const int64_t depth = a.depth(), depth_block = DepthBlock(depth);
   const int64_t column_block = ColumnBlock(depth_block);
-  float* packed = ThreadScratch(ScratchSlot::kPackedBlock, PackedColumnsSize(depth_block, column_block));
+  const bool in_place = source.make == nullptr && ReadsInPlace(depth, column_end - column_begin);
+  float* packed =
+      in_place ? nullptr : ThreadScratch(ScratchSlot::kPackedBlock, PackedColumnsSize(depth_block, column_block));
   float* made = source.make != nullptr ? ThreadScratch(ScratchSlot::kMadeRow, column_block) : nullptr;
   for (int64_t column = column_begin; column < column_end; column += column_block) {
     const int64_t columns = std::min(column_block, column_end - column);
@@ -136,7 +151,7 @@ void MultiplyRange(const PackedRows& a, int64_t panel_begin, int64_t panel_end, 
           (*source.make)(k + row, column, columns, made);
           Kernels().pack_columns_row(made, columns, block_depth, row, packed);
         }
-      } else {
+      } else if (!in_place) {
         Kernels().pack_columns(source.b + k * source.ldb + column, source.ldb, block_depth, columns, packed);
       }
       StopIfRunEnded(block_depth * columns * (panel_end - panel_begin) * kPanelRows);
@@ -152,8 +167,10 @@ void MultiplyRange(const PackedRows& a, int64_t panel_begin, int64_t panel_end, 
           for (int64_t p = p_begin; p < p_end; ++p) {
             const int64_t row = p * kPanelRows;
             const int rows = static_cast<int>(std::min<int64_t>(kPanelRows, a.rows() - row));
-            MultiplyTile(a.panel(p) + k * kPanelRows, packed + j * block_depth, block_depth, tile_columns, rows,
-                         OutputAt(c, ldc, row, column + j, epilogue, first, last), epilogue, last);
+            const float* b_panel = in_place ? source.b + k * source.ldb + column + j : packed + j * block_depth;
+            MultiplyTile(a.panel(p) + k * kPanelRows, b_panel, in_place ? source.ldb : PanelWidth(tile_columns),
+                         block_depth, tile_columns, rows, OutputAt(c, ldc, row, column + j, epilogue, first, last),
+                         epilogue, last);
           }
         }
       }
@@ -205,9 +222,10 @@ void MultiplyColumnRange(const float* a, int64_t lda, bool transposed_a, int64_t
       for (int64_t p = 0; p < row_panels; ++p) {
         const int64_t row = row_begin + p * kPanelRows;
         const int rows = static_cast<int>(std::min<int64_t>(kPanelRows, row_end - row));
-        const int64_t width = std::min<int64_t>(kPanelColumns, CeilDiv(columns, kPanelAlignment) * kPanelAlignment);
-        MultiplyTile(packed + p * kPanelRows * block_depth, b.data() + column * depth + k * width, block_depth,
-                     columns, rows, OutputAt(c, ldc, row, column, epilogue, first, last), epilogue, last);
+        const int64_t width = PanelWidth(columns);
+        MultiplyTile(packed + p * kPanelRows * block_depth, b.data() + column * depth + k * width, width,
+                     block_depth, columns, rows, OutputAt(c, ldc, row, column, epilogue, first, last), epilogue,
+                     last);
       }
     }
     k += block_depth;

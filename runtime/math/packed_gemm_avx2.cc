@@ -86,6 +86,19 @@ inline __m256 Join(__m256 acc, int row, int64_t column, int64_t lanes, const Pan
   return acc;
 }
 
+// Vector v of kVectors at b, the last one masked when `columns` ends inside it: B read where it lies has
+// no zero padding past its columns, and the next floats may be past its end.
+struct TailLoad {
+  TailLoad(int64_t columns, int vectors)
+      : last(vectors - 1), partial(columns < vectors * kLanes), mask(TailMask(columns - last * kLanes)) {}
+  __m256 Load(const float* b, int v) const {
+    return v == last && partial ? _mm256_maskload_ps(b + v * kLanes, mask) : _mm256_loadu_ps(b + v * kLanes);
+  }
+  int last;
+  bool partial;
+  __m256i mask;
+};
+
 // Writes one vector of C to the lanes [0, lanes).
 inline void StoreVector(__m256 acc, int row, int64_t column, int64_t lanes, const PanelOutput& out) {
   float* c = out.c + row * out.ldc + column;
@@ -111,13 +124,14 @@ void MultiplyBlock(const float* a, const float* b, int64_t depth, int64_t b_widt
   }
   a += row;
   b += column;
+  const TailLoad tail(columns, kVectors);
 #pragma GCC unroll 2
   for (int64_t k = 0; k < depth; ++k, a += kPanelRows, b += b_width) {
     // Deep layers' weights come from L3 (a 7x7 map gives each weight only 49 uses): fetch A ahead.
     _mm_prefetch(reinterpret_cast<const char*>(a + kPrefetchDistance), _MM_HINT_T0);
     __m256 bv[kVectors];
 #pragma GCC unroll 3
-    for (int v = 0; v < kVectors; ++v) bv[v] = _mm256_loadu_ps(b + v * kLanes);
+    for (int v = 0; v < kVectors; ++v) bv[v] = tail.Load(b, v);
 #pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) {
       const __m256 ar = _mm256_broadcast_ss(a + r);
@@ -157,11 +171,12 @@ void MultiplyRowVectors(const float* a, const float* b, int64_t depth, int64_t b
   a += row;
 #pragma GCC unroll 6
   for (int v = 0; v < kVectors; ++v) acc[v] = _mm256_setzero_ps();
+  const TailLoad tail(columns, kVectors);
 #pragma GCC unroll 2
   for (int64_t k = 0; k < depth; ++k, a += kPanelRows, b += b_width) {
     const __m256 ar = _mm256_broadcast_ss(a);
 #pragma GCC unroll 6
-    for (int v = 0; v < kVectors; ++v) acc[v] = _mm256_fmadd_ps(ar, _mm256_loadu_ps(b + v * kLanes), acc[v]);
+    for (int v = 0; v < kVectors; ++v) acc[v] = _mm256_fmadd_ps(ar, tail.Load(b, v), acc[v]);
   }
 #pragma GCC unroll 6
   for (int v = 0; v < kVectors; ++v) acc[v] = Join(acc[v], row, v * kLanes, columns - v * kLanes, out);
@@ -353,21 +368,20 @@ void GatherRow(const float* src, int64_t stride, int64_t n, float* dst) {
   }
 }
 
-void MultiplyTile(const float* a_panel, const float* b_panel, int64_t depth, int64_t columns, int rows,
-                  const PanelOutput& out) {
-  const int64_t width = RoundUpToPanelAlignment(columns);
-  if (columns <= kMaxNarrowColumns) return MultiplyNarrow(a_panel, b_panel, depth, width, columns, rows, out);
+void MultiplyTile(const float* a_panel, const float* b_panel, int64_t b_stride, int64_t depth, int64_t columns,
+                  int rows, const PanelOutput& out) {
+  if (columns <= kMaxNarrowColumns) return MultiplyNarrow(a_panel, b_panel, depth, b_stride, columns, rows, out);
   for (int row = 0; row < rows; row += kBlockRows) {
     const int block_rows = rows - row < kBlockRows ? rows - row : kBlockRows;
     if (block_rows == 1) {
-      MultiplyRow(a_panel, b_panel, depth, width, row, columns, out);
+      MultiplyRow(a_panel, b_panel, depth, b_stride, row, columns, out);
       continue;
     }
     const BlockKernel* kernels = block_rows == 2 ? kPairKernels : kBlockKernels;
     for (int64_t column = 0; column < columns; column += kBlockVectors * kLanes) {
       const int64_t left = columns - column;
       const int64_t vectors = left >= kBlockVectors * kLanes ? kBlockVectors : (left + kLanes - 1) / kLanes;
-      kernels[vectors](a_panel, b_panel, depth, width, row, block_rows, column,
+      kernels[vectors](a_panel, b_panel, depth, b_stride, row, block_rows, column,
                        left < vectors * kLanes ? left : vectors * kLanes, out);
     }
   }

@@ -84,21 +84,25 @@ inline __m512 Join(__m512 acc, int row, int64_t column, __mmask16 mask, const Pa
 // kVectors * 16 floats per k. kRows is 8, or 4 for a panel of at most 4 rows (batches of 2 to 4), which the
 // 8-row tile would multiply at half speed or less.
 template <int kRows, int kVectors>
-void MultiplyWide(const float* a, const float* b, int64_t depth, int rows, int64_t column, int64_t columns,
-                  const PanelOutput& out) {
+void MultiplyWide(const float* a, const float* b, int64_t b_stride, int64_t depth, int rows, int64_t column,
+                  int64_t columns, const PanelOutput& out) {
   __m512 acc[kRows][kVectors];
 #pragma GCC unroll 8
   for (int r = 0; r < kRows; ++r) {
 #pragma GCC unroll 3
     for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_setzero_ps();
   }
+  __mmask16 masks[kVectors];  // the last vector's columns may be partial
+#pragma GCC unroll 3
+  for (int v = 0; v < kVectors; ++v) masks[v] = v + 1 < kVectors ? __mmask16(0xFFFF) : TailMask(columns - v * kLanes);
 #pragma GCC unroll 2
-  for (int64_t k = 0; k < depth; ++k, a += kPanelRows, b += kVectors * kLanes) {
+  for (int64_t k = 0; k < depth; ++k, a += kPanelRows, b += b_stride) {
     // Deep layers' weights come from L3 (a 7x7 map gives each weight only 49 uses): fetch A ahead.
     _mm_prefetch(reinterpret_cast<const char*>(a + kPrefetchDistance), _MM_HINT_T0);
     __m512 bv[kVectors];
+    // The last vector masked: B read where it lies has no zero padding past its columns.
 #pragma GCC unroll 3
-    for (int v = 0; v < kVectors; ++v) bv[v] = _mm512_load_ps(b + v * kLanes);
+    for (int v = 0; v < kVectors; ++v) bv[v] = _mm512_maskz_loadu_ps(masks[v], b + v * kLanes);
 #pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r) {
       const __m512 ar = _mm512_set1_ps(a[r]);
@@ -106,9 +110,6 @@ void MultiplyWide(const float* a, const float* b, int64_t depth, int rows, int64
       for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_fmadd_ps(ar, bv[v], acc[r][v]);
     }
   }
-  __mmask16 masks[kVectors];  // the last vector's columns may be partial
-#pragma GCC unroll 3
-  for (int v = 0; v < kVectors; ++v) masks[v] = v + 1 < kVectors ? __mmask16(0xFFFF) : TailMask(columns - v * kLanes);
 #pragma GCC unroll 8
   for (int r = 0; r < kRows && r < rows; ++r) {
 #pragma GCC unroll 3
@@ -168,24 +169,24 @@ void PackColumnsRow(const float* row, int64_t n, int64_t depth, int64_t k, float
   }
 }
 
-using TileKernel = void (*)(const float*, const float*, int64_t, int, int64_t, int64_t, const PanelOutput&);
+using TileKernel = void (*)(const float*, const float*, int64_t, int64_t, int, int64_t, int64_t, const PanelOutput&);
 constexpr int kHalfPanelRows = kPanelRows / 2;
 constexpr TileKernel kTiles[kPanelColumns / kLanes + 1] = {nullptr, MultiplyWide<kPanelRows, 1>,
                                                            MultiplyWide<kPanelRows, 2>, MultiplyWide<kPanelRows, 3>};
 constexpr TileKernel kHalfTiles[kPanelColumns / kLanes + 1] = {
     nullptr, MultiplyWide<kHalfPanelRows, 1>, MultiplyWide<kHalfPanelRows, 2>, MultiplyWide<kHalfPanelRows, 3>};
 
-void MultiplyTile(const float* a_panel, const float* b_panel, int64_t depth, int64_t columns, int rows,
-                  const PanelOutput& out) {
-  const int64_t width = RoundUpToLanes(columns);
+void MultiplyTile(const float* a_panel, const float* b_panel, int64_t b_stride, int64_t depth, int64_t columns,
+                  int rows, const PanelOutput& out) {
+  const int64_t vectors = RoundUpToLanes(columns) / kLanes;
   if (columns <= kMaxNarrowColumns) {
-    avx2::MultiplyNarrow(a_panel, b_panel, depth, width, columns, rows, out);
+    avx2::MultiplyNarrow(a_panel, b_panel, depth, b_stride, columns, rows, out);
   } else if (rows == 1) {
-    avx2::MultiplyRow(a_panel, b_panel, depth, width, 0, columns, out);
+    avx2::MultiplyRow(a_panel, b_panel, depth, b_stride, 0, columns, out);
   } else if (rows <= kHalfPanelRows) {
-    kHalfTiles[width / kLanes](a_panel, b_panel, depth, rows, 0, columns, out);
+    kHalfTiles[vectors](a_panel, b_panel, b_stride, depth, rows, 0, columns, out);
   } else {
-    kTiles[width / kLanes](a_panel, b_panel, depth, rows, 0, columns, out);
+    kTiles[vectors](a_panel, b_panel, b_stride, depth, rows, 0, columns, out);
   }
 }
 

@@ -50,10 +50,11 @@ struct MicroKernels {
   // dst[g] = src[g * stride] for g in [0, n): im2col's copy of one grid row, vectorized for strides 1, 2.
   void (*gather_row)(const float* src, int64_t stride, int64_t n, float* dst);
   // C[rows x columns] at out.c (columns <= kPanelColumns) from one A panel (kPanelRows x depth, kPanelRows
-  // floats per k, rows past `rows` zero) and one B panel of `depth` rows (columns rounded up to
-  // kPanelAlignment floats per k).
-  void (*multiply_tile)(const float* a_panel, const float* b_panel, int64_t depth, int64_t columns, int rows,
-                        const PanelOutput& out);
+  // floats per k, rows past `rows` zero) and one B panel of `depth` rows, b_stride floats apart: a packed
+  // panel's width, or B's own row stride when B is read where it lies. Only the first `columns` floats of
+  // each B row are read.
+  void (*multiply_tile)(const float* a_panel, const float* b_panel, int64_t b_stride, int64_t depth,
+                        int64_t columns, int rows, const PanelOutput& out);
 };
 
 extern const MicroKernels kAvx2Kernels;    // needs AVX2 and FMA

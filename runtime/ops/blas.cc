@@ -120,35 +120,53 @@ void GatherRow(const T* src, int64_t width, int64_t offset, int64_t stride, int6
   std::fill(dst + hi, dst + n, T{});
 }
 
-// Im2Col of grid rows [row_begin, row_end) of one channel of a 2-D image, the common case: for each kernel
-// tap, the grid rows and columns that read inside the image are computed once, so the inner loop is a
-// plain copy (memcpy at stride 1) framed by zero fills, with no per-element bounds checks.
+// Grid rows [row_begin, row_end) of tap (kh, kw)'s im2col row of one channel of a 2-D image, at `col`: the
+// grid rows and columns that read inside the image are computed once, so the inner loop is a plain copy
+// (memcpy at stride 1) framed by zero fills, with no per-element bounds checks.
+template <typename T>
+void Im2ColTapRows(const ConvGeometry& geo, const T* image, int64_t kh, int64_t kw, int64_t row_begin,
+                   int64_t row_end, T* col) {
+  const int64_t height = geo.image[0], width = geo.image[1], cols = geo.grid[1];
+  const int64_t row_stride = geo.strides[0], col_stride = geo.strides[1];
+  const int64_t row_offset = kh * geo.dilations[0] - geo.pad_begin[0];
+  const auto [row_lo, row_hi] = ValidRange(height, row_offset, row_stride, geo.grid[0]);
+  const int64_t first = std::clamp(row_lo, row_begin, row_end), last = std::clamp(row_hi, first, row_end);
+  const int64_t col_offset = kw * geo.dilations[1] - geo.pad_begin[1];
+  const auto [lo, hi] = ValidRange(width, col_offset, col_stride, cols);
+  std::fill(col, col + (first - row_begin) * cols, T{});
+  for (int64_t r = first; r < last; ++r) {
+    const T* src = image + (r * row_stride + row_offset) * width;
+    T* dst = col + (r - row_begin) * cols;
+    std::fill(dst, dst + lo, T{});
+    // Only when some column reads the image: src + col_offset alone may lie far outside it.
+    if (col_stride == 1 && lo < hi) {
+      std::memcpy(dst + lo, src + (lo + col_offset), (hi - lo) * sizeof(T));
+    } else {
+      for (int64_t g = lo; g < hi; ++g) dst[g] = src[g * col_stride + col_offset];
+    }
+    std::fill(dst + hi, dst + cols, T{});
+  }
+  std::fill(col + (last - row_begin) * cols, col + (row_end - row_begin) * cols, T{});
+}
+
+// Im2Col of grid rows [row_begin, row_end) of one channel of a 2-D image, the common case. Kernel rows
+// `shift` = stride / dilation apart read image rows one grid row apart, so a tap's rows but the last are
+// the rows of the tap `shift` kernel rows above it, moved up one grid row: one copy, and one grid row to
+// gather (a keyword spotter's 10x4 stride-2 stem gathers 2 of its 10 kernel rows, not all 10, at 5 floats
+// a grid row).
 template <typename T>
 void Im2Col2D(const ConvGeometry& geo, const T* image, int64_t row_begin, int64_t row_end, T* col) {
-  const int64_t height = geo.image[0], width = geo.image[1];
   const int64_t cols = geo.grid[1], block_size = (row_end - row_begin) * cols;
-  const int64_t row_stride = geo.strides[0], col_stride = geo.strides[1];
+  const int64_t shift = geo.strides[0] % geo.dilations[0] == 0 ? geo.strides[0] / geo.dilations[0] : 0;
+  const int64_t tap_above = shift * geo.kernel[1] * block_size;  // floats back to that tap's rows
   for (int64_t kh = 0; kh < geo.kernel[0]; ++kh) {
-    const int64_t row_offset = kh * geo.dilations[0] - geo.pad_begin[0];
-    const auto [row_lo, row_hi] = ValidRange(height, row_offset, row_stride, geo.grid[0]);
-    const int64_t first = std::clamp(row_lo, row_begin, row_end), last = std::clamp(row_hi, first, row_end);
     for (int64_t kw = 0; kw < geo.kernel[1]; ++kw, col += block_size) {
-      const int64_t col_offset = kw * geo.dilations[1] - geo.pad_begin[1];
-      const auto [lo, hi] = ValidRange(width, col_offset, col_stride, cols);
-      std::fill(col, col + (first - row_begin) * cols, T{});
-      for (int64_t r = first; r < last; ++r) {
-        const T* src = image + (r * row_stride + row_offset) * width;
-        T* dst = col + (r - row_begin) * cols;
-        std::fill(dst, dst + lo, T{});
-        // Only when some column reads the image: src + col_offset alone may lie far outside it.
-        if (col_stride == 1 && lo < hi) {
-          std::memcpy(dst + lo, src + (lo + col_offset), (hi - lo) * sizeof(T));
-        } else {
-          for (int64_t g = lo; g < hi; ++g) dst[g] = src[g * col_stride + col_offset];
-        }
-        std::fill(dst + hi, dst + cols, T{});
+      if (shift == 0 || kh < shift || block_size == 0) {
+        Im2ColTapRows(geo, image, kh, kw, row_begin, row_end, col);
+        continue;
       }
-      std::fill(col + (last - row_begin) * cols, col + block_size, T{});
+      std::memcpy(col, col - tap_above + cols, (block_size - cols) * sizeof(T));
+      Im2ColTapRows(geo, image, kh, kw, row_end - 1, row_end, col + block_size - cols);
     }
   }
 }

@@ -37,7 +37,7 @@ struct Case {
 enum class Packing { kLeft, kRight, kRightTransposed, kRightWithTransposedLeft };
 
 // activation(A[m x k] * B[k x n] + bias + z), A and B stored with row strides 3 and 5 floats longer than their
-// rows (padding the kernels must not read), C with a stride 2 longer (padding they must not write).
+// rows (padding the kernels must not read; B's is NaN), C with a stride 2 longer (padding they must not write).
 void CheckAgainstReference(const Case& c, Packing packing) {
   SCOPED_TRACE(::testing::Message() << "m=" << c.m << " n=" << c.n << " k=" << c.k << " bias=" << c.bias
                                   << " z=" << c.z << " relu=" << c.relu << " threads=" << c.threads
@@ -48,7 +48,12 @@ void CheckAgainstReference(const Case& c, Packing packing) {
   // Element (i, p) of A and (p, j) of B, wherever the storage order puts them.
   const int64_t lda = (a_transposed ? c.m : c.k) + 3, ldb = (b_transposed ? c.k : c.n) + 5, ldc = c.n + 2;
   const std::vector<float> a = RandomFloats((a_transposed ? std::max<int64_t>(c.k, 1) : c.m) * lda, 1);
-  const std::vector<float> b = RandomFloats((b_transposed ? c.n : std::max<int64_t>(c.k, 1)) * ldb, 2);
+  std::vector<float> b = RandomFloats((b_transposed ? c.n : std::max<int64_t>(c.k, 1)) * ldb, 2);
+  // NaN in B's padding: B may be read where it lies, and any padding let into C shows.
+  const int64_t b_row = b_transposed ? c.k : c.n;
+  for (size_t i = 0; i < b.size(); ++i) {
+    if (static_cast<int64_t>(i) % ldb >= b_row) b[i] = std::numeric_limits<float>::quiet_NaN();
+  }
   auto a_at = [&](int64_t i, int64_t p) { return a_transposed ? a[p * lda + i] : a[i * lda + p]; };
   auto b_at = [&](int64_t p, int64_t j) { return b_transposed ? b[j * ldb + p] : b[p * ldb + j]; };
   const std::vector<float> bias = RandomFloats(c.m, 3), z = RandomFloats(c.m * ldc, 4);
@@ -97,9 +102,21 @@ class PackedGemmTest : public ::testing::Test {
 };
 
 TEST_F(PackedGemmTest, MatchesReferenceOnEveryTileShape) {
-  for (int64_t n : {1, 3, 8, 9, 16, 17, 32, 33, 48, 49, 96, 100, 196}) {
-    for (int64_t m : {1, 2, 3, 4, 6, 8, 9, 12, 13}) CheckAgainstReference({m, n, 37, false, false, false, 1});
+  // Depth 37: a stored B this small is read where it lies; 129: it is packed first.
+  for (int64_t k : {37, 129}) {
+    for (int64_t n : {1, 3, 8, 9, 16, 17, 32, 33, 48, 49, 96, 100, 196}) {
+      for (int64_t m : {1, 2, 3, 4, 6, 8, 9, 12, 13}) CheckAgainstReference({m, n, k, false, false, false, 1});
+    }
   }
+}
+
+TEST_F(PackedGemmTest, ReadsShallowSmallBWhereItLies) {
+  // The keyword spotter's pointwise Conv (64 x 64 weights, a 25x5 map: a last tile of 29 columns), and
+  // either side of the limits of reading B in place (depth 128, 8192 floats), partial last vectors.
+  CheckAgainstReference({64, 125, 64, true, true, true, 1});
+  CheckAgainstReference({24, 64, 128, true, false, true, 1});
+  CheckAgainstReference({24, 65, 128, true, false, true, 1});
+  CheckAgainstReference({9, 77, 105, false, true, false, 2});
 }
 
 TEST_F(PackedGemmTest, SplitsDepthIntoBlocksAndAccumulates) {

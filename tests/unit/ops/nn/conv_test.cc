@@ -115,6 +115,17 @@ TEST(ConvTest, TwoDimensionalWithStridesDilationsAndAsymmetricPads) {
   ExpectConvMatchesReference({1, 3, 7, 7}, {2, 3, 7, 7}, {.pads = {3, 3, 3, 3}}, false);  // no bias
 }
 
+TEST(ConvTest, Im2colCopiesTheRowsOfKernelRowsAStrideApart) {
+  // Kernel rows stride / dilation apart read image rows one grid row apart: im2col copies the earlier
+  // tap's rows moved up a grid row and gathers only the last. Strides 2 and 3 over dilations 1 and 2,
+  // pads that put copied rows on padding, a stride the dilation does not divide, and row blocks (a
+  // 2 MB column matrix).
+  ExpectConvMatchesReference({1, 2, 17, 9}, {3, 2, 7, 3}, {.strides = {3, 1}, .pads = {3, 1, 2, 1}});
+  ExpectConvMatchesReference({1, 2, 19, 11}, {4, 2, 5, 3}, {.strides = {2, 2}, .dilations = {2, 1}, .pads = {4, 1, 3, 0}});
+  ExpectConvMatchesReference({1, 2, 19, 11}, {4, 2, 5, 3}, {.strides = {3, 1}, .dilations = {2, 1}, .pads = {4, 1, 3, 0}});
+  ExpectConvMatchesReference({1, 3, 200, 64}, {4, 3, 9, 3}, {.strides = {2, 1}, .pads = {4, 1, 4, 1}});
+}
+
 TEST(ConvTest, OneAndThreeDimensional) {
   ExpectConvMatchesReference({2, 4, 17}, {6, 4, 5}, {.strides = {2}, .dilations = {2}, .pads = {3, 1}});
   ExpectConvMatchesReference({1, 2, 5, 6, 7}, {3, 2, 3, 2, 3}, {.strides = {1, 2, 1}, .pads = {1, 0, 1, 0, 1, 2}});
