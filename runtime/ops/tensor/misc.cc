@@ -47,16 +47,15 @@ class Compress final : public OpKernel {
       shape = input.shape();
     }
     ASSIGN_OR_RETURN(std::vector<int64_t> kept, KeptIndices(condition, shape[axis]));
-    int64_t inner = 1;
-    for (size_t d = static_cast<size_t>(axis) + 1; d < shape.size(); ++d) inner *= shape[d];
-    const int64_t outer = shape[axis] == 0 ? 0 : NumElements(shape) / (shape[axis] * inner);
+    const int64_t outer = NumElements(absl::MakeConstSpan(shape).subspan(0, axis));
+    const int64_t n = shape[axis];
+    const int64_t inner = NumElements(absl::MakeConstSpan(shape).subspan(axis + 1));
     shape[axis] = static_cast<int64_t>(kept.size());
     Tensor& out = ctx.Output(0, input.dtype(), shape);
     const bool ok = DispatchByWidth(input.dtype(), [&](auto tag) {
       using T = decltype(tag);
       const T* in = static_cast<const T*>(input.raw_data());
       T* o = static_cast<T*>(out.raw_data());
-      const int64_t n = input.NumElements() == 0 ? 0 : NumElements(input.shape()) / (outer * inner);
       for (int64_t b = 0; b < outer; ++b) {
         for (int64_t k : kept) o = std::copy_n(in + (b * n + k) * inner, inner, o);
       }

@@ -50,6 +50,16 @@ TEST(CompressTest, StringsAndARejectedConditionBeyondTheAxis) {
                           .Attr("axis", int64_t{0}).Output("y")).ok());
 }
 
+// An axis of 3 slices of nothing: the slice count was worked out as 0 elements / (3 slices * 0 per slice), an
+// integer division by zero that killed the process.
+TEST(CompressTest, SlicesOfNoElementsAreKeptAsEmptySlices) {
+  const Tensor empty_rows(DataType::kFloat, {3, 0});
+  auto y = RunOne(OpTest("Compress", 11).Input("a", empty_rows).Input("c", Bools({true, false, true}))
+                      .Attr("axis", int64_t{0}).Output("y"));
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), (Shape{2, 0}));
+}
+
 // The spec's two examples.
 TEST(ReverseSequenceTest, SpecExamples) {
   const Tensor x = Floats({4, 4}, {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15});
