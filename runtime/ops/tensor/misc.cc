@@ -207,6 +207,14 @@ class MaxUnpool final : public OpKernel {
                                                      strides_.size(), ") and twice as many pads (got ",
                                                      pads_.size(), ")"));
     }
+    const auto positive = [](int64_t v) { return v >= 1; };
+    if (!std::all_of(kernel_.begin(), kernel_.end(), positive) ||
+        !std::all_of(strides_.begin(), strides_.end(), positive) ||
+        !std::all_of(pads_.begin(), pads_.end(), [](int64_t p) { return p >= 0; })) {
+      return absl::InvalidArgumentError(absl::StrCat("kernel_shape ", ShapeToString(kernel_), " and strides ",
+                                                     ShapeToString(strides_), " must be >= 1, pads ",
+                                                     ShapeToString(pads_), " >= 0"));
+    }
     return absl::OkStatus();
   }
 
@@ -222,7 +230,7 @@ class MaxUnpool final : public OpKernel {
       return absl::InvalidArgumentError(absl::StrCat("input \"I\" ", indices.DebugString(), ": expected int64",
                                                      ShapeToString(x.shape())));
     }
-    const Shape inferred = InferredShape(x);
+    ASSIGN_OR_RETURN(const Shape inferred, InferredShape(x));
     ASSIGN_OR_RETURN(const Shape shape, OutputShape(inferred, ctx.Input(2)));
     ASSIGN_OR_RETURN(Tensor* y_tensor, ctx.CheckedOutput(0, x.dtype(), shape));
     Tensor& y = *y_tensor;
@@ -240,11 +248,23 @@ class MaxUnpool final : public OpKernel {
   }
 
  private:
-  Shape InferredShape(const Tensor& x) const {
+  // A dim the pads leave negative is an error: an even number of them multiplied to a positive count of
+  // positions that an output_shape of smaller (but "at least as large") dims did not hold.
+  absl::StatusOr<Shape> InferredShape(const Tensor& x) const {
     Shape shape = {x.dim(0), x.dim(1)};
     const size_t rank = kernel_.size();
     for (size_t i = 0; i < rank; ++i) {
-      shape.push_back((x.dim(i + 2) - 1) * strides_[i] + kernel_[i] - pads_[i] - pads_[i + rank]);
+      ASSIGN_OR_RETURN(const int64_t strided, CheckedMul(x.dim(i + 2) - 1, strides_[i]));
+      ASSIGN_OR_RETURN(int64_t dim, CheckedAdd(strided, kernel_[i]));
+      ASSIGN_OR_RETURN(dim, CheckedAdd(dim, -pads_[i]));
+      ASSIGN_OR_RETURN(dim, CheckedAdd(dim, -pads_[i + rank]));
+      if (dim < 0) {
+        return absl::InvalidArgumentError(absl::StrCat("input \"X\" ", x.DebugString(), " unpools to ", dim,
+                                                       " positions on spatial axis ", i, " with kernel ", kernel_[i],
+                                                       ", stride ", strides_[i], " and pads ", pads_[i], ", ",
+                                                       pads_[i + rank]));
+      }
+      shape.push_back(dim);
     }
     return shape;
   }

@@ -132,6 +132,17 @@ TEST(MaxUnpoolTest, RejectsAnIndexOutsideTheOutputAndASmallerOutputShape) {
                           .Attr("kernel_shape", std::vector<int64_t>{2, 2}).Output("y")).ok());
 }
 
+// Pads of 3 on every side of a 1x1 input and kernel leave spatial dims of -5: the two negatives made 25
+// positions, which an output_shape of [1, 1, 0, 0] (each dim "at least" -5) let an index write past its end.
+TEST(MaxUnpoolTest, PadsThatLeaveANegativeDimAreAnError) {
+  auto y = RunOne(OpTest("MaxUnpool", 22).Input("x", Floats({1, 1, 1, 1}, {1}))
+                      .Input("i", Tensor::FromVector<int64_t>({1, 1, 1, 1}, {24}))
+                      .Input("shape", Tensor::FromVector<int64_t>({4}, {1, 1, 0, 0}))
+                      .Attr("kernel_shape", std::vector<int64_t>{1, 1}).Attr("pads", std::vector<int64_t>{3, 3, 3, 3})
+                      .Output("y"));
+  EXPECT_EQ(y.status().code(), absl::StatusCode::kInvalidArgument) << y.status();
+}
+
 absl::StatusOr<Tensor> Window(const std::string& op, int64_t size, int64_t periodic) {
   return RunOne(OpTest(op, 17).Input("size", Tensor::Scalar(size)).Attr("periodic", periodic)
                     .Attr("output_datatype", int64_t{11}).Output("y"));
