@@ -16,6 +16,9 @@ struct AxisWindow {
 
 AxisWindow ClampWindow(int64_t dim, int64_t start, int64_t end, int64_t step) {
   if (dim == 0) return AxisWindow{0, step, 0};
+  // A step as long as the axis takes one element at most, as any longer one does; clamped, the count and the
+  // stride below cannot overflow for steps from data as large as INT64_MAX or INT64_MIN.
+  step = std::clamp(step, -dim, dim);
   if (start < 0) start += dim;
   if (end < 0) end += dim;
   AxisWindow w;

@@ -1,4 +1,5 @@
 // Slice (clamping, negative steps, omitted axes/steps, attribute form) and Tile (both versions).
+#include <limits>
 #include <numeric>
 
 #include "gtest/gtest.h"
@@ -52,6 +53,19 @@ TEST(SliceTest, NegativeAxesAndIndicesCountFromTheEnd) {
                  .Run();
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_TRUE(TensorsClose(Floats({2, 1}, {2, 6}), (*out)[0]));
+}
+
+// A step of INT64_MAX takes one element, as numpy's x[0::2**63-1] does: counting it as (end - start + step - 1)
+// / step overflowed int64, and the slice came out empty; -INT64_MIN overflowed likewise.
+TEST(SliceTest, StepsAsLargeAsInt64TakeOneElement) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max(), kMin = std::numeric_limits<int64_t>::min();
+  auto forward = OpTest("Slice", 13).Input("x", Iota({5})).Input("starts", Ints({0})).Input("ends", Ints({kMax}))
+                     .Input("axes", Ints({0})).Input("steps", Ints({kMax})).Output("y").Run();
+  auto backward = OpTest("Slice", 13).Input("x", Iota({5})).Input("starts", Ints({-1})).Input("ends", Ints({kMin}))
+                      .Input("axes", Ints({0})).Input("steps", Ints({kMin})).Output("y").Run();
+  ASSERT_TRUE(forward.ok() && backward.ok()) << forward.status() << backward.status();
+  EXPECT_TRUE(TensorsClose(Floats({1}, {0}), (*forward)[0]));
+  EXPECT_TRUE(TensorsClose(Floats({1}, {4}), (*backward)[0]));
 }
 
 TEST(SliceTest, EmptyWhenStartIsPastEnd) {
