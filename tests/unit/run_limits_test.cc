@@ -135,5 +135,17 @@ TEST(RunLimitsTest, PoolsWithLargeWindowsStopBetweenOutputRows) {
                                  .Output("indices"));
 }
 
+// A DFT whose length is not a power of two is summed directly, n^2 terms: a dft_length of 2^14 + 1 over a
+// one-sample signal is 2^28 of them from a request of a few bytes (and 2^31 + 1 would run for days).
+TEST(RunLimitsTest, ADirectDftStopsBetweenItsOutputs) {
+  CancelledAfterFirstCheck cancel;
+  auto out = OpTest("DFT", 20)
+                 .Input("x", Random({1, 1, 1}, 10))
+                 .Input("dft_length", Tensor::Scalar<int64_t>((int64_t{1} << 14) + 1))
+                 .Output("y")
+                 .Run(cancel.limits());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled) << out.status();
+}
+
 }  // namespace
 }  // namespace onnxserve

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/core/run_limits.h"
 #include "runtime/ops/common.h"
 #include "runtime/registry/registry.h"
 
@@ -82,6 +83,7 @@ void ComputeDft(Complex* in, int64_t n, bool inverse, const std::vector<Complex>
     return;
   }
   for (int64_t k = 0; k < out_count; ++k) {
+    StopIfRunEnded(n);  // n^2 terms in all: a length of 2^31 + 1 from one request scalar would run for days
     Complex sum = 0;
     int64_t m = 0;  // k * j mod n, kept incrementally
     for (int64_t j = 0; j < n; ++j) {
