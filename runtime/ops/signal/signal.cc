@@ -301,13 +301,8 @@ class MelWeightMatrix final : public OpKernel {
     const int64_t spectrogram_bins = dft_length / 2 + 1;
     // The filter edges and weights below take memory in proportion to the output: check its size first.
     RETURN_IF_ERROR(CheckedByteSize(output_type_, {spectrogram_bins, mel_bins}).status());
-    const std::vector<int64_t> edges = FilterEdges(mel_bins, dft_length, sample_rate, lower, upper);
-    for (int64_t e : edges) {
-      if (e < 0 || e >= spectrogram_bins) {
-        return absl::InvalidArgumentError(absl::StrCat("a filter edge falls on bin ", e, ", outside [0, ",
-                                                       spectrogram_bins, "): check the edge frequencies"));
-      }
-    }
+    ASSIGN_OR_RETURN(const std::vector<int64_t> edges,
+                     FilterEdges(mel_bins, dft_length, sample_rate, lower, upper, spectrogram_bins));
     std::vector<double> w(static_cast<size_t>(spectrogram_bins * mel_bins), 0.0);
     for (int64_t i = 0; i < mel_bins; ++i) {
       const int64_t left = edges[i], center = edges[i + 1], right = edges[i + 2];
@@ -327,16 +322,24 @@ class MelWeightMatrix final : public OpKernel {
   }
 
  private:
-  // mel_bins + 2 spectrogram bins: the left edge, the centers, the right edge.
-  static std::vector<int64_t> FilterEdges(int64_t mel_bins, int64_t dft_length, int64_t sample_rate, double lower,
-                                          double upper) {
+  // mel_bins + 2 spectrogram bins: the left edge, the centers, the right edge; INVALID_ARGUMENT when one falls
+  // outside [0, spectrogram_bins). Checked before the bin becomes an integer: edge frequencies from the
+  // request may be NaN or huge, and such a double does not convert to int64.
+  static absl::StatusOr<std::vector<int64_t>> FilterEdges(int64_t mel_bins, int64_t dft_length, int64_t sample_rate,
+                                                          double lower, double upper, int64_t spectrogram_bins) {
     auto to_mel = [](double hz) { return 2595.0 * std::log10(1.0 + hz / 700.0); };
     const double low_mel = to_mel(lower);
     const double step = (to_mel(upper) - low_mel) / static_cast<double>(mel_bins + 2);
     std::vector<int64_t> edges(static_cast<size_t>(mel_bins + 2));
     for (int64_t i = 0; i < mel_bins + 2; ++i) {
       const double hz = 700.0 * (std::pow(10.0, (i * step + low_mel) / 2595.0) - 1.0);
-      edges[i] = static_cast<int64_t>(std::floor(static_cast<double>(dft_length + 1) * hz / sample_rate));
+      const double bin = std::floor(static_cast<double>(dft_length + 1) * hz / static_cast<double>(sample_rate));
+      if (!(bin >= 0 && bin < static_cast<double>(spectrogram_bins))) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "a filter edge falls on bin ", bin, ", outside [0, ", spectrogram_bins,
+            "): check the edge frequencies lower_edge_hertz ", lower, " and upper_edge_hertz ", upper));
+      }
+      edges[i] = static_cast<int64_t>(bin);
     }
     return edges;
   }
