@@ -119,7 +119,9 @@ class Dft final : public OpKernel {
           absl::StrCat("input ", ShapeToString(x.shape()), ": expected [..., 1] (real) or [..., 2] (complex)"));
     }
     int64_t axis = axis_;
-    if (axis_from_input_ && ctx.Input(2) != nullptr) axis = ctx.Input(2)->GetAsInt64(0);
+    if (axis_from_input_ && ctx.Input(2) != nullptr) {
+      ASSIGN_OR_RETURN(axis, ScalarInput(*ctx.Input(2), "axis"));
+    }
     if (axis < -rank || axis > rank - 2 || axis == -1) {
       return absl::InvalidArgumentError(absl::StrCat("axis ", axis, " for input ", ShapeToString(x.shape()),
                                                      ": expected [", -rank, ", -2] or [0, ", rank - 2, "]"));
@@ -133,7 +135,9 @@ class Dft final : public OpKernel {
     }
     const int64_t dim = x.dim(axis);
     int64_t n = irfft ? 2 * (dim - 1) : dim;
-    if (const Tensor* len = ctx.Input(1); len != nullptr) n = len->GetAsInt64(0);
+    if (const Tensor* len = ctx.Input(1); len != nullptr) {
+      ASSIGN_OR_RETURN(n, ScalarInput(*len, "dft_length"));
+    }
     if (n < 1) return absl::InvalidArgumentError(absl::StrCat("dft_length ", n, ": expected >= 1"));
     Shape y_shape = x.shape();
     y_shape[axis] = onesided_ && !inverse_ ? n / 2 + 1 : n;
@@ -221,11 +225,14 @@ class Stft final : public OpKernel {
       return absl::InvalidArgumentError(
           absl::StrCat("signal ", ShapeToString(signal.shape()), ": expected [batch, length, 1 or 2]"));
     }
-    const int64_t step = ctx.Input(1)->GetAsInt64(0);
+    ASSIGN_OR_RETURN(const int64_t step, ScalarInput(*ctx.Input(1), "frame_step"));
     if (window == nullptr && frame_length_in == nullptr) {
       return absl::InvalidArgumentError("STFT needs a window or a frame_length");
     }
-    const int64_t frame = frame_length_in != nullptr ? frame_length_in->GetAsInt64(0) : window->NumElements();
+    int64_t frame = window != nullptr ? window->NumElements() : 0;
+    if (frame_length_in != nullptr) {
+      ASSIGN_OR_RETURN(frame, ScalarInput(*frame_length_in, "frame_length"));
+    }
     if (window != nullptr && window->NumElements() != frame) {
       return absl::InvalidArgumentError(absl::StrCat("window has ", window->NumElements(),
                                                      " values: expected frame_length ", frame));
@@ -290,9 +297,15 @@ class MelWeightMatrix final : public OpKernel {
 
   absl::Status Compute(KernelContext& ctx) const override {
     RETURN_IF_ERROR(RequireInputs(ctx, 5));
-    const int64_t mel_bins = ctx.Input(0)->GetAsInt64(0);
-    const int64_t dft_length = ctx.Input(1)->GetAsInt64(0);
-    const int64_t sample_rate = ctx.Input(2)->GetAsInt64(0);
+    ASSIGN_OR_RETURN(const int64_t mel_bins, ScalarInput(*ctx.Input(0), "num_mel_bins"));
+    ASSIGN_OR_RETURN(const int64_t dft_length, ScalarInput(*ctx.Input(1), "dft_length"));
+    ASSIGN_OR_RETURN(const int64_t sample_rate, ScalarInput(*ctx.Input(2), "sample_rate"));
+    for (int i : {3, 4}) {
+      if (ctx.Input(i)->NumElements() != 1) {
+        return absl::InvalidArgumentError(absl::StrCat(i == 3 ? "lower_edge_hertz" : "upper_edge_hertz",
+                                                       ": expected a scalar, got ", ctx.Input(i)->DebugString()));
+      }
+    }
     const double lower = ctx.Input(3)->GetAsDouble(0), upper = ctx.Input(4)->GetAsDouble(0);
     if (mel_bins < 1 || dft_length < 1 || sample_rate < 1) {
       return absl::InvalidArgumentError(absl::StrCat("num_mel_bins ", mel_bins, ", dft_length ", dft_length,
