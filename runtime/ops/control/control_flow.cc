@@ -137,7 +137,9 @@ class Loop final : public OpKernel {
   absl::Status Compute(KernelContext& ctx) const override {
     int64_t trip_count = std::numeric_limits<int64_t>::max();
     ASSIGN_OR_RETURN(const Tensor* m, ctx.TensorInput(0));
-    if (m != nullptr) trip_count = m->GetAsInt64(0);
+    if (m != nullptr) {
+      ASSIGN_OR_RETURN(trip_count, ScalarInput(*m, "M"));
+    }
     bool cond = true;
     ASSIGN_OR_RETURN(const Tensor* c, ctx.TensorInput(1));
     if (c != nullptr) {

@@ -84,32 +84,40 @@ onnx::GraphProto CountingBody() {
   return g;
 }
 
+// Loop over CountingBody: outputs x_final and the stacked iteration numbers.
+absl::StatusOr<std::vector<Tensor>> RunCountingLoop(int opset, Tensor m, Tensor cond, Tensor x) {
+  return OpTest("Loop", opset)
+      .Input("M", std::move(m))
+      .Input("cond", std::move(cond))
+      .Input("x", std::move(x))
+      .Output("x_final")
+      .Output("iters")
+      .Attr(GraphAttr("body", CountingBody()))
+      .Run();
+}
+
 TEST(LoopTest, RunsTripCountTimesAndStacksScanOutputs) {
-  auto out = OpTest("Loop", 16)
-                 .Input("M", Tensor::Scalar<int64_t>(3))
-                 .Input("cond", Tensor::Scalar(true))
-                 .Input("x", Tensor::FromVector<float>({2}, {1.f, 2.f}))
-                 .Output("x_final")
-                 .Output("iters")
-                 .Attr(GraphAttr("body", CountingBody()))
-                 .Run();
+  auto out = RunCountingLoop(16, Tensor::Scalar<int64_t>(3), Tensor::Scalar(true),
+                             Tensor::FromVector<float>({2}, {1.f, 2.f}));
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({2}, {1.f, 2.f}), (*out)[0]));
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<int64_t>({3}, {0, 1, 2}), (*out)[1]));
 }
 
 TEST(LoopTest, AFalseConditionRunsNoIteration) {
-  auto out = OpTest("Loop", 11)
-                 .Input("M", Tensor::Scalar<int64_t>(5))
-                 .Input("cond", Tensor::Scalar(false))
-                 .Input("x", Tensor::FromVector<float>({1}, {7.f}))
-                 .Output("x_final")
-                 .Output("iters")
-                 .Attr(GraphAttr("body", CountingBody()))
-                 .Run();
+  auto out =
+      RunCountingLoop(11, Tensor::Scalar<int64_t>(5), Tensor::Scalar(false), Tensor::FromVector<float>({1}, {7.f}));
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1}, {7.f}), (*out)[0]));
   EXPECT_EQ((*out)[1].shape(), Shape({0}));
+}
+
+// M is a scalar: element 0 of an empty M was read anyway, so the trip count came from whatever an earlier
+// run (maybe another request) had left in the recycled buffer.
+TEST(LoopTest, AnEmptyTripCountIsAnError) {
+  auto out =
+      RunCountingLoop(16, Tensor(DataType::kInt64, {0}), Tensor::Scalar(true), Tensor::FromVector<float>({1}, {7.f}));
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
 }
 
 // A Loop told to run 1e13 times stops at its run's deadline or cancellation, even with an empty body (no
