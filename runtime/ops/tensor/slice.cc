@@ -130,6 +130,10 @@ class Tile final : public OpKernel {
   absl::StatusOr<std::vector<int64_t>> Repeats(const KernelContext& ctx, int64_t rank) const {
     std::vector<int64_t> repeats;
     if (per_axis_) {
+      if (ctx.Input(1)->NumElements() != 1 || ctx.Input(2)->NumElements() != 1) {
+        return absl::InvalidArgumentError(absl::StrCat("tiles ", ctx.Input(1)->DebugString(), " and axis ",
+                                                       ctx.Input(2)->DebugString(), " must hold one value each"));
+      }
       ASSIGN_OR_RETURN(const int64_t axis, NormalizeAxis(ctx.Input(2)->GetAsInt64(0), rank));
       repeats.assign(rank, 1);
       repeats[axis] = ctx.Input(1)->GetAsInt64(0);

@@ -136,6 +136,17 @@ TEST(TileTest, Opset1RepeatsAlongOneAxis) {
   EXPECT_TRUE(TensorsClose(Floats({2, 4}, {0, 1, 0, 1, 2, 3, 2, 3}), (*out)[0]));
 }
 
+// tiles and axis hold one value each: element 0 of an empty one was read anyway, from a recycled buffer.
+TEST(TileTest, Opset1RejectsAnEmptyTilesOrAxis) {
+  const Tensor none(DataType::kInt64, {0});
+  auto no_tiles = OpTest("Tile", 1).Input("x", Iota({2, 2})).Input("tiles", none)
+                      .Input("axis", Tensor::Scalar<int64_t>(1)).Output("y").Run();
+  auto no_axis = OpTest("Tile", 1).Input("x", Iota({2, 2})).Input("tiles", Tensor::Scalar<int64_t>(2))
+                     .Input("axis", none).Output("y").Run();
+  EXPECT_EQ(no_tiles.status().code(), absl::StatusCode::kInvalidArgument) << no_tiles.status();
+  EXPECT_EQ(no_axis.status().code(), absl::StatusCode::kInvalidArgument) << no_axis.status();
+}
+
 TEST(TileTest, RejectsTheWrongNumberOfRepeats) {
   auto out = OpTest("Tile", 13).Input("x", Iota({2, 2})).Input("repeats", Ints({2})).Output("y").Run();
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
