@@ -147,5 +147,30 @@ TEST(RunLimitsTest, ADirectDftStopsBetweenItsOutputs) {
   EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled) << out.status();
 }
 
+// TfIdfVectorizer scans a row once per skip distance: with max_skip_count as long as the row, one 2-gram
+// over a row of n equal tokens is matched n^2 / 2 times (2^27 for these 16384 tokens).
+TEST(RunLimitsTest, ATfIdfWithLongSkipsStopsBetweenThem) {
+  CancelledAfterFirstCheck cancel;
+  auto out = OpTest("TfIdfVectorizer", 9)
+                 .Input("X", Tensor::FromVector<int64_t>({16384}, std::vector<int64_t>(16384, 7)))
+                 .Attr("mode", std::string("TF"))
+                 .Attr("min_gram_length", int64_t{2})
+                 .Attr("max_gram_length", int64_t{2})
+                 .Attr("max_skip_count", int64_t{16384})
+                 .Attr("ngram_counts", std::vector<int64_t>{0, 0})
+                 .Attr("ngram_indexes", std::vector<int64_t>{0})
+                 .Attr("pool_int64s", std::vector<int64_t>{7, 7})
+                 .Output("Y")
+                 .Run(cancel.limits());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled) << out.status();
+}
+
+// Det decomposes each m x m matrix in m^3 / 3 multiply-adds: 2^28 for one 1024 x 1024 matrix (4 MB).
+TEST(RunLimitsTest, ADeterminantStopsBetweenItsColumns) {
+  CancelledAfterFirstCheck cancel;
+  auto out = OpTest("Det", 11).Input("x", Random({1024, 1024}, 11)).Output("y").Run(cancel.limits());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled) << out.status();
+}
+
 }  // namespace
 }  // namespace onnxserve
