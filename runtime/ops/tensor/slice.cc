@@ -135,6 +135,7 @@ class Tile final : public OpKernel {
                                                        ctx.Input(2)->DebugString(), " must hold one value each"));
       }
       ASSIGN_OR_RETURN(const int64_t axis, NormalizeAxis(ctx.Input(2)->GetAsInt64(0), rank));
+      if (rank == 0) return absl::InvalidArgumentError("a scalar input has no axis to tile along");
       repeats.assign(rank, 1);
       repeats[axis] = ctx.Input(1)->GetAsInt64(0);
     } else {

@@ -147,6 +147,14 @@ TEST(TileTest, Opset1RejectsAnEmptyTilesOrAxis) {
   EXPECT_EQ(no_axis.status().code(), absl::StatusCode::kInvalidArgument) << no_axis.status();
 }
 
+// A scalar has no axis 0, though NormalizeAxis accepts 0 for rank 0: the count was written into a list of
+// no repeats (a null write that killed the process).
+TEST(TileTest, Opset1RejectsAScalarInput) {
+  auto out = OpTest("Tile", 1).Input("x", Tensor::Scalar(1.0f)).Input("tiles", Tensor::Scalar<int64_t>(2))
+                 .Input("axis", Tensor::Scalar<int64_t>(0)).Output("y").Run();
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
+}
+
 TEST(TileTest, RejectsTheWrongNumberOfRepeats) {
   auto out = OpTest("Tile", 13).Input("x", Iota({2, 2})).Input("repeats", Ints({2})).Output("y").Run();
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
