@@ -172,5 +172,12 @@ TEST(RunLimitsTest, ADeterminantStopsBetweenItsColumns) {
   EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled) << out.status();
 }
 
+// LRN sums each channel's window of `size` channels: a size as large as the channels makes it quadratic in
+// them, over 2^27 squares for these 12288 (48 KB); the model's size may be anything.
+TEST(RunLimitsTest, AnLrnWithAWideWindowStopsBetweenChannels) {
+  ExpectStopsInsideTheKernel(
+      OpTest("LRN", 13).Input("x", Random({1, 12288, 1, 1}, 12)).Attr("size", int64_t{24577}).Output("y"));
+}
+
 }  // namespace
 }  // namespace onnxserve
