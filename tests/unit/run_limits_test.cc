@@ -179,5 +179,14 @@ TEST(RunLimitsTest, AnLrnWithAWideWindowStopsBetweenChannels) {
       OpTest("LRN", 13).Input("x", Random({1, 12288, 1, 1}, 12)).Attr("size", int64_t{24577}).Output("y"));
 }
 
+// CausalConvWithState convolves each channel's length with its k taps, and both may come from the request:
+// a 16384-tap weight over 16384 positions is 2^28 multiply-adds for one channel (128 KB of input).
+TEST(RunLimitsTest, ACausalConvWithLongTapsStopsWithinAChannel) {
+  ExpectStopsInsideTheKernel(OpTest("CausalConvWithState", 27)
+                                 .Input("x", Random({1, 1, 16384}, 13))
+                                 .Input("w", Random({1, 1, 16384}, 14))
+                                 .Output("y"));
+}
+
 }  // namespace
 }  // namespace onnxserve
