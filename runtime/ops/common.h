@@ -132,6 +132,18 @@ inline absl::StatusOr<int64_t> ResolveIndex(int64_t index, int64_t size, bool al
   return index < 0 ? index + size : index;
 }
 
+// A scalar (or one-element 1-D) int32/int64 input holding an axis, a count or a length. Checked before it is
+// read: element 0 of an empty tensor is whatever its recycled buffer last held.
+inline absl::StatusOr<int64_t> ScalarInput(const Tensor& t, const char* name) {
+  if ((t.dtype() != DataType::kInt32 && t.dtype() != DataType::kInt64) || t.rank() > 1 ||
+      t.NumElements() != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": expected an int32 or int64 scalar or 1-element 1-D tensor, got ",
+                     t.DebugString()));
+  }
+  return t.GetAsInt64(0);
+}
+
 // Runs fn(T{}) for the floating-point element types (float, double, float16, bfloat16); otherwise an
 // InvalidArgument error naming `what` ("input \"X\" must be floating-point, got int32[2,3]").
 template <typename Fn>

@@ -135,5 +135,58 @@ TEST(RunLimitsTest, PoolsWithLargeWindowsStopBetweenOutputRows) {
                                  .Output("indices"));
 }
 
+// A DFT whose length is not a power of two is summed directly, n^2 terms: a dft_length of 2^14 + 1 over a
+// one-sample signal is 2^28 of them from a request of a few bytes (and 2^31 + 1 would run for days).
+TEST(RunLimitsTest, ADirectDftStopsBetweenItsOutputs) {
+  CancelledAfterFirstCheck cancel;
+  auto out = OpTest("DFT", 20)
+                 .Input("x", Random({1, 1, 1}, 10))
+                 .Input("dft_length", Tensor::Scalar<int64_t>((int64_t{1} << 14) + 1))
+                 .Output("y")
+                 .Run(cancel.limits());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled) << out.status();
+}
+
+// TfIdfVectorizer scans a row once per skip distance: with max_skip_count as long as the row, one 2-gram
+// over a row of n equal tokens is matched n^2 / 2 times (2^27 for these 16384 tokens).
+TEST(RunLimitsTest, ATfIdfWithLongSkipsStopsBetweenThem) {
+  CancelledAfterFirstCheck cancel;
+  auto out = OpTest("TfIdfVectorizer", 9)
+                 .Input("X", Tensor::FromVector<int64_t>({16384}, std::vector<int64_t>(16384, 7)))
+                 .Attr("mode", std::string("TF"))
+                 .Attr("min_gram_length", int64_t{2})
+                 .Attr("max_gram_length", int64_t{2})
+                 .Attr("max_skip_count", int64_t{16384})
+                 .Attr("ngram_counts", std::vector<int64_t>{0, 0})
+                 .Attr("ngram_indexes", std::vector<int64_t>{0})
+                 .Attr("pool_int64s", std::vector<int64_t>{7, 7})
+                 .Output("Y")
+                 .Run(cancel.limits());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled) << out.status();
+}
+
+// Det decomposes each m x m matrix in m^3 / 3 multiply-adds: 2^28 for one 1024 x 1024 matrix (4 MB).
+TEST(RunLimitsTest, ADeterminantStopsBetweenItsColumns) {
+  CancelledAfterFirstCheck cancel;
+  auto out = OpTest("Det", 11).Input("x", Random({1024, 1024}, 11)).Output("y").Run(cancel.limits());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled) << out.status();
+}
+
+// LRN sums each channel's window of `size` channels: a size as large as the channels makes it quadratic in
+// them, over 2^27 squares for these 12288 (48 KB); the model's size may be anything.
+TEST(RunLimitsTest, AnLrnWithAWideWindowStopsBetweenChannels) {
+  ExpectStopsInsideTheKernel(
+      OpTest("LRN", 13).Input("x", Random({1, 12288, 1, 1}, 12)).Attr("size", int64_t{24577}).Output("y"));
+}
+
+// CausalConvWithState convolves each channel's length with its k taps, and both may come from the request:
+// a 16384-tap weight over 16384 positions is 2^28 multiply-adds for one channel (128 KB of input).
+TEST(RunLimitsTest, ACausalConvWithLongTapsStopsWithinAChannel) {
+  ExpectStopsInsideTheKernel(OpTest("CausalConvWithState", 27)
+                                 .Input("x", Random({1, 1, 16384}, 13))
+                                 .Input("w", Random({1, 1, 16384}, 14))
+                                 .Output("y"));
+}
+
 }  // namespace
 }  // namespace onnxserve

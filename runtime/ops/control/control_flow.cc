@@ -8,6 +8,7 @@
 //                scan_output_axes.
 // If's branches and Loop's carried values may be of any kind (sequences, optionals, maps); Scan's state
 // and scanned values are tensors, as are Loop's scan outputs.
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -137,7 +138,9 @@ class Loop final : public OpKernel {
   absl::Status Compute(KernelContext& ctx) const override {
     int64_t trip_count = std::numeric_limits<int64_t>::max();
     ASSIGN_OR_RETURN(const Tensor* m, ctx.TensorInput(0));
-    if (m != nullptr) trip_count = m->GetAsInt64(0);
+    if (m != nullptr) {
+      ASSIGN_OR_RETURN(trip_count, ScalarInput(*m, "M"));
+    }
     bool cond = true;
     ASSIGN_OR_RETURN(const Tensor* c, ctx.TensorInput(1));
     if (c != nullptr) {
@@ -208,6 +211,9 @@ absl::StatusOr<std::vector<Tensor>> RunScan(const ExecutionPlan& body, const Sca
   std::vector<int64_t> axes(scan_in.size());
   for (size_t j = 0; j < scan_in.size(); ++j) {
     ASSIGN_OR_RETURN(axes[j], NormalizeAxis(spec.input_axes[j], scan_in[j].rank()));
+    if (axes[j] >= scan_in[j].rank()) {
+      return absl::InvalidArgumentError(absl::StrCat("scan input ", j, " is a scalar: it has no axis to scan along"));
+    }
     const int64_t len = scan_in[j].dim(axes[j]);
     if (length >= 0 && len != length) {
       return absl::InvalidArgumentError(absl::StrCat("scan inputs have different lengths ", length, " and ", len));
@@ -303,9 +309,29 @@ class Scan final : public OpKernel {
   }
 
  private:
+  // The batch size every Scan-8 input leads with, checked before batch item b is taken from each of them.
+  static absl::StatusOr<int64_t> BatchSize(const std::vector<Tensor>& state, const std::vector<Tensor>& scan_in) {
+    if (state.empty() && scan_in.empty()) return absl::InvalidArgumentError("Scan-8 needs at least one input");
+    const Tensor& first = state.empty() ? scan_in[0] : state[0];
+    const int64_t batch = first.rank() >= 1 ? first.dim(0) : -1;
+    const auto leads_with_batch = [batch](const Tensor& t, int64_t min_rank) {
+      return t.rank() >= min_rank && t.dim(0) == batch;
+    };
+    const bool ok =
+        batch >= 0 &&
+        std::all_of(state.begin(), state.end(), [&](const Tensor& t) { return leads_with_batch(t, 1); }) &&
+        std::all_of(scan_in.begin(), scan_in.end(), [&](const Tensor& t) { return leads_with_batch(t, 2); });
+    if (!ok) {
+      return absl::InvalidArgumentError(absl::StrCat("Scan-8 inputs must all lead with the batch axis of ",
+                                                     first.DebugString(), ", and scan inputs have a scan axis"));
+    }
+    return batch;
+  }
+
   // Scan-8: every input has a leading batch axis; each batch item scans along its axis 1.
   absl::StatusOr<std::vector<Tensor>> RunBatched(const KernelContext& ctx, const std::vector<Tensor>& state,
                                                  const std::vector<Tensor>& scan_in) const {
+    ASSIGN_OR_RETURN(const int64_t batch, BatchSize(state, scan_in));
     if (const Tensor* lens = ctx.Input(0)) {
       for (int64_t b = 0; b < lens->NumElements(); ++b) {
         if (!scan_in.empty() && lens->GetAsInt64(b) != scan_in[0].dim(1)) {
@@ -313,7 +339,6 @@ class Scan final : public OpKernel {
         }
       }
     }
-    const int64_t batch = state.empty() ? scan_in[0].dim(0) : state[0].dim(0);
     std::vector<std::vector<Tensor>> per_output;
     for (int64_t b = 0; b < batch; ++b) {
       std::vector<Tensor> item_state, item_scan;

@@ -26,17 +26,6 @@ AxisView ViewAround(const Shape& shape, int64_t axis) {
   return v;
 }
 
-// A scalar (or one-element 1-D) int32/int64 input holding an axis or a count.
-absl::StatusOr<int64_t> ScalarInput(const Tensor& t, const char* name) {
-  if ((t.dtype() != DataType::kInt32 && t.dtype() != DataType::kInt64) || t.rank() > 1 ||
-      t.NumElements() != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name, ": expected an int32 or int64 scalar or 1-element 1-D tensor, got ",
-                     t.DebugString()));
-  }
-  return t.GetAsInt64(0);
-}
-
 // Running sums (CumSum) or products (CumProd) along the axis given as input 1, optionally exclusive
 // (starting from the identity) and reversed. Integer results wrap around as two's complement.
 struct SumStep {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/core/run_limits.h"
 #include "runtime/ops/common.h"
 #include "runtime/registry/registry.h"
 
@@ -58,6 +59,8 @@ class CausalConvWithState final : public OpKernel {
           const C b = bias != nullptr ? ToCompute(bias->data<T>()[c]) : C{0};
           T* out = y.data<T>() + row * length;
           for (int64_t t = 0; t < length; ++t) {
+            // length x taps per channel, both from the request: the run's limits are checked every 256 outputs.
+            if (t % 256 == 0) StopIfRunEnded(std::min<int64_t>(256, length - t) * taps);
             C sum = b;
             for (int64_t j = 0; j < taps; ++j) sum += ToCompute(wc[j]) * padded[t + j];
             if (silu_) sum /= C{1} + std::exp(-sum);

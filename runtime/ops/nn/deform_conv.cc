@@ -26,10 +26,11 @@ struct Geometry {
   int64_t pixels() const { return out_h * out_w; }
 };
 
-// X[y, x] of one channel plane by bilinear interpolation; corners outside the plane read zero.
+// X[y, x] of one channel plane by bilinear interpolation; corners outside the plane read zero. Written so
+// that a NaN position (from a NaN offset) reads zero too, before its floor would become an integer.
 template <typename C>
 C Bilinear(const C* plane, int64_t height, int64_t width, C y, C x) {
-  if (y <= -1 || y >= height || x <= -1 || x >= width) return C{0};
+  if (!(y > -1 && y < height && x > -1 && x < width)) return C{0};
   const int64_t y0 = static_cast<int64_t>(std::floor(y)), x0 = static_cast<int64_t>(std::floor(x));
   const C fy = y - static_cast<C>(y0), fx = x - static_cast<C>(x0);
   auto at = [&](int64_t r, int64_t c) {

@@ -131,6 +131,7 @@ class CenterCropPad final : public OpKernel {
     Shape kept = x.shape();
     for (size_t j = 0; j < axes.size(); ++j) {
       ASSIGN_OR_RETURN(const int64_t a, NormalizeAxis(axes[j], x.rank()));
+      if (a >= x.rank()) return absl::InvalidArgumentError("axes: a scalar X has no axis to crop or pad");
       const int64_t dim = x.dim(a), target = shape[j];
       if (target < 0) return absl::InvalidArgumentError(absl::StrCat("shape[", j, "] = ", target, ": expected >= 0"));
       y_shape[a] = target;

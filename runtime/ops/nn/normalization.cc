@@ -12,6 +12,7 @@
 #include <cmath>
 #include <vector>
 
+#include "runtime/core/run_limits.h"
 #include "runtime/math/vector_kernels.h"
 #include "runtime/ops/common.h"
 #include "runtime/registry/registry.h"
@@ -306,6 +307,7 @@ class LRN final : public OpKernel {
       ForEachRow(ctx.pool(), x.dim(0) * channels, spatial, [&](int64_t r) {
         const int64_t n = r / channels, c = r % channels;
         const int64_t lo = std::max<int64_t>(0, c - before), hi = std::min(channels - 1, c + after);
+        StopIfRunEnded((hi - lo + 1) * spatial);
         for (int64_t i = 0; i < spatial; ++i) {
           C sum = 0;
           for (int64_t k = lo; k <= hi; ++k) {
@@ -336,6 +338,7 @@ class LRN final : public OpKernel {
                        for (int64_t r = begin; r < end; ++r) {
                          const int64_t n = r / channels, c = r % channels;
                          const int64_t lo = std::max<int64_t>(0, c - before), hi = std::min(channels - 1, c + after);
+                         StopIfRunEnded((hi - lo + 1) * spatial);  // a window as wide as C: C^2 planes in all
                          std::fill(sum.begin(), sum.end(), 0.0f);
                          for (int64_t w = lo; w <= hi; ++w) {
                            k.accumulate_squares(in + (n * channels + w) * spatial, sum.data(), spatial);

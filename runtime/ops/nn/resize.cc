@@ -119,7 +119,8 @@ AxisTaps BuildTaps(const Options& opt, const AxisPlan& axis) {
     const double x = OriginalCoordinate(opt, axis, o);
     int64_t* index = &taps.index[o * taps.width];
     double* weight = &taps.weight[o * taps.width];
-    if (opt.coordinates == Coordinates::kTfCropAndResize && (x < 0 || x > static_cast<double>(axis.in - 1))) {
+    // Written to catch NaN too (from a NaN roi): it lies nowhere in the input, and must not become an index.
+    if (opt.coordinates == Coordinates::kTfCropAndResize && !(x >= 0 && x <= static_cast<double>(axis.in - 1))) {
       taps.count[o] = 0;
       continue;
     }

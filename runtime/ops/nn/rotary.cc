@@ -39,6 +39,11 @@ class RotaryEmbedding final : public OpKernel {
     const Tensor& cos = *ctx.Input(1);
     const Tensor& sin = *ctx.Input(2);
     const Tensor* position_ids = ctx.Input(3);
+    if (cos.dtype() != x.dtype() || sin.dtype() != x.dtype()) {  // they are read as X's element type
+      return absl::InvalidArgumentError(absl::StrCat("cos_cache ", cos.DebugString(), " and sin_cache ",
+                                                     sin.DebugString(), " must have X's type, ",
+                                                     DataTypeName(x.dtype())));
+    }
     RETURN_IF_ERROR(CheckCaches(cos, sin, position_ids, layout, rotary_dim / 2));
     std::vector<int64_t> rows;  // the cache row of each token (b, s)
     if (position_ids != nullptr) {

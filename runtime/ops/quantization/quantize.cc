@@ -433,6 +433,10 @@ class QLinearMatMul final : public OpKernel {
     ASSIGN_OR_RETURN(const Tensor acc, IntegerProduct(p, a, ctx.Input(2), b, ctx.Input(5), ctx.pool()));
     const std::vector<float> a_scale = FloatValues(*ctx.Input(1));
     const std::vector<float> b_scale = FloatValues(*ctx.Input(4));
+    if (ctx.Input(6)->NumElements() != 1 || y_zp.NumElements() != 1) {
+      return absl::InvalidArgumentError(absl::StrCat("y_scale ", ctx.Input(6)->DebugString(), " and y_zero_point ",
+                                                     y_zp.DebugString(), ": expected scalars"));
+    }
     const float y_scale = static_cast<float>(ctx.Input(6)->GetAsDouble(0));
     const float y_zero = static_cast<float>(y_zp.GetAsDouble(0));
     if ((a_scale.size() != 1 && static_cast<int64_t>(a_scale.size()) != p.m) ||

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/core/run_limits.h"
 #include "runtime/ops/common.h"
 #include "runtime/registry/registry.h"
 
@@ -82,6 +83,7 @@ void ComputeDft(Complex* in, int64_t n, bool inverse, const std::vector<Complex>
     return;
   }
   for (int64_t k = 0; k < out_count; ++k) {
+    StopIfRunEnded(n);  // n^2 terms in all: a length of 2^31 + 1 from one request scalar would run for days
     Complex sum = 0;
     int64_t m = 0;  // k * j mod n, kept incrementally
     for (int64_t j = 0; j < n; ++j) {
@@ -117,7 +119,9 @@ class Dft final : public OpKernel {
           absl::StrCat("input ", ShapeToString(x.shape()), ": expected [..., 1] (real) or [..., 2] (complex)"));
     }
     int64_t axis = axis_;
-    if (axis_from_input_ && ctx.Input(2) != nullptr) axis = ctx.Input(2)->GetAsInt64(0);
+    if (axis_from_input_ && ctx.Input(2) != nullptr) {
+      ASSIGN_OR_RETURN(axis, ScalarInput(*ctx.Input(2), "axis"));
+    }
     if (axis < -rank || axis > rank - 2 || axis == -1) {
       return absl::InvalidArgumentError(absl::StrCat("axis ", axis, " for input ", ShapeToString(x.shape()),
                                                      ": expected [", -rank, ", -2] or [0, ", rank - 2, "]"));
@@ -131,7 +135,9 @@ class Dft final : public OpKernel {
     }
     const int64_t dim = x.dim(axis);
     int64_t n = irfft ? 2 * (dim - 1) : dim;
-    if (const Tensor* len = ctx.Input(1); len != nullptr) n = len->GetAsInt64(0);
+    if (const Tensor* len = ctx.Input(1); len != nullptr) {
+      ASSIGN_OR_RETURN(n, ScalarInput(*len, "dft_length"));
+    }
     if (n < 1) return absl::InvalidArgumentError(absl::StrCat("dft_length ", n, ": expected >= 1"));
     Shape y_shape = x.shape();
     y_shape[axis] = onesided_ && !inverse_ ? n / 2 + 1 : n;
@@ -219,11 +225,14 @@ class Stft final : public OpKernel {
       return absl::InvalidArgumentError(
           absl::StrCat("signal ", ShapeToString(signal.shape()), ": expected [batch, length, 1 or 2]"));
     }
-    const int64_t step = ctx.Input(1)->GetAsInt64(0);
+    ASSIGN_OR_RETURN(const int64_t step, ScalarInput(*ctx.Input(1), "frame_step"));
     if (window == nullptr && frame_length_in == nullptr) {
       return absl::InvalidArgumentError("STFT needs a window or a frame_length");
     }
-    const int64_t frame = frame_length_in != nullptr ? frame_length_in->GetAsInt64(0) : window->NumElements();
+    int64_t frame = window != nullptr ? window->NumElements() : 0;
+    if (frame_length_in != nullptr) {
+      ASSIGN_OR_RETURN(frame, ScalarInput(*frame_length_in, "frame_length"));
+    }
     if (window != nullptr && window->NumElements() != frame) {
       return absl::InvalidArgumentError(absl::StrCat("window has ", window->NumElements(),
                                                      " values: expected frame_length ", frame));
@@ -288,9 +297,15 @@ class MelWeightMatrix final : public OpKernel {
 
   absl::Status Compute(KernelContext& ctx) const override {
     RETURN_IF_ERROR(RequireInputs(ctx, 5));
-    const int64_t mel_bins = ctx.Input(0)->GetAsInt64(0);
-    const int64_t dft_length = ctx.Input(1)->GetAsInt64(0);
-    const int64_t sample_rate = ctx.Input(2)->GetAsInt64(0);
+    ASSIGN_OR_RETURN(const int64_t mel_bins, ScalarInput(*ctx.Input(0), "num_mel_bins"));
+    ASSIGN_OR_RETURN(const int64_t dft_length, ScalarInput(*ctx.Input(1), "dft_length"));
+    ASSIGN_OR_RETURN(const int64_t sample_rate, ScalarInput(*ctx.Input(2), "sample_rate"));
+    for (int i : {3, 4}) {
+      if (ctx.Input(i)->NumElements() != 1) {
+        return absl::InvalidArgumentError(absl::StrCat(i == 3 ? "lower_edge_hertz" : "upper_edge_hertz",
+                                                       ": expected a scalar, got ", ctx.Input(i)->DebugString()));
+      }
+    }
     const double lower = ctx.Input(3)->GetAsDouble(0), upper = ctx.Input(4)->GetAsDouble(0);
     if (mel_bins < 1 || dft_length < 1 || sample_rate < 1) {
       return absl::InvalidArgumentError(absl::StrCat("num_mel_bins ", mel_bins, ", dft_length ", dft_length,
@@ -299,13 +314,8 @@ class MelWeightMatrix final : public OpKernel {
     const int64_t spectrogram_bins = dft_length / 2 + 1;
     // The filter edges and weights below take memory in proportion to the output: check its size first.
     RETURN_IF_ERROR(CheckedByteSize(output_type_, {spectrogram_bins, mel_bins}).status());
-    const std::vector<int64_t> edges = FilterEdges(mel_bins, dft_length, sample_rate, lower, upper);
-    for (int64_t e : edges) {
-      if (e < 0 || e >= spectrogram_bins) {
-        return absl::InvalidArgumentError(absl::StrCat("a filter edge falls on bin ", e, ", outside [0, ",
-                                                       spectrogram_bins, "): check the edge frequencies"));
-      }
-    }
+    ASSIGN_OR_RETURN(const std::vector<int64_t> edges,
+                     FilterEdges(mel_bins, dft_length, sample_rate, lower, upper, spectrogram_bins));
     std::vector<double> w(static_cast<size_t>(spectrogram_bins * mel_bins), 0.0);
     for (int64_t i = 0; i < mel_bins; ++i) {
       const int64_t left = edges[i], center = edges[i + 1], right = edges[i + 2];
@@ -325,16 +335,24 @@ class MelWeightMatrix final : public OpKernel {
   }
 
  private:
-  // mel_bins + 2 spectrogram bins: the left edge, the centers, the right edge.
-  static std::vector<int64_t> FilterEdges(int64_t mel_bins, int64_t dft_length, int64_t sample_rate, double lower,
-                                          double upper) {
+  // mel_bins + 2 spectrogram bins: the left edge, the centers, the right edge; INVALID_ARGUMENT when one falls
+  // outside [0, spectrogram_bins). Checked before the bin becomes an integer: edge frequencies from the
+  // request may be NaN or huge, and such a double does not convert to int64.
+  static absl::StatusOr<std::vector<int64_t>> FilterEdges(int64_t mel_bins, int64_t dft_length, int64_t sample_rate,
+                                                          double lower, double upper, int64_t spectrogram_bins) {
     auto to_mel = [](double hz) { return 2595.0 * std::log10(1.0 + hz / 700.0); };
     const double low_mel = to_mel(lower);
     const double step = (to_mel(upper) - low_mel) / static_cast<double>(mel_bins + 2);
     std::vector<int64_t> edges(static_cast<size_t>(mel_bins + 2));
     for (int64_t i = 0; i < mel_bins + 2; ++i) {
       const double hz = 700.0 * (std::pow(10.0, (i * step + low_mel) / 2595.0) - 1.0);
-      edges[i] = static_cast<int64_t>(std::floor(static_cast<double>(dft_length + 1) * hz / sample_rate));
+      const double bin = std::floor(static_cast<double>(dft_length + 1) * hz / static_cast<double>(sample_rate));
+      if (!(bin >= 0 && bin < static_cast<double>(spectrogram_bins))) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "a filter edge falls on bin ", bin, ", outside [0, ", spectrogram_bins,
+            "): check the edge frequencies lower_edge_hertz ", lower, " and upper_edge_hertz ", upper));
+      }
+      edges[i] = static_cast<int64_t>(bin);
     }
     return edges;
   }

@@ -202,11 +202,13 @@ class EyeLike final : public OpKernel {
     Tensor& out = ctx.Output(0, type, in.shape());
     std::memset(out.raw_data(), 0, out.ByteSize());
     const int64_t rows = in.dim(0), cols = in.dim(1);
+    // A diagonal past the matrix has no element; clamped, no negation or sum below overflows.
+    const int64_t k = std::clamp(k_, -rows, cols);
     const bool supported = DispatchNumeric(type, [&](auto zero) {
       using T = decltype(zero);
       T* data = out.data<T>();
-      for (int64_t i = std::max<int64_t>(0, -k_); i < rows && i + k_ < cols; ++i) {
-        data[i * cols + i + k_] = static_cast<T>(1.0f);
+      for (int64_t i = std::max<int64_t>(0, -k); i < rows && i + k < cols; ++i) {
+        data[i * cols + i + k] = static_cast<T>(1.0f);
       }
     });
     if (!supported) return absl::InvalidArgumentError(absl::StrCat("EyeLike does not support ", DataTypeName(type)));
@@ -231,7 +233,11 @@ class Trilu final : public OpKernel {
     RETURN_IF_ERROR(RequireInputs(ctx, 1));
     const Tensor& in = *ctx.Input(0);
     if (in.rank() < 2) return absl::InvalidArgumentError(absl::StrCat("expected rank >= 2, got ", in.DebugString()));
-    const int64_t k = ctx.Input(1) != nullptr ? ctx.Input(1)->GetAsInt64(0) : 0;
+    const Tensor* k_input = ctx.Input(1);
+    if (k_input != nullptr && k_input->NumElements() != 1) {
+      return absl::InvalidArgumentError(absl::StrCat("k must be a scalar, got ", k_input->DebugString()));
+    }
+    const int64_t k = k_input != nullptr ? k_input->GetAsInt64(0) : 0;
     Tensor& out = ctx.Output(0, in.dtype(), in.shape());
     DispatchByWidth(in.dtype(), [&](auto zero) { Keep<decltype(zero)>(in, k, out, ctx.pool()); });
     return absl::OkStatus();
@@ -241,6 +247,8 @@ class Trilu final : public OpKernel {
   template <typename T>
   void Keep(const Tensor& in, int64_t k, Tensor& out, ThreadPool& pool) const {
     const int64_t rows = in.dim(in.rank() - 2), cols = in.dim(in.rank() - 1);
+    // Past the matrix every row keeps all or none of its columns; clamped, i + k + 1 cannot overflow.
+    const int64_t diagonal = std::clamp(k, -rows, cols);
     const T* src = in.data<T>();
     T* dst = out.data<T>();
     pool.ParallelFor(in.NumElements() / std::max<int64_t>(1, cols), std::max<int64_t>(1, 16384 / std::max<int64_t>(1, cols)),
@@ -248,8 +256,8 @@ class Trilu final : public OpKernel {
                        for (int64_t r = begin; r < end; ++r) {
                          // Columns [first, last) are kept in this row.
                          const int64_t i = r % rows;
-                         const int64_t first = upper_ ? std::clamp<int64_t>(i + k, 0, cols) : 0;
-                         const int64_t last = upper_ ? cols : std::clamp<int64_t>(i + k + 1, 0, cols);
+                         const int64_t first = upper_ ? std::clamp<int64_t>(i + diagonal, 0, cols) : 0;
+                         const int64_t last = upper_ ? cols : std::clamp<int64_t>(i + diagonal + 1, 0, cols);
                          const T* in_row = src + r * cols;
                          T* out_row = dst + r * cols;
                          std::fill(out_row, out_row + first, T{});

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/core/run_limits.h"
 #include "runtime/ops/common.h"
 #include "runtime/registry/registry.h"
 
@@ -47,16 +48,15 @@ class Compress final : public OpKernel {
       shape = input.shape();
     }
     ASSIGN_OR_RETURN(std::vector<int64_t> kept, KeptIndices(condition, shape[axis]));
-    int64_t inner = 1;
-    for (size_t d = static_cast<size_t>(axis) + 1; d < shape.size(); ++d) inner *= shape[d];
-    const int64_t outer = shape[axis] == 0 ? 0 : NumElements(shape) / (shape[axis] * inner);
+    const int64_t outer = NumElements(absl::MakeConstSpan(shape).subspan(0, axis));
+    const int64_t n = shape[axis];
+    const int64_t inner = NumElements(absl::MakeConstSpan(shape).subspan(axis + 1));
     shape[axis] = static_cast<int64_t>(kept.size());
     Tensor& out = ctx.Output(0, input.dtype(), shape);
     const bool ok = DispatchByWidth(input.dtype(), [&](auto tag) {
       using T = decltype(tag);
       const T* in = static_cast<const T*>(input.raw_data());
       T* o = static_cast<T*>(out.raw_data());
-      const int64_t n = input.NumElements() == 0 ? 0 : NumElements(input.shape()) / (outer * inner);
       for (int64_t b = 0; b < outer; ++b) {
         for (int64_t k : kept) o = std::copy_n(in + (b * n + k) * inner, inner, o);
       }
@@ -142,6 +142,7 @@ class ReverseSequence final : public OpKernel {
 double Determinant(std::vector<double>& a, int64_t m) {
   double det = 1;
   for (int64_t k = 0; k < m; ++k) {
+    StopIfRunEnded((m - k) * (m - k));  // m^3 / 3 in all: seconds for a 16 MB matrix
     int64_t pivot = k;
     for (int64_t r = k + 1; r < m; ++r) {
       if (std::abs(a[r * m + k]) > std::abs(a[pivot * m + k])) pivot = r;
@@ -208,6 +209,14 @@ class MaxUnpool final : public OpKernel {
                                                      strides_.size(), ") and twice as many pads (got ",
                                                      pads_.size(), ")"));
     }
+    const auto positive = [](int64_t v) { return v >= 1; };
+    if (!std::all_of(kernel_.begin(), kernel_.end(), positive) ||
+        !std::all_of(strides_.begin(), strides_.end(), positive) ||
+        !std::all_of(pads_.begin(), pads_.end(), [](int64_t p) { return p >= 0; })) {
+      return absl::InvalidArgumentError(absl::StrCat("kernel_shape ", ShapeToString(kernel_), " and strides ",
+                                                     ShapeToString(strides_), " must be >= 1, pads ",
+                                                     ShapeToString(pads_), " >= 0"));
+    }
     return absl::OkStatus();
   }
 
@@ -223,7 +232,7 @@ class MaxUnpool final : public OpKernel {
       return absl::InvalidArgumentError(absl::StrCat("input \"I\" ", indices.DebugString(), ": expected int64",
                                                      ShapeToString(x.shape())));
     }
-    const Shape inferred = InferredShape(x);
+    ASSIGN_OR_RETURN(const Shape inferred, InferredShape(x));
     ASSIGN_OR_RETURN(const Shape shape, OutputShape(inferred, ctx.Input(2)));
     ASSIGN_OR_RETURN(Tensor* y_tensor, ctx.CheckedOutput(0, x.dtype(), shape));
     Tensor& y = *y_tensor;
@@ -241,11 +250,23 @@ class MaxUnpool final : public OpKernel {
   }
 
  private:
-  Shape InferredShape(const Tensor& x) const {
+  // A dim the pads leave negative is an error: an even number of them multiplied to a positive count of
+  // positions that an output_shape of smaller (but "at least as large") dims did not hold.
+  absl::StatusOr<Shape> InferredShape(const Tensor& x) const {
     Shape shape = {x.dim(0), x.dim(1)};
     const size_t rank = kernel_.size();
     for (size_t i = 0; i < rank; ++i) {
-      shape.push_back((x.dim(i + 2) - 1) * strides_[i] + kernel_[i] - pads_[i] - pads_[i + rank]);
+      ASSIGN_OR_RETURN(const int64_t strided, CheckedMul(x.dim(i + 2) - 1, strides_[i]));
+      ASSIGN_OR_RETURN(int64_t dim, CheckedAdd(strided, kernel_[i]));
+      ASSIGN_OR_RETURN(dim, CheckedAdd(dim, -pads_[i]));
+      ASSIGN_OR_RETURN(dim, CheckedAdd(dim, -pads_[i + rank]));
+      if (dim < 0) {
+        return absl::InvalidArgumentError(absl::StrCat("input \"X\" ", x.DebugString(), " unpools to ", dim,
+                                                       " positions on spatial axis ", i, " with kernel ", kernel_[i],
+                                                       ", stride ", strides_[i], " and pads ", pads_[i], ", ",
+                                                       pads_[i + rank]));
+      }
+      shape.push_back(dim);
     }
     return shape;
   }

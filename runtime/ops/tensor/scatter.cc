@@ -242,13 +242,15 @@ class TensorScatter final : public OpKernel {
     targets.reserve(outer * len);
     for (int64_t o = 0; o < outer; ++o) {
       const int64_t start = starts[o / per_batch];
-      if (!circular_ && (start < 0 || start + len > max_len)) {
+      // Written without start + len, which a write index near INT64_MAX overflows.
+      if (!circular_ && (start < 0 || start > max_len - len)) {
         return absl::InvalidArgumentError(absl::StrCat("write index ", start, " of batch ", o / per_batch, " plus ",
                                                        len, " updates leaves the cache of ", max_len,
                                                        " positions (mode linear)"));
       }
+      const int64_t first = len == 0 ? 0 : (start % max_len + max_len) % max_len;  // max_len is 0 only if len is
       for (int64_t i = 0; i < len; ++i) {
-        const int64_t position = ((start + i) % max_len + max_len) % max_len;
+        const int64_t position = (first + i) % max_len;
         targets.push_back((o * max_len + position) * inner);
       }
     }

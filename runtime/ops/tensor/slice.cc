@@ -16,6 +16,9 @@ struct AxisWindow {
 
 AxisWindow ClampWindow(int64_t dim, int64_t start, int64_t end, int64_t step) {
   if (dim == 0) return AxisWindow{0, step, 0};
+  // A step as long as the axis takes one element at most, as any longer one does; clamped, the count and the
+  // stride below cannot overflow for steps from data as large as INT64_MAX or INT64_MIN.
+  step = std::clamp(step, -dim, dim);
   if (start < 0) start += dim;
   if (end < 0) end += dim;
   AxisWindow w;
@@ -127,7 +130,12 @@ class Tile final : public OpKernel {
   absl::StatusOr<std::vector<int64_t>> Repeats(const KernelContext& ctx, int64_t rank) const {
     std::vector<int64_t> repeats;
     if (per_axis_) {
+      if (ctx.Input(1)->NumElements() != 1 || ctx.Input(2)->NumElements() != 1) {
+        return absl::InvalidArgumentError(absl::StrCat("tiles ", ctx.Input(1)->DebugString(), " and axis ",
+                                                       ctx.Input(2)->DebugString(), " must hold one value each"));
+      }
       ASSIGN_OR_RETURN(const int64_t axis, NormalizeAxis(ctx.Input(2)->GetAsInt64(0), rank));
+      if (rank == 0) return absl::InvalidArgumentError("a scalar input has no axis to tile along");
       repeats.assign(rank, 1);
       repeats[axis] = ctx.Input(1)->GetAsInt64(0);
     } else {

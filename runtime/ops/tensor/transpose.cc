@@ -101,11 +101,12 @@ class DepthToSpace final : public OpKernel {
     const Tensor& in = *ctx.Input(0);
     RETURN_IF_ERROR(RequireRank4(in));
     const int64_t n = in.dim(0), c = in.dim(1), h = in.dim(2), w = in.dim(3);
-    if (c % (b_ * b_) != 0) {
+    // b^2 divides c, asked without squaring b: a blocksize of 2^32 squares to 0 in int64.
+    if (c % b_ != 0 || (c / b_) % b_ != 0) {
       return absl::InvalidArgumentError(
-          absl::StrCat("channels ", c, " are not a multiple of blocksize^2 = ", b_ * b_));
+          absl::StrCat("channels ", c, " are not a multiple of blocksize^2 (blocksize ", b_, ")"));
     }
-    const int64_t depth = c / (b_ * b_);
+    const int64_t depth = c / b_ / b_;
     const Shape out_shape = {n, depth, h * b_, w * b_};
     if (crd_) {
       TransposeToOutput(ctx, in, {n, depth, b_, b_, h, w}, {0, 1, 4, 2, 5, 3}, out_shape);

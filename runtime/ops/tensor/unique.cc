@@ -117,6 +117,7 @@ class Unique final : public OpKernel {
     int64_t axis = 0;
     if (has_axis_) {
       ASSIGN_OR_RETURN(axis, NormalizeAxis(axis_, x.rank()));
+      if (x.rank() == 0) return absl::InvalidArgumentError("axis: a scalar X has no axis to compare slices along");
       view.count = x.dim(axis);
       for (int64_t d = 0; d < axis; ++d) view.outer *= x.dim(d);
       for (int64_t d = axis + 1; d < x.rank(); ++d) view.inner *= x.dim(d);

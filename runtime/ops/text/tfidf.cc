@@ -12,6 +12,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "runtime/core/run_limits.h"
 #include "runtime/ops/common.h"
 #include "runtime/registry/registry.h"
 
@@ -250,6 +251,7 @@ class TfIdfVectorizer final : public OpKernel {
       const int64_t shortest = skip == 0 ? min_n_ : std::max<int64_t>(min_n_, 2);  // 1-grams count at skip 0
       // Longer skips fit nothing either (max_skip_count may be far larger than the row).
       if (shortest > max_n_ || step * (shortest - 1) >= std::max<int64_t>(columns, 1)) break;
+      StopIfRunEnded(columns * max_n_);  // a scan per skip: up to columns^2 * max_n in all
       for (int64_t start = 0; start + step * (shortest - 1) < columns; ++start) {
         int32_t node = 0;
         for (int64_t n = 1, at = start; n <= max_n_ && at < columns; ++n, at += step) {

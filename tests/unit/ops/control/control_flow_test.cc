@@ -84,32 +84,40 @@ onnx::GraphProto CountingBody() {
   return g;
 }
 
+// Loop over CountingBody: outputs x_final and the stacked iteration numbers.
+absl::StatusOr<std::vector<Tensor>> RunCountingLoop(int opset, Tensor m, Tensor cond, Tensor x) {
+  return OpTest("Loop", opset)
+      .Input("M", std::move(m))
+      .Input("cond", std::move(cond))
+      .Input("x", std::move(x))
+      .Output("x_final")
+      .Output("iters")
+      .Attr(GraphAttr("body", CountingBody()))
+      .Run();
+}
+
 TEST(LoopTest, RunsTripCountTimesAndStacksScanOutputs) {
-  auto out = OpTest("Loop", 16)
-                 .Input("M", Tensor::Scalar<int64_t>(3))
-                 .Input("cond", Tensor::Scalar(true))
-                 .Input("x", Tensor::FromVector<float>({2}, {1.f, 2.f}))
-                 .Output("x_final")
-                 .Output("iters")
-                 .Attr(GraphAttr("body", CountingBody()))
-                 .Run();
+  auto out = RunCountingLoop(16, Tensor::Scalar<int64_t>(3), Tensor::Scalar(true),
+                             Tensor::FromVector<float>({2}, {1.f, 2.f}));
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({2}, {1.f, 2.f}), (*out)[0]));
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<int64_t>({3}, {0, 1, 2}), (*out)[1]));
 }
 
 TEST(LoopTest, AFalseConditionRunsNoIteration) {
-  auto out = OpTest("Loop", 11)
-                 .Input("M", Tensor::Scalar<int64_t>(5))
-                 .Input("cond", Tensor::Scalar(false))
-                 .Input("x", Tensor::FromVector<float>({1}, {7.f}))
-                 .Output("x_final")
-                 .Output("iters")
-                 .Attr(GraphAttr("body", CountingBody()))
-                 .Run();
+  auto out =
+      RunCountingLoop(11, Tensor::Scalar<int64_t>(5), Tensor::Scalar(false), Tensor::FromVector<float>({1}, {7.f}));
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1}, {7.f}), (*out)[0]));
   EXPECT_EQ((*out)[1].shape(), Shape({0}));
+}
+
+// M is a scalar: element 0 of an empty M was read anyway, so the trip count came from whatever an earlier
+// run (maybe another request) had left in the recycled buffer.
+TEST(LoopTest, AnEmptyTripCountIsAnError) {
+  auto out =
+      RunCountingLoop(16, Tensor(DataType::kInt64, {0}), Tensor::Scalar(true), Tensor::FromVector<float>({1}, {7.f}));
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
 }
 
 // A Loop told to run 1e13 times stops at its run's deadline or cancellation, even with an empty body (no
@@ -152,17 +160,22 @@ onnx::GraphProto EchoBody() {
   return g;
 }
 
+// `scan` (with any inputs before them and attributes) over state s and scan input x through EchoBody.
+absl::StatusOr<std::vector<Tensor>> RunEchoScan(OpTest scan, Tensor s, Tensor x) {
+  return scan.Input("s", std::move(s))
+      .Input("x", std::move(x))
+      .Output("s_final")
+      .Output("ys")
+      .Attr("num_scan_inputs", int64_t{1})
+      .Attr(GraphAttr("body", EchoBody()))
+      .Run();
+}
+
 TEST(ScanTest, ReverseInputAlongAxisOneComesOutReversedOnAxisZero) {
-  auto out = OpTest("Scan", 16)
-                 .Input("s", Tensor::FromVector<float>({1}, {5.f}))
-                 .Input("x", Tensor::FromVector<float>({2, 3}, {1, 2, 3, 4, 5, 6}))
-                 .Output("s_final")
-                 .Output("ys")
-                 .Attr("num_scan_inputs", int64_t{1})
-                 .Attr("scan_input_axes", std::vector<int64_t>{1})
-                 .Attr("scan_input_directions", std::vector<int64_t>{1})
-                 .Attr(GraphAttr("body", EchoBody()))
-                 .Run();
+  auto out = RunEchoScan(OpTest("Scan", 16)
+                             .Attr("scan_input_axes", std::vector<int64_t>{1})
+                             .Attr("scan_input_directions", std::vector<int64_t>{1}),
+                         Tensor::FromVector<float>({1}, {5.f}), Tensor::FromVector<float>({2, 3}, {1, 2, 3, 4, 5, 6}));
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1}, {5.f}), (*out)[0]));
   // Columns of x, last first: [3,6], [2,5], [1,4].
@@ -170,18 +183,26 @@ TEST(ScanTest, ReverseInputAlongAxisOneComesOutReversedOnAxisZero) {
 }
 
 TEST(ScanTest, Scan8ScansEachBatchItemAlongAxisOne) {
-  auto out = OpTest("Scan", 8)
-                 .NoInput()
-                 .Input("s", Tensor::FromVector<float>({2, 1}, {5.f, 6.f}))
-                 .Input("x", Tensor::FromVector<float>({2, 2, 1}, {1, 2, 3, 4}))
-                 .Output("s_final")
-                 .Output("ys")
-                 .Attr("num_scan_inputs", int64_t{1})
-                 .Attr(GraphAttr("body", EchoBody()))
-                 .Run();
+  auto out = RunEchoScan(OpTest("Scan", 8).NoInput(), Tensor::FromVector<float>({2, 1}, {5.f, 6.f}),
+                         Tensor::FromVector<float>({2, 2, 1}, {1, 2, 3, 4}));
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({2, 1}, {5.f, 6.f}), (*out)[0]));
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({2, 2, 1}, {1, 2, 3, 4}), (*out)[1]));
+}
+
+// A scalar has no axis 0 to scan along, though NormalizeAxis accepts 0 for rank 0: its length was read
+// through an empty shape (a null read that killed the process).
+TEST(ScanTest, AScalarScanInputIsAnError) {
+  auto out = RunEchoScan(OpTest("Scan", 16), Tensor::FromVector<float>({1}, {5.f}), Tensor::Scalar(1.f));
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
+}
+
+// Scan-8 takes batch item b of every input, counting the items from the first state: an x of one item under
+// a state of two had item 1 read past its end, bytes that went into the output.
+TEST(ScanTest, Scan8InputsOfDifferentBatchSizesAreAnError) {
+  auto out = RunEchoScan(OpTest("Scan", 8).NoInput(), Tensor::FromVector<float>({2, 1}, {5.f, 6.f}),
+                         Tensor::FromVector<float>({1, 2, 1}, {1, 2}));
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
 }
 
 }  // namespace

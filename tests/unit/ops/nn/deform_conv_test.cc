@@ -1,6 +1,7 @@
 // DeformConv: zero offsets reduce it to a convolution, fractional offsets interpolate bilinearly with zeros
 // outside the image, mask and bias scale and shift, offset groups move their own channels, and the
 // shape errors.
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,22 @@ TEST(DeformConvTest, ZeroOffsetsGiveAPlainConvolution) {
                  .Run();
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_TRUE(TensorsClose(Floats({1, 1, 2, 2}, {12, 16, 24, 28}), (*out)[0]));
+}
+
+// A NaN offset passed the "outside the image" test (every comparison with NaN is false) and its floor was
+// converted to int64, undefined behaviour that made the output NaN on x86. As RoiAlign's NaN RoIs, a tap
+// that lies nowhere samples nothing: the other three taps still add up.
+TEST(DeformConvTest, ANanOffsetSamplesNothing) {
+  std::vector<float> offsets(32, 0.0f);
+  offsets[0] = std::numeric_limits<float>::quiet_NaN();  // tap 0's row offset at output (0, 0)
+  auto out = OpTest("DeformConv", 22)
+                 .Input("X", Floats({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9}))
+                 .Input("W", Floats({1, 1, 2, 2}, {1, 1, 1, 1}))
+                 .Input("offset", Floats({1, 8, 2, 2}, offsets))
+                 .Output("Y")
+                 .Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Floats({1, 1, 2, 2}, {11, 16, 24, 28}), (*out)[0]));  // 12 less the 1 at (0, 0)
 }
 
 TEST(DeformConvTest, PadsAndDilationsWhoseArithmeticOverflowsAreErrors) {

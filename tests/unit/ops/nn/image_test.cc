@@ -65,5 +65,14 @@ TEST(CenterCropPadTest, AxesSelectWhichDimsChange) {
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({2, 1}, {2, 5}), (*out)[0]));
 }
 
+// A scalar has no axis 0, though NormalizeAxis accepts 0 for rank 0: its dim and the output's were read and
+// written through an empty shape (a null write that killed the process).
+TEST(CenterCropPadTest, AScalarHasNoAxisToCropOrPad) {
+  auto out = OpTest("CenterCropPad", 18).Input("x", Tensor::Scalar(1.0f))
+                 .Input("shape", Tensor::FromVector<int64_t>({1}, {4})).Attr("axes", std::vector<int64_t>{0})
+                 .Output("y").Run();
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
+}
+
 }  // namespace
 }  // namespace onnxserve

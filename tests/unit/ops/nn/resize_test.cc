@@ -116,6 +116,27 @@ TEST(ResizeTest, TfCropAndResizeExtrapolatesOutsideTheInput) {
   EXPECT_TRUE(TensorsClose(Floats({3}, {1, 3, 10}), (*out)[0]));
 }
 
+// A NaN in the request's roi made every position NaN, which passed the "outside the input" test (NaN
+// compares false) and was converted to int64, undefined behaviour that read element 0 on x86. A position
+// that is not a number lies nowhere in the input: it takes extrapolation_value.
+TEST(ResizeTest, TfCropAndResizeExtrapolatesANanRoi) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (const std::string mode : {"nearest", "linear", "cubic"}) {
+    auto out = OpTest("Resize", 19)
+                   .Input("x", Floats({3}, {1, 2, 3}))
+                   .Input("roi", Floats({2}, {nan, 2}))
+                   .NoInput()
+                   .Input("sizes", Ints({2}))
+                   .Attr("mode", mode)
+                   .Attr("coordinate_transformation_mode", std::string("tf_crop_and_resize"))
+                   .Attr("extrapolation_value", 10.0f)
+                   .Output("y")
+                   .Run();
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_TRUE(TensorsClose(Floats({2}, {10, 10}), (*out)[0])) << mode;
+  }
+}
+
 TEST(ResizeTest, AspectRatioPoliciesScaleEveryAxisAlike) {
   // 2x4 to sizes 3x3: scales 1.5 and 0.75. not_larger uses 0.75 (2x3), not_smaller 1.5 (3x6).
   const std::vector<std::pair<std::string, Shape>> cases = {{"not_larger", {1, 2, 3}},

@@ -77,5 +77,19 @@ TEST(RotaryTest, OutOfRangePositionIsAnError) {
   EXPECT_FALSE(out.ok());
 }
 
+// The caches share X's type: they were read as X's element type whatever theirs was, so float16 caches under
+// a double X were read four times past their end (cache row 1023 of 1024 at byte 16368 of 4096).
+TEST(RotaryTest, CachesOfAnotherTypeThanXAreAnError) {
+  const Tensor half_cache(DataType::kFloat16, {1024, 1});
+  auto out = OpTest("RotaryEmbedding", 23)
+                 .Input("x", Tensor::FromVector<double>({1, 1, 1, 2}, {1, 2}))
+                 .Input("cos", half_cache)
+                 .Input("sin", half_cache)
+                 .Input("pos", Tensor::FromVector<int64_t>({1, 1}, {1023}))
+                 .Output("y")
+                 .Run();
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
+}
+
 }  // namespace
 }  // namespace onnxserve

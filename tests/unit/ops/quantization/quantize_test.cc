@@ -184,6 +184,24 @@ TEST(QLinearMatMulTest, RequantizesTheProduct) {
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<uint8_t>({1, 1}, {16}), (*out)[0]));
 }
 
+// y_scale and y_zero_point are scalars: element 0 of an empty one was read anyway, from a recycled buffer
+// that held whatever an earlier run (maybe another request) left there.
+TEST(QLinearMatMulTest, AnEmptyOutputScaleOrZeroPointIsAnError) {
+  const auto matmul = [](Tensor y_scale, Tensor y_zp) {
+    return OpTest("QLinearMatMul", 10)
+        .Input("a", Tensor::FromVector<uint8_t>({1, 2}, {2, 4})).Input("a_scale", Tensor::Scalar(0.5f))
+        .Input("a_zp", Tensor::Scalar<uint8_t>(0))
+        .Input("b", Tensor::FromVector<uint8_t>({2, 1}, {3, 5})).Input("b_scale", Tensor::Scalar(1.0f))
+        .Input("b_zp", Tensor::Scalar<uint8_t>(0))
+        .Input("y_scale", std::move(y_scale)).Input("y_zp", std::move(y_zp))
+        .Output("y").Run();
+  };
+  EXPECT_EQ(matmul(Tensor(DataType::kFloat, {0}), Tensor::Scalar<uint8_t>(10)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(matmul(Tensor::Scalar(2.0f), Tensor(DataType::kUint8, {0})).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(ConvIntegerTest, ConvolvesTheZeroPointShiftedInput) {
   // x - 1 = 0..8 on a 3x3 image, a 2x2 kernel of ones: sums of each 2x2 window.
   std::vector<uint8_t> x(9);

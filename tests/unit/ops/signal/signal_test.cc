@@ -1,5 +1,6 @@
 // DFT, STFT and MelWeightMatrix: transforms of impulses and of known signals, worked out by hand.
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 #include "gtest/gtest.h"
@@ -8,6 +9,7 @@
 namespace onnxserve {
 namespace {
 
+using testing::FailsWith;
 using testing::OpTest;
 using testing::TensorsClose;
 
@@ -79,6 +81,42 @@ TEST(MelWeightMatrixTest, OneFilterOverTheLowBins) {
                  .Input("lo", Tensor::Scalar(0.0f)).Input("hi", Tensor::Scalar(4000.0f)).Output("y").Run();
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({5, 1}, {1, 0.5f, 0, 0, 0}), (*out)[0]));
+}
+
+// Each of these inputs holds one value: element 0 of an empty tensor was read anyway, and it held whatever
+// the recycled buffer behind it held last (maybe another request's bytes).
+TEST(SignalTest, EmptyScalarInputsAreErrors) {
+  const Tensor none(DataType::kInt64, {0});
+  const Tensor signal = Tensor::FromVector<float>({1, 4, 1}, {1, 2, 3, 4});
+  EXPECT_TRUE(
+      FailsWith(OpTest("DFT", 20).Input("x", signal).Input("dft_length", none).Output("y").Run(), "dft_length"));
+  EXPECT_TRUE(FailsWith(OpTest("DFT", 20).Input("x", signal).NoInput().Input("axis", none).Output("y").Run(), "axis"));
+  EXPECT_TRUE(FailsWith(OpTest("STFT", 17).Input("x", signal).Input("step", none).NoInput()
+                            .Input("length", Tensor::Scalar<int64_t>(2)).Output("y").Run(), "frame_step"));
+  EXPECT_TRUE(FailsWith(OpTest("STFT", 17).Input("x", signal).Input("step", Tensor::Scalar<int64_t>(1)).NoInput()
+                            .Input("length", none).Output("y").Run(), "frame_length"));
+  EXPECT_TRUE(FailsWith(OpTest("MelWeightMatrix", 17).Input("bins", none)
+                            .Input("dft", Tensor::Scalar<int32_t>(8)).Input("rate", Tensor::Scalar<int32_t>(8000))
+                            .Input("lo", Tensor::Scalar(0.0f)).Input("hi", Tensor::Scalar(4000.0f)).Output("y").Run(),
+                        "num_mel_bins"));
+  EXPECT_TRUE(FailsWith(OpTest("MelWeightMatrix", 17).Input("bins", Tensor::Scalar<int32_t>(1))
+                            .Input("dft", Tensor::Scalar<int32_t>(8)).Input("rate", Tensor::Scalar<int32_t>(8000))
+                            .Input("lo", Tensor(DataType::kFloat, {0})).Input("hi", Tensor::Scalar(4000.0f))
+                            .Output("y").Run(),
+                        "lower_edge_hertz"));
+}
+
+absl::StatusOr<std::vector<Tensor>> MelFilters(float lower_hz, float upper_hz) {
+  return OpTest("MelWeightMatrix", 17).Input("bins", Tensor::Scalar<int32_t>(1))
+      .Input("dft", Tensor::Scalar<int32_t>(8)).Input("rate", Tensor::Scalar<int32_t>(8000))
+      .Input("lo", Tensor::Scalar(lower_hz)).Input("hi", Tensor::Scalar(upper_hz)).Output("y").Run();
+}
+
+// An edge frequency of NaN or 1e30 Hz put a filter edge on bin NaN or 1e27, which was converted to int64
+// (undefined behaviour) before its range was checked; it is checked in floating point and named instead.
+TEST(MelWeightMatrixTest, NonFiniteOrHugeEdgeFrequenciesAreErrors) {
+  EXPECT_TRUE(FailsWith(MelFilters(std::numeric_limits<float>::quiet_NaN(), 4000), "lower_edge_hertz nan"));
+  EXPECT_TRUE(FailsWith(MelFilters(0, 1e30f), "upper_edge_hertz 1e+30"));
 }
 
 }  // namespace

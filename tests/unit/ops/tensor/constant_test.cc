@@ -134,6 +134,16 @@ TEST(EyeLikeTest, NegativeKBelowTheDiagonalKeepsTheInputType) {
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<double>({3, 2}, {0, 0, 1, 0, 0, 1}), (*out)[0]));
 }
 
+// k = INT64_MIN was negated to find the first row: it stayed INT64_MIN, and a 1 was written at offset
+// INT64_MIN (element 0 for 4-byte elements, 2^63 bytes away for 1-byte ones).
+TEST(EyeLikeTest, DiagonalsBeyondTheMatrixLeaveItZero) {
+  for (const int64_t k : {std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()}) {
+    auto out = OpTest("EyeLike", 22).Input("x", Tensor(DataType::kFloat, {3, 2})).Attr("k", k).Output("y").Run();
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_TRUE(TensorsClose(Floats({3, 2}, {0, 0, 0, 0, 0, 0}), (*out)[0])) << k;
+  }
+}
+
 TEST(TriluTest, UpperWithPositiveK) {
   // np.triu(x, 1) of a 3x3 of 1..9.
   auto out = OpTest("Trilu", 14)
@@ -155,6 +165,25 @@ TEST(TriluTest, LowerWithNegativeKOnABatch) {
                  .Run();
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_TRUE(TensorsClose(Floats({2, 2, 3}, {0, 0, 0, 4, 0, 0, 0, 0, 0, 10, 0, 0}), (*out)[0]));
+}
+
+// Row i keeps the columns from i + k (upper) or up to i + k (lower): with k = INT64_MAX that sum wrapped to a
+// negative column, so triu kept rows it should have zeroed and tril zeroed the rows it should have kept.
+TEST(TriluTest, KPastTheLastColumnKeepsNothingAboveOrEverythingBelow) {
+  const Tensor x = Floats({2, 2}, {1, 2, 3, 4});
+  const Tensor k = Tensor::Scalar<int64_t>(std::numeric_limits<int64_t>::max());
+  auto upper = OpTest("Trilu", 14).Input("x", x).Input("k", k).Output("y").Run();
+  auto lower = OpTest("Trilu", 14).Input("x", x).Input("k", k).Attr("upper", int64_t{0}).Output("y").Run();
+  ASSERT_TRUE(upper.ok() && lower.ok()) << upper.status() << lower.status();
+  EXPECT_TRUE(TensorsClose(Floats({2, 2}, {0, 0, 0, 0}), (*upper)[0]));
+  EXPECT_TRUE(TensorsClose(x, (*lower)[0]));
+}
+
+// k is a scalar: an empty tensor was read at element 0 anyway.
+TEST(TriluTest, AnEmptyKIsAnError) {
+  auto out =
+      OpTest("Trilu", 14).Input("x", Floats({1, 1}, {1})).Input("k", Tensor(DataType::kInt64, {0})).Output("y").Run();
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
 }
 
 TEST(ConstantOfShapeTest, RejectsShapesPastTheElementLimit) {

@@ -50,6 +50,16 @@ TEST(CompressTest, StringsAndARejectedConditionBeyondTheAxis) {
                           .Attr("axis", int64_t{0}).Output("y")).ok());
 }
 
+// An axis of 3 slices of nothing: the slice count was worked out as 0 elements / (3 slices * 0 per slice), an
+// integer division by zero that killed the process.
+TEST(CompressTest, SlicesOfNoElementsAreKeptAsEmptySlices) {
+  const Tensor empty_rows(DataType::kFloat, {3, 0});
+  auto y = RunOne(OpTest("Compress", 11).Input("a", empty_rows).Input("c", Bools({true, false, true}))
+                      .Attr("axis", int64_t{0}).Output("y"));
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), (Shape{2, 0}));
+}
+
 // The spec's two examples.
 TEST(ReverseSequenceTest, SpecExamples) {
   const Tensor x = Floats({4, 4}, {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15});
@@ -120,6 +130,17 @@ TEST(MaxUnpoolTest, RejectsAnIndexOutsideTheOutputAndASmallerOutputShape) {
   EXPECT_FALSE(RunOne(OpTest("MaxUnpool", 22).Input("x", Floats({1, 1, 1, 1}, {1}))
                           .Input("i", Tensor::FromVector<int64_t>({1, 1, 1, 1}, {4}))
                           .Attr("kernel_shape", std::vector<int64_t>{2, 2}).Output("y")).ok());
+}
+
+// Pads of 3 on every side of a 1x1 input and kernel leave spatial dims of -5: the two negatives made 25
+// positions, which an output_shape of [1, 1, 0, 0] (each dim "at least" -5) let an index write past its end.
+TEST(MaxUnpoolTest, PadsThatLeaveANegativeDimAreAnError) {
+  auto y = RunOne(OpTest("MaxUnpool", 22).Input("x", Floats({1, 1, 1, 1}, {1}))
+                      .Input("i", Tensor::FromVector<int64_t>({1, 1, 1, 1}, {24}))
+                      .Input("shape", Tensor::FromVector<int64_t>({4}, {1, 1, 0, 0}))
+                      .Attr("kernel_shape", std::vector<int64_t>{1, 1}).Attr("pads", std::vector<int64_t>{3, 3, 3, 3})
+                      .Output("y"));
+  EXPECT_EQ(y.status().code(), absl::StatusCode::kInvalidArgument) << y.status();
 }
 
 absl::StatusOr<Tensor> Window(const std::string& op, int64_t size, int64_t periodic) {

@@ -1,6 +1,7 @@
 // ScatterElements, ScatterND and TensorScatter: spec examples, each reduction with duplicate indices, reductions
 // rejected by versions that lack them, negative and out-of-range indices, strings, the deprecated Scatter, and
 // KV-cache writes (linear and circular).
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -177,6 +178,18 @@ TEST(TensorScatterTest, CircularWritesWrapAndLinearOnesMustFit) {
   y = TensorScatter("linear", Floats({1, 3, 1}, {0, 0, 0}), Floats({1, 2, 2}, {1, 2, 3, 4}), std::nullopt);
   ASSERT_FALSE(y.ok());
   EXPECT_NE(y.status().message().find("must have past_cache"), std::string::npos) << y.status();
+}
+
+// A write index of INT64_MAX: start + count overflowed, so a linear write passed the "fits" check, and a
+// circular one wrapped to INT64_MIN, whose position mod 3 (1) repeated the first instead of following it (2).
+TEST(TensorScatterTest, TheLargestWriteIndexWrapsOrIsRefusedWithoutOverflow) {
+  const Tensor at_max = Ints({1}, {std::numeric_limits<int64_t>::max()});
+  auto y = TensorScatter("circular", Floats({1, 3, 1}, {0, 0, 0}), Floats({1, 2, 1}, {1, 2}), at_max);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_TRUE(TensorsClose(Floats({1, 3, 1}, {0, 1, 2}), *y));  // (2^63 - 1) mod 3 = 1
+
+  y = TensorScatter("linear", Floats({1, 3, 1}, {0, 0, 0}), Floats({1, 1, 1}, {1}), at_max);
+  EXPECT_EQ(y.status().code(), absl::StatusCode::kInvalidArgument) << y.status();
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 // Slice (clamping, negative steps, omitted axes/steps, attribute form) and Tile (both versions).
+#include <limits>
 #include <numeric>
 
 #include "gtest/gtest.h"
@@ -52,6 +53,19 @@ TEST(SliceTest, NegativeAxesAndIndicesCountFromTheEnd) {
                  .Run();
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_TRUE(TensorsClose(Floats({2, 1}, {2, 6}), (*out)[0]));
+}
+
+// A step of INT64_MAX takes one element, as numpy's x[0::2**63-1] does: counting it as (end - start + step - 1)
+// / step overflowed int64, and the slice came out empty; -INT64_MIN overflowed likewise.
+TEST(SliceTest, StepsAsLargeAsInt64TakeOneElement) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max(), kMin = std::numeric_limits<int64_t>::min();
+  auto forward = OpTest("Slice", 13).Input("x", Iota({5})).Input("starts", Ints({0})).Input("ends", Ints({kMax}))
+                     .Input("axes", Ints({0})).Input("steps", Ints({kMax})).Output("y").Run();
+  auto backward = OpTest("Slice", 13).Input("x", Iota({5})).Input("starts", Ints({-1})).Input("ends", Ints({kMin}))
+                      .Input("axes", Ints({0})).Input("steps", Ints({kMin})).Output("y").Run();
+  ASSERT_TRUE(forward.ok() && backward.ok()) << forward.status() << backward.status();
+  EXPECT_TRUE(TensorsClose(Floats({1}, {0}), (*forward)[0]));
+  EXPECT_TRUE(TensorsClose(Floats({1}, {4}), (*backward)[0]));
 }
 
 TEST(SliceTest, EmptyWhenStartIsPastEnd) {
@@ -120,6 +134,25 @@ TEST(TileTest, Opset1RepeatsAlongOneAxis) {
                  .Run();
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_TRUE(TensorsClose(Floats({2, 4}, {0, 1, 0, 1, 2, 3, 2, 3}), (*out)[0]));
+}
+
+// tiles and axis hold one value each: element 0 of an empty one was read anyway, from a recycled buffer.
+TEST(TileTest, Opset1RejectsAnEmptyTilesOrAxis) {
+  const Tensor none(DataType::kInt64, {0});
+  auto no_tiles = OpTest("Tile", 1).Input("x", Iota({2, 2})).Input("tiles", none)
+                      .Input("axis", Tensor::Scalar<int64_t>(1)).Output("y").Run();
+  auto no_axis = OpTest("Tile", 1).Input("x", Iota({2, 2})).Input("tiles", Tensor::Scalar<int64_t>(2))
+                     .Input("axis", none).Output("y").Run();
+  EXPECT_EQ(no_tiles.status().code(), absl::StatusCode::kInvalidArgument) << no_tiles.status();
+  EXPECT_EQ(no_axis.status().code(), absl::StatusCode::kInvalidArgument) << no_axis.status();
+}
+
+// A scalar has no axis 0, though NormalizeAxis accepts 0 for rank 0: the count was written into a list of
+// no repeats (a null write that killed the process).
+TEST(TileTest, Opset1RejectsAScalarInput) {
+  auto out = OpTest("Tile", 1).Input("x", Tensor::Scalar(1.0f)).Input("tiles", Tensor::Scalar<int64_t>(2))
+                 .Input("axis", Tensor::Scalar<int64_t>(0)).Output("y").Run();
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
 }
 
 TEST(TileTest, RejectsTheWrongNumberOfRepeats) {

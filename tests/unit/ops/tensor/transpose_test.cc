@@ -116,6 +116,13 @@ TEST(DepthToSpaceTest, DcrAndCrdFollowTheSpecFormulas) {
   EXPECT_TRUE(TensorsClose(ReferenceDepthToSpace(x, 2, true), (*crd)[0]));
 }
 
+// A blocksize of 2^32 squared to 2^64, which wrapped to 0: "channels % 0" killed the process.
+TEST(DepthToSpaceTest, ABlockWhoseSquareOverflowsIsAnError) {
+  auto out = OpTest("DepthToSpace", 13).Input("x", Iota({1, 4, 1, 1})).Attr("blocksize", int64_t{1} << 32)
+                 .Output("y").Run();
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
+}
+
 TEST(SpaceToDepthTest, InvertsDepthToSpaceDcr) {
   const Tensor x = Iota({1, 3, 4, 6});
   auto s2d = OpTest("SpaceToDepth", 13).Input("x", x).Attr("blocksize", int64_t{2}).Output("y").Run();

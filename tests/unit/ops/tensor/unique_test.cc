@@ -47,5 +47,12 @@ TEST(UniqueTest, Strings) {
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<std::string>({2}, {"a", "b"}), (*out)[0]));
 }
 
+// A scalar has no axis 0, though NormalizeAxis accepts 0 for rank 0: its slice count was read, and the
+// output's dim written, through an empty shape (a null access that killed the process).
+TEST(UniqueTest, AScalarHasNoAxisToCompareAlong) {
+  auto out = OpTest("Unique", 11).Input("x", Tensor::Scalar(1.0f)).Attr("axis", int64_t{0}).Output("y").Run();
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
+}
+
 }  // namespace
 }  // namespace onnxserve
