@@ -54,11 +54,26 @@ int64_t ColumnBlock(int64_t depth_block) {
   return std::max<int64_t>(kPanelColumns, columns / kPanelColumns * kPanelColumns);
 }
 
-// How much longer than an even share of `size` the biggest chunk is when `threads` split it in whole
-// panels of `panel` (the last one possibly partial).
-double Imbalance(int64_t size, int64_t panel, int threads) {
-  const int64_t biggest = std::min(size, CeilDiv(CeilDiv(size, panel), threads) * panel);
-  return static_cast<double>(biggest * threads) / static_cast<double>(size);
+// The work of chunk [begin, end) of `size` rows or columns split in panels of `panel`: the partial last
+// panel costs its width rounded up to `unit` (whole vectors of columns, a whole panel of rows), as the
+// micro-kernels run it.
+int64_t ChunkWork(int64_t begin, int64_t end, int64_t size, int64_t panel, int64_t unit) {
+  end = std::min(end, size);
+  const int64_t tail = end == size ? size % panel : 0;
+  return end - begin - tail + CeilDiv(tail, unit) * unit;
+}
+
+// How much longer than an even share the biggest chunk is when ParallelFor splits `size` rows or columns
+// over `threads` in panels of `panel`: chunk c of p panels over t threads is panels [c * p / t,
+// (c + 1) * p / t), so 196 columns split 96 + 100 over two threads, not 144 + 52.
+double Imbalance(int64_t size, int64_t panel, int64_t unit, int threads) {
+  const int64_t panels = CeilDiv(size, panel), chunks = std::min<int64_t>(threads, panels);
+  int64_t biggest = 0;
+  for (int64_t c = 0; c < chunks; ++c) {
+    biggest = std::max(biggest, ChunkWork(c * panels / chunks * panel, (c + 1) * panels / chunks * panel, size,
+                                          panel, unit));
+  }
+  return static_cast<double>(biggest * threads) / static_cast<double>(ChunkWork(0, size, size, panel, unit));
 }
 
 // Whether an [m x n] product splits over its column panels (else its row panels). Columns are
@@ -66,7 +81,8 @@ double Imbalance(int64_t size, int64_t panel, int threads) {
 // evenly, as with a 7x7 map's 49 columns (48 + 1).
 bool SplitColumns(int64_t m, int64_t n, int threads) {
   constexpr double kColumnPreference = 1.25;
-  return Imbalance(n, kPanelColumns, threads) <= kColumnPreference * Imbalance(m, kPanelRows, threads);
+  return Imbalance(n, kPanelColumns, kPanelAlignment, threads) <=
+         kColumnPreference * Imbalance(m, kPanelRows, kPanelRows, threads);
 }
 
 // The activations the micro-kernels apply in their registers (PanelOutput); MultiplyTile applies the

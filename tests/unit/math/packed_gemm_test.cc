@@ -180,6 +180,38 @@ TEST_F(PackedGemmTest, SplitsColumnsOrRowsOverThreads) {
   CheckAgainstReference({600, 1, 300, true, true, true, 2});
 }
 
+TEST_F(PackedGemmTest, ThreadCountNeverChangesABit) {
+  // Every element of C sums its depth in the same order however the pool splits the product: ResNet-50's
+  // 14x14 maps (196 columns: 96 + 100 over two threads, three panels with 4 columns left over), its 7x7
+  // ones (49: rows split), a keyword spotter's 25x5 (125) and a 28x28 map (784: 17 panels), under a bias,
+  // a residual and Relu. Threads never see a column panel cut in two, where the narrow kernel's separate
+  // sums would change the last bits.
+  for (const auto& [m, n, k] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+           {256, 196, 300}, {512, 49, 600}, {64, 125, 64}, {128, 784, 100}, {24, 196, 40}}) {
+    const std::vector<float> a = RandomFloats(m * k, 7), b = RandomFloats(k * n, 8);
+    const std::vector<float> bias = RandomFloats(m, 9), z = RandomFloats(m * n, 10);
+    const GemmEpilogue epilogue{.bias = bias.data(), .z = z.data(), .ldz = n, .activation = {ActivationKind::kRelu}};
+    const PackedRows packed_a(a.data(), m, k, k);
+    const PackedColumns packed_b(b.data(), k, n, n, false, 1.0f);
+    std::vector<float> one_thread_left, one_thread_right;
+    for (int threads : {1, 2, 3}) {
+      ThreadPool pool(threads);
+      std::vector<float> left(m * n), right(m * n);
+      PackedGemm(packed_a, n, b.data(), n, left.data(), n, epilogue, &pool);
+      PackedGemm(a.data(), m, k, false, packed_b, right.data(), n, epilogue, &pool);
+      if (threads == 1) {
+        one_thread_left = left;
+        one_thread_right = right;
+        continue;
+      }
+      EXPECT_EQ(std::memcmp(left.data(), one_thread_left.data(), left.size() * sizeof(float)), 0)
+          << m << "x" << n << "x" << k << ", W packed, threads " << threads;
+      EXPECT_EQ(std::memcmp(right.data(), one_thread_right.data(), right.size() * sizeof(float)), 0)
+          << m << "x" << n << "x" << k << ", B packed, threads " << threads;
+    }
+  }
+}
+
 TEST_F(PackedGemmTest, RightOperandIsScaledWhenPacked) {
   // Gemm folds alpha into its packed B: 2 * ([1 2] x [3 4]^T) = 22.
   const std::vector<float> a = {1, 2}, b = {3, 4};
