@@ -132,48 +132,108 @@ struct ColumnSource {
   const ColumnRowFn* make = nullptr;
 };
 
-// C rows [panel_begin * 8, panel_end * 8) x columns [column_begin, column_end).
+// Packs B's rows [k, k + block_depth) x columns [column, column + columns) into `packed`, from B as stored
+// or made row by row into `made`.
+void PackBlock(const ColumnSource& source, int64_t k, int64_t block_depth, int64_t column, int64_t columns,
+               float* made, float* packed) {
+  if (source.make == nullptr) {
+    return Kernels().pack_columns(source.b + k * source.ldb + column, source.ldb, block_depth, columns, packed);
+  }
+  for (int64_t row = 0; row < block_depth; ++row) {
+    (*source.make)(k + row, column, columns, made);
+    Kernels().pack_columns_row(made, columns, block_depth, row, packed);
+  }
+}
+
+// C rows [panel_begin * 8, panel_end * 8) x columns [column, column + columns) += depth block [k, k +
+// block_depth) of the product, B's block packed.
+void MultiplyBlock(const PackedRows& a, int64_t panel_begin, int64_t panel_end, int64_t k, int64_t block_depth,
+                   int64_t column, int64_t columns, const float* packed, float* c, int64_t ldc,
+                   const GemmEpilogue& epilogue) {
+  const bool first = k == 0, last = k + block_depth == a.depth();
+  // A few A panels at a time: each B panel (block_depth x 48) stays in L1 while they pass it, and the
+  // C rows they write stay few enough for the cache and the TLB. A shallow block does little work per
+  // tile of C, so C's traffic matters more: one A panel at a time then walks C row by row.
+  const int64_t panels_per_pass = block_depth >= kMinDepthForPasses ? kPanelsPerPass : 1;
+  for (int64_t p_begin = panel_begin; p_begin < panel_end; p_begin += panels_per_pass) {
+    const int64_t p_end = std::min(panel_end, p_begin + panels_per_pass);
+    for (int64_t j = 0; j < columns; j += kPanelColumns) {
+      const int64_t tile_columns = std::min<int64_t>(kPanelColumns, columns - j);
+      for (int64_t p = p_begin; p < p_end; ++p) {
+        const int64_t row = p * kPanelRows;
+        const int rows = static_cast<int>(std::min<int64_t>(kPanelRows, a.rows() - row));
+        MultiplyTile(a.panel(p) + k * kPanelRows, packed + j * block_depth, block_depth, tile_columns, rows,
+                     OutputAt(c, ldc, row, column + j, epilogue, first, last), epilogue, last);
+      }
+    }
+  }
+}
+
+// Calls fn(k, block_depth) for each depth block of `depth`: at least one, even of depth 0, so that C =
+// bias + z still gets written.
+template <typename Fn>
+void ForEachDepthBlock(int64_t depth, Fn fn) {
+  const int64_t depth_block = DepthBlock(depth);
+  int64_t k = 0;
+  do {
+    const int64_t block_depth = std::min(depth_block, depth - k);
+    fn(k, block_depth);
+    k += block_depth;
+  } while (k < depth);
+}
+
+// C rows [panel_begin * 8, panel_end * 8) x columns [column_begin, column_end), each block of B packed
+// by the calling thread just before it is multiplied.
 void MultiplyRange(const PackedRows& a, int64_t panel_begin, int64_t panel_end, int64_t column_begin,
                    int64_t column_end, const ColumnSource& source, float* c, int64_t ldc,
                    const GemmEpilogue& epilogue) {
-  const int64_t depth = a.depth(), depth_block = DepthBlock(depth);
-  const int64_t column_block = ColumnBlock(depth_block);
+  const int64_t depth_block = DepthBlock(a.depth()), column_block = ColumnBlock(depth_block);
   float* packed = ThreadScratch(ScratchSlot::kPackedBlock, PackedColumnsSize(depth_block, column_block));
   float* made = source.make != nullptr ? ThreadScratch(ScratchSlot::kMadeRow, column_block) : nullptr;
   for (int64_t column = column_begin; column < column_end; column += column_block) {
     const int64_t columns = std::min(column_block, column_end - column);
-    // At least one block, even of depth 0, so that C = bias + z still gets written.
-    int64_t k = 0;
-    do {
-      const int64_t block_depth = std::min(depth_block, depth - k);
-      if (made != nullptr) {
-        for (int64_t row = 0; row < block_depth; ++row) {
-          (*source.make)(k + row, column, columns, made);
-          Kernels().pack_columns_row(made, columns, block_depth, row, packed);
-        }
-      } else {
-        Kernels().pack_columns(source.b + k * source.ldb + column, source.ldb, block_depth, columns, packed);
-      }
-      const bool first = k == 0, last = k + block_depth == depth;
-      // A few A panels at a time: each B panel (block_depth x 48) stays in L1 while they pass it, and the
-      // C rows they write stay few enough for the cache and the TLB. A shallow block does little work per
-      // tile of C, so C's traffic matters more: one A panel at a time then walks C row by row.
-      const int64_t panels_per_pass = block_depth >= kMinDepthForPasses ? kPanelsPerPass : 1;
-      for (int64_t p_begin = panel_begin; p_begin < panel_end; p_begin += panels_per_pass) {
-        const int64_t p_end = std::min(panel_end, p_begin + panels_per_pass);
-        for (int64_t j = 0; j < columns; j += kPanelColumns) {
-          const int64_t tile_columns = std::min<int64_t>(kPanelColumns, columns - j);
-          for (int64_t p = p_begin; p < p_end; ++p) {
-            const int64_t row = p * kPanelRows;
-            const int rows = static_cast<int>(std::min<int64_t>(kPanelRows, a.rows() - row));
-            MultiplyTile(a.panel(p) + k * kPanelRows, packed + j * block_depth, block_depth, tile_columns, rows,
-                         OutputAt(c, ldc, row, column + j, epilogue, first, last), epilogue, last);
-          }
-        }
-      }
-      k += block_depth;
-    } while (k < depth);
+    ForEachDepthBlock(a.depth(), [&](int64_t k, int64_t block_depth) {
+      PackBlock(source, k, block_depth, column, columns, made, packed);
+      MultiplyBlock(a, panel_begin, panel_end, k, block_depth, column, columns, packed, c, ldc, epilogue);
+    });
   }
+}
+
+// Most floats of B a row split packs once for all threads (4 MiB, which the calling thread then keeps as
+// scratch; a 7x7 map's 3x3 Conv of 512 channels takes 1.2 MiB); a bigger B is packed block by block by
+// each thread.
+constexpr int64_t kMaxSharedColumnFloats = int64_t{1} << 20;
+// Fewer floats than this (a 1x1 map's squeeze-and-excite vector) pack faster than a second hand-off.
+constexpr int64_t kMinSharedColumnFloats = int64_t{1} << 15;
+
+// Whether a row split packs all of B once, shared, instead of each thread packing all of it: B fits in
+// one column block (so the threads' blocks are the very ones a lone thread packs) and is worth a hand-off.
+bool PacksColumnsOnce(int64_t depth, int64_t n) {
+  if (n > ColumnBlock(DepthBlock(depth))) return false;
+  const int64_t floats = PackedColumnsSize(depth, n);  // at most 2^18 columns of a depth that W's size bounds
+  return floats >= kMinSharedColumnFloats && floats <= kMaxSharedColumnFloats;
+}
+
+// The row split of a product whose B all threads multiply (PacksColumnsOnce, so depth > 0): the pool packs
+// B's depth blocks once, each block by one thread, into the caller's scratch, then splits A's row panels
+// over the packed blocks. Each thread made and packed all of a 7x7 map's im2col before, some tenth of the
+// 3x3 Conv's time.
+void MultiplyRowsOfSharedColumns(const PackedRows& a, int64_t n, const ColumnSource& source, float* c, int64_t ldc,
+                                 const GemmEpilogue& epilogue, ThreadPool& pool) {
+  const int64_t depth = a.depth(), depth_block = DepthBlock(depth);
+  float* packed = ThreadScratch(ScratchSlot::kSharedColumns, PackedColumnsSize(depth, n));
+  pool.ParallelFor(CeilDiv(depth, depth_block), 1, [&](int64_t begin, int64_t end) {
+    float* made = source.make != nullptr ? ThreadScratch(ScratchSlot::kMadeRow, n) : nullptr;
+    for (int64_t block = begin; block < end; ++block) {
+      const int64_t k = block * depth_block;
+      PackBlock(source, k, std::min(depth_block, depth - k), 0, n, made, packed + PackedColumnsSize(k, n));
+    }
+  });
+  pool.ParallelFor(CeilDiv(a.rows(), kPanelRows), 1, [&](int64_t begin, int64_t end) {
+    ForEachDepthBlock(depth, [&](int64_t k, int64_t block_depth) {
+      MultiplyBlock(a, begin, end, k, block_depth, 0, n, packed + PackedColumnsSize(k, n), c, ldc, epilogue);
+    });
+  });
 }
 
 void MultiplyOverPool(const PackedRows& a, int64_t n, const ColumnSource& b, float* c, int64_t ldc,
@@ -187,11 +247,14 @@ void MultiplyOverPool(const PackedRows& a, int64_t n, const ColumnSource& b, flo
     return MultiplyRange(a, 0, panels, 0, n, b, c, ldc, epilogue);
   }
   // Columns split best (each thread packs only its own B), unless rows share out more evenly (a 7x7
-  // map's 2 column panels, 48 + 1 columns): each thread then packs all of B, which is then small.
+  // map's 2 column panels, 48 + 1 columns): B is then packed once for all threads when it is big enough
+  // to be worth it, else by each thread.
   if (SplitColumns(a.rows(), n, threads)) {
     pool->ParallelFor(column_panels, 1, [&](int64_t begin, int64_t end) {
       MultiplyRange(a, 0, panels, begin * kPanelColumns, std::min(n, end * kPanelColumns), b, c, ldc, epilogue);
     });
+  } else if (PacksColumnsOnce(a.depth(), n)) {
+    MultiplyRowsOfSharedColumns(a, n, b, c, ldc, epilogue, *pool);
   } else {
     pool->ParallelFor(panels, 1, [&](int64_t begin, int64_t end) {
       MultiplyRange(a, begin, end, 0, n, b, c, ldc, epilogue);
