@@ -173,9 +173,11 @@ TEST_F(PackedGemmTest, SplitsColumnsOrRowsOverThreads) {
   CheckAgainstReference({64, 3000, 64, true, false, true, 2});  // many column panels: columns split
   CheckAgainstReference({64, 40, 300, true, true, false, 2});   // one column panel: rows split
   CheckAgainstReference({64, 49, 700, false, false, true, 3});
-  // Matrix-vector products of a large weight (an MLP at batch 1 and 3; a 1x1 Conv on a 1x1 map, n = 1):
-  // split though the arithmetic is little, since streaming the weight is the cost.
+  // Matrix-vector products of a large weight (an MLP at batch 1 and 3; a 1x1 Conv on a 1x1 map, n = 1; an
+  // LSTM step's recurrent 128 x 512): split though the arithmetic is little, since streaming the weight is
+  // the cost.
   CheckAgainstReference({1, 520, 300, true, false, true, 2});
+  CheckAgainstReference({1, 512, 128, true, true, false, 2});
   CheckAgainstReference({3, 500, 290, true, true, false, 2});
   CheckAgainstReference({600, 1, 300, true, true, true, 2});
 }
@@ -185,10 +187,12 @@ TEST_F(PackedGemmTest, ThreadCountNeverChangesABit) {
   // 14x14 maps (196 columns: 96 + 100 over two threads, three panels with 4 columns left over), its 7x7
   // ones (49: rows split over B packed once for all threads, in two depth blocks), 20 columns (rows split,
   // each thread packing B), a keyword spotter's 25x5 (125) and a 28x28 map (784: 17 panels), under a bias,
-  // a residual and Relu, B given whole or made row by row as im2col's is. Threads never see a column panel
-  // cut in two, where the narrow kernel's separate sums would change the last bits.
+  // a residual and Relu, B given whole or made row by row as im2col's is, and an LSTM step's recurrent
+  // matrix-vector product. Threads never see a column panel cut in two, where the narrow kernel's separate
+  // sums would change the last bits.
   for (const auto& [m, n, k] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
-           {256, 196, 300}, {512, 49, 600}, {600, 20, 400}, {64, 125, 64}, {128, 784, 100}, {24, 196, 40}}) {
+           {256, 196, 300}, {512, 49, 600}, {600, 20, 400}, {64, 125, 64}, {128, 784, 100}, {24, 196, 40},
+           {1, 512, 128}}) {
     const std::vector<float> a = RandomFloats(m * k, 7), b = RandomFloats(k * n, 8);
     const std::vector<float> bias = RandomFloats(m, 9), z = RandomFloats(m * n, 10);
     const GemmEpilogue epilogue{.bias = bias.data(), .z = z.data(), .ldz = n, .activation = {ActivationKind::kRelu}};
