@@ -9,11 +9,13 @@
 
 #include <cmath>
 #include <limits>
+#include <new>
 #include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "runtime/math/isa.h"
+#include "runtime/math/scratch.h"
 #include "runtime/math/vector_kernels.h"
 #include "tests/support/activation_reference.h"
 #include "tests/support/op_test.h"
@@ -272,6 +274,31 @@ TEST_F(PackedGemmTest, EqualRowsOfAGiveBitIdenticalRowsOfC) {
       }
     }
   }
+}
+
+// AddressSanitizer aborts on a request past its limit instead of returning null (scripts/sanitize.sh
+// leaves allocator_may_return_null off), so the failing allocation can only be asked for without it.
+constexpr bool kUnderAddressSanitizer =
+#if defined(__SANITIZE_ADDRESS__)
+    true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+    true;
+#else
+    false;
+#endif
+#else
+    false;
+#endif
+
+TEST(ThreadScratchTest, AnAllocationThatFailsThrowsAndKeepsTheBuffer) {
+  if (kUnderAddressSanitizer) GTEST_SKIP() << "AddressSanitizer aborts on the failing allocation";
+  float* small = ThreadScratch(ScratchSlot::kPackedBlock, 16);
+  small[15] = 1.0f;
+  EXPECT_THROW(ThreadScratch(ScratchSlot::kPackedBlock, int64_t{1} << 60), std::bad_alloc);
+  float* again = ThreadScratch(ScratchSlot::kPackedBlock, 16);
+  EXPECT_EQ(again, small);
+  EXPECT_EQ(again[15], 1.0f);
 }
 
 TEST(IsaTest, NamesRoundTrip) {
