@@ -123,6 +123,10 @@ BENCHMARK(BM_Conv)
     ->Args({2048, 7, 512, 1, 1, 1, 1})
     ->Args({256, 56, 512, 1, 2, 1, 1})
     ->Args({64, 56, 64, 3, 1, 2, 1})
+    // The 14x14 and 7x7 stages on two threads: 196 columns split 96 + 100, 49 split by rows.
+    ->Args({256, 14, 256, 3, 1, 2, 1})
+    ->Args({1024, 14, 256, 1, 1, 2, 1})
+    ->Args({512, 7, 512, 3, 1, 2, 1})
     // MobileNetV2's pointwise expansions and projections: few input channels, or small maps.
     ->Args({16, 112, 96, 1, 1, 1, 1})
     ->Args({144, 56, 24, 1, 1, 1, 1})

@@ -40,22 +40,64 @@ void CpuRelax() {
 
 }  // namespace
 
+// Shared by the caller and each worker that pops it, so a worker that finishes the last chunk can still
+// wake the caller through `mu` and `cv` after the caller has seen `done` reach `chunks` and returned.
+struct ThreadPool::Job {
+  Job(int64_t n, int64_t chunks, const std::function<void(int64_t, int64_t)>& fn)
+      : n(n), chunks(chunks), fn(fn), account(CurrentMemoryAccount()), limits(CurrentRunLimits()) {}
+  const int64_t n, chunks;
+  const std::function<void(int64_t, int64_t)>& fn;
+  // Chunks allocate on behalf of the caller's run, whichever thread runs them, so they charge its budget
+  // and stop with it.
+  const std::shared_ptr<MemoryAccount> account;
+  const RunLimits* const limits;
+  std::atomic<int64_t> next{0};  // the next chunk to claim
+  std::atomic<int64_t> done{0};  // chunks finished; reaching `chunks` publishes `error`
+  // Set before the caller sleeps on `cv`, so that the last chunk locks `mu` to wake it only then: while
+  // the caller polls, finishing a chunk touches no lock.
+  std::atomic<bool> caller_sleeps{false};
+  std::mutex mu;
+  std::condition_variable cv;
+  std::exception_ptr error;  // the first exception a chunk threw; written under mu
+};
+
+// An exception thrown by fn (a failed allocation) must not escape a worker, where it would terminate the
+// process: the first one is kept for the caller to rethrow once every chunk has finished.
+void ThreadPool::RunChunks(Job& job) {
+  ScopedMemoryAccount charge_to_caller(job.account);
+  ScopedRunLimits stop_with_caller(job.limits);
+  for (int64_t c; (c = job.next.fetch_add(1)) < job.chunks;) {
+    try {
+      job.fn(c * job.n / job.chunks, (c + 1) * job.n / job.chunks);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(job.mu);
+      if (!job.error) job.error = std::current_exception();
+    }
+    // Sequentially consistent with the caller's caller_sleeps store and done load: either it sees this
+    // chunk done before it sleeps, or this sees it sleeping and wakes it.
+    if (job.done.fetch_add(1) + 1 == job.chunks && job.caller_sleeps.load()) {
+      std::lock_guard<std::mutex> lock(job.mu);
+      job.cv.notify_all();
+    }
+  }
+}
+
 void ThreadPool::WorkerLoop() {
   for (;;) {
     const auto spin_end = std::chrono::steady_clock::now() + kSpinBeforeSleep;
     while (queued_.load(std::memory_order_relaxed) == 0 && std::chrono::steady_clock::now() < spin_end) {
       CpuRelax();
     }
-    std::function<void()> task;
+    std::shared_ptr<Job> job;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) return;
-      task = std::move(queue_.back());
+      job = std::move(queue_.back());
       queue_.pop_back();
       queued_.store(static_cast<int64_t>(queue_.size()), std::memory_order_relaxed);
     }
-    task();
+    RunChunks(*job);
   }
 }
 
@@ -69,52 +111,27 @@ void ThreadPool::ParallelFor(int64_t n, int64_t min_chunk,
     return;
   }
   // Chunks are claimed through a shared counter, so the caller runs any chunk no worker has started yet
-  // and never waits on a busy pool.
-  // An exception thrown by fn (a failed allocation) must not escape a worker, where it would terminate the
-  // process: the first one is kept and rethrown on the caller's thread once every chunk has finished, so fn
-  // is never called after ParallelFor returns.
-  struct State {
-    std::atomic<int64_t> next{0};
-    std::atomic<int64_t> done{0};
-    std::mutex mu;
-    std::condition_variable cv;
-    std::exception_ptr error;  // guarded by mu
-  };
-  auto state = std::make_shared<State>();
-  // Chunks allocate on behalf of the caller's run, whichever thread runs them, so they charge its budget
-  // and stop with it.
-  auto run_chunks = [state, n, chunks, &fn, account = CurrentMemoryAccount(), limits = CurrentRunLimits()] {
-    ScopedMemoryAccount charge_to_caller(account);
-    ScopedRunLimits stop_with_caller(limits);
-    for (int64_t c; (c = state->next.fetch_add(1)) < chunks;) {
-      try {
-        fn(c * n / chunks, (c + 1) * n / chunks);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(state->mu);
-        if (!state->error) state->error = std::current_exception();
-      }
-      if (state->done.fetch_add(1) + 1 == chunks) {
-        std::lock_guard<std::mutex> lock(state->mu);
-        state->cv.notify_all();
-      }
-    }
-  };
+  // and never waits on a busy pool; fn is never called after ParallelFor returns.
+  auto job = std::make_shared<Job>(n, chunks, fn);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (int64_t i = 1; i < chunks; ++i) queue_.push_back(run_chunks);
+    for (int64_t i = 1; i < chunks; ++i) queue_.push_back(job);
     queued_.store(static_cast<int64_t>(queue_.size()), std::memory_order_relaxed);
   }
   cv_.notify_all();
-  run_chunks();
+  RunChunks(*job);
   // The workers' chunks usually end within microseconds of the caller's: poll for them as idle workers
   // poll for work, since sleeping on the condition variable costs a wake-up of tens of microseconds.
   const auto spin_end = std::chrono::steady_clock::now() + kSpinBeforeSleep;
-  while (state->done.load(std::memory_order_acquire) != chunks && std::chrono::steady_clock::now() < spin_end) {
+  while (job->done.load(std::memory_order_acquire) != chunks && std::chrono::steady_clock::now() < spin_end) {
     CpuRelax();
   }
-  std::unique_lock<std::mutex> lock(state->mu);
-  state->cv.wait(lock, [&] { return state->done.load() == chunks; });
-  if (state->error) std::rethrow_exception(state->error);
+  if (job->done.load() != chunks) {
+    job->caller_sleeps.store(true);
+    std::unique_lock<std::mutex> lock(job->mu);
+    job->cv.wait(lock, [&] { return job->done.load() == chunks; });
+  }
+  if (job->error) std::rethrow_exception(job->error);
 }
 
 }  // namespace onnxserve

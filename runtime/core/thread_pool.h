@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -28,13 +29,15 @@ class ThreadPool {
   void ParallelFor(int64_t n, int64_t min_chunk, const std::function<void(int64_t, int64_t)>& fn);
 
  private:
+  struct Job;  // one ParallelFor call: its chunks, how many have run, and how its caller waits
+  static void RunChunks(Job& job);
   void WorkerLoop();
 
   const int num_threads_;
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<std::function<void()>> queue_;
+  std::vector<std::shared_ptr<Job>> queue_;  // a worker that pops a job shares its ownership
   std::atomic<int64_t> queued_{0};  // queue_.size(), for workers to poll without the lock while they spin
   bool stopping_ = false;
 };

@@ -33,11 +33,12 @@ constexpr int64_t kMinDepthForPasses = 128;
 // Below this many multiply-adds (some 10 us of work) a GEMM is not worth splitting: handing a share to
 // another thread and waiting for it costs about as much.
 constexpr int64_t kMinParallelWork = int64_t{1} << 21;
-// A weight matrix this large (512 KiB, a Zen 3 core's L2) is streamed from L3 on every run: a
-// matrix-vector product of it (an MLP at batch 1, 0.4 M multiply-adds for 1.6 MB; a squeeze-and-excite
-// 1x1 Conv on a 1x1 map) takes as long as that stream, and two cores stream it twice as fast, however
-// little arithmetic there is.
-constexpr int64_t kMinParallelWeights = int64_t{1} << 17;
+// A matrix-vector product of a weight this large (256 KiB) takes as long as streaming the weight, however
+// little arithmetic there is (an MLP at batch 1, 0.4 M multiply-adds for 1.6 MB; a squeeze-and-excite 1x1
+// Conv on a 1x1 map; an LSTM's recurrent 128 x 512 at every step, some 3 us), and two cores stream it
+// twice as fast for a 0.35 us hand-off. Its column panels split the same way on every call, so when the
+// weight is reused (the LSTM's steps) each core's L2 keeps its own half.
+constexpr int64_t kMinParallelWeights = int64_t{1} << 16;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -68,11 +69,26 @@ int64_t ColumnBlock(int64_t depth_block) {
   return std::max<int64_t>(kPanelColumns, columns / kPanelColumns * kPanelColumns);
 }
 
-// How much longer than an even share of `size` the biggest chunk is when `threads` split it in whole
-// panels of `panel` (the last one possibly partial).
-double Imbalance(int64_t size, int64_t panel, int threads) {
-  const int64_t biggest = std::min(size, CeilDiv(CeilDiv(size, panel), threads) * panel);
-  return static_cast<double>(biggest * threads) / static_cast<double>(size);
+// The work of chunk [begin, end) of `size` rows or columns split in panels of `panel`: the partial last
+// panel costs its width rounded up to `unit` (whole vectors of columns, a whole panel of rows), as the
+// micro-kernels run it.
+int64_t ChunkWork(int64_t begin, int64_t end, int64_t size, int64_t panel, int64_t unit) {
+  end = std::min(end, size);
+  const int64_t tail = end == size ? size % panel : 0;
+  return end - begin - tail + CeilDiv(tail, unit) * unit;
+}
+
+// How much longer than an even share the biggest chunk is when ParallelFor splits `size` rows or columns
+// over `threads` in panels of `panel`: chunk c of p panels over t threads is panels [c * p / t,
+// (c + 1) * p / t), so 196 columns split 96 + 100 over two threads, not 144 + 52.
+double Imbalance(int64_t size, int64_t panel, int64_t unit, int threads) {
+  const int64_t panels = CeilDiv(size, panel), chunks = std::min<int64_t>(threads, panels);
+  int64_t biggest = 0;
+  for (int64_t c = 0; c < chunks; ++c) {
+    biggest = std::max(biggest, ChunkWork(c * panels / chunks * panel, (c + 1) * panels / chunks * panel, size,
+                                          panel, unit));
+  }
+  return static_cast<double>(biggest * threads) / static_cast<double>(ChunkWork(0, size, size, panel, unit));
 }
 
 // Whether an [m x n] product splits over its column panels (else its row panels). Columns are
@@ -80,7 +96,8 @@ double Imbalance(int64_t size, int64_t panel, int threads) {
 // evenly, as with a 7x7 map's 49 columns (48 + 1).
 bool SplitColumns(int64_t m, int64_t n, int threads) {
   constexpr double kColumnPreference = 1.25;
-  return Imbalance(n, kPanelColumns, threads) <= kColumnPreference * Imbalance(m, kPanelRows, threads);
+  return Imbalance(n, kPanelColumns, kPanelAlignment, threads) <=
+         kColumnPreference * Imbalance(m, kPanelRows, kPanelRows, threads);
 }
 
 // The activations the micro-kernels apply in their registers (PanelOutput); MultiplyTile applies the
@@ -130,53 +147,124 @@ struct ColumnSource {
   const ColumnRowFn* make = nullptr;
 };
 
-// C rows [panel_begin * 8, panel_end * 8) x columns [column_begin, column_end).
+// Packs B's rows [k, k + block_depth) x columns [column, column + columns) into `packed`, from B as stored
+// or made row by row into `made`.
+void PackBlock(const ColumnSource& source, int64_t k, int64_t block_depth, int64_t column, int64_t columns,
+               float* made, float* packed) {
+  if (source.make == nullptr) {
+    return Kernels().pack_columns(source.b + k * source.ldb + column, source.ldb, block_depth, columns, packed);
+  }
+  for (int64_t row = 0; row < block_depth; ++row) {
+    (*source.make)(k + row, column, columns, made);
+    Kernels().pack_columns_row(made, columns, block_depth, row, packed);
+  }
+}
+
+// A depth block of B as the micro-kernels read it: packed panels (ldb 0), or B's rows where they lie.
+struct BlockOfB {
+  const float* data = nullptr;  // the packed block, or B at the block's first row and column
+  int64_t ldb = 0;
+  const float* Panel(int64_t j, int64_t block_depth) const { return ldb == 0 ? data + j * block_depth : data + j; }
+  int64_t Stride(int64_t tile_columns) const { return ldb == 0 ? PanelWidth(tile_columns) : ldb; }
+};
+
+// C rows [panel_begin * 8, panel_end * 8) x columns [column, column + columns) += depth block [k, k +
+// block_depth) of the product.
+void MultiplyBlock(const PackedRows& a, int64_t panel_begin, int64_t panel_end, int64_t k, int64_t block_depth,
+                   int64_t column, int64_t columns, const BlockOfB& b, float* c, int64_t ldc,
+                   const GemmEpilogue& epilogue) {
+  StopIfRunEnded(block_depth * columns * (panel_end - panel_begin) * kPanelRows);
+  const bool first = k == 0, last = k + block_depth == a.depth();
+  // A few A panels at a time: each B panel (block_depth x 48) stays in L1 while they pass it, and the
+  // C rows they write stay few enough for the cache and the TLB. A shallow block does little work per
+  // tile of C, so C's traffic matters more: one A panel at a time then walks C row by row.
+  const int64_t panels_per_pass = block_depth >= kMinDepthForPasses ? kPanelsPerPass : 1;
+  for (int64_t p_begin = panel_begin; p_begin < panel_end; p_begin += panels_per_pass) {
+    const int64_t p_end = std::min(panel_end, p_begin + panels_per_pass);
+    for (int64_t j = 0; j < columns; j += kPanelColumns) {
+      const int64_t tile_columns = std::min<int64_t>(kPanelColumns, columns - j);
+      for (int64_t p = p_begin; p < p_end; ++p) {
+        const int64_t row = p * kPanelRows;
+        const int rows = static_cast<int>(std::min<int64_t>(kPanelRows, a.rows() - row));
+        MultiplyTile(a.panel(p) + k * kPanelRows, b.Panel(j, block_depth), b.Stride(tile_columns), block_depth,
+                     tile_columns, rows, OutputAt(c, ldc, row, column + j, epilogue, first, last), epilogue, last);
+      }
+    }
+  }
+}
+
+// Calls fn(k, block_depth) for each depth block of `depth`: at least one, even of depth 0, so that C =
+// bias + z still gets written.
+template <typename Fn>
+void ForEachDepthBlock(int64_t depth, Fn fn) {
+  const int64_t depth_block = DepthBlock(depth);
+  int64_t k = 0;
+  do {
+    const int64_t block_depth = std::min(depth_block, depth - k);
+    fn(k, block_depth);
+    k += block_depth;
+  } while (k < depth);
+}
+
+// C rows [panel_begin * 8, panel_end * 8) x columns [column_begin, column_end), each block of B packed
+// by the calling thread just before it is multiplied.
 void MultiplyRange(const PackedRows& a, int64_t panel_begin, int64_t panel_end, int64_t column_begin,
                    int64_t column_end, const ColumnSource& source, float* c, int64_t ldc,
                    const GemmEpilogue& epilogue) {
-  const int64_t depth = a.depth(), depth_block = DepthBlock(depth);
-  const int64_t column_block = ColumnBlock(depth_block);
-  const bool in_place = source.make == nullptr && ReadsInPlace(depth, column_end - column_begin);
+  const int64_t depth_block = DepthBlock(a.depth()), column_block = ColumnBlock(depth_block);
+  const bool in_place = source.make == nullptr && ReadsInPlace(a.depth(), column_end - column_begin);
   float* packed =
       in_place ? nullptr : ThreadScratch(ScratchSlot::kPackedBlock, PackedColumnsSize(depth_block, column_block));
   float* made = source.make != nullptr ? ThreadScratch(ScratchSlot::kMadeRow, column_block) : nullptr;
   for (int64_t column = column_begin; column < column_end; column += column_block) {
     const int64_t columns = std::min(column_block, column_end - column);
-    // At least one block, even of depth 0, so that C = bias + z still gets written.
-    int64_t k = 0;
-    do {
-      const int64_t block_depth = std::min(depth_block, depth - k);
-      if (made != nullptr) {
-        for (int64_t row = 0; row < block_depth; ++row) {
-          (*source.make)(k + row, column, columns, made);
-          Kernels().pack_columns_row(made, columns, block_depth, row, packed);
-        }
-      } else if (!in_place) {
-        Kernels().pack_columns(source.b + k * source.ldb + column, source.ldb, block_depth, columns, packed);
+    ForEachDepthBlock(a.depth(), [&](int64_t k, int64_t block_depth) {
+      if (in_place) {
+        const BlockOfB stored{.data = source.b + k * source.ldb + column, .ldb = source.ldb};
+        return MultiplyBlock(a, panel_begin, panel_end, k, block_depth, column, columns, stored, c, ldc, epilogue);
       }
-      StopIfRunEnded(block_depth * columns * (panel_end - panel_begin) * kPanelRows);
-      const bool first = k == 0, last = k + block_depth == depth;
-      // A few A panels at a time: each B panel (block_depth x 48) stays in L1 while they pass it, and the
-      // C rows they write stay few enough for the cache and the TLB. A shallow block does little work per
-      // tile of C, so C's traffic matters more: one A panel at a time then walks C row by row.
-      const int64_t panels_per_pass = block_depth >= kMinDepthForPasses ? kPanelsPerPass : 1;
-      for (int64_t p_begin = panel_begin; p_begin < panel_end; p_begin += panels_per_pass) {
-        const int64_t p_end = std::min(panel_end, p_begin + panels_per_pass);
-        for (int64_t j = 0; j < columns; j += kPanelColumns) {
-          const int64_t tile_columns = std::min<int64_t>(kPanelColumns, columns - j);
-          for (int64_t p = p_begin; p < p_end; ++p) {
-            const int64_t row = p * kPanelRows;
-            const int rows = static_cast<int>(std::min<int64_t>(kPanelRows, a.rows() - row));
-            const float* b_panel = in_place ? source.b + k * source.ldb + column + j : packed + j * block_depth;
-            MultiplyTile(a.panel(p) + k * kPanelRows, b_panel, in_place ? source.ldb : PanelWidth(tile_columns),
-                         block_depth, tile_columns, rows, OutputAt(c, ldc, row, column + j, epilogue, first, last),
-                         epilogue, last);
-          }
-        }
-      }
-      k += block_depth;
-    } while (k < depth);
+      PackBlock(source, k, block_depth, column, columns, made, packed);
+      MultiplyBlock(a, panel_begin, panel_end, k, block_depth, column, columns, {.data = packed}, c, ldc, epilogue);
+    });
   }
+}
+
+// Most floats of B a row split packs once for all threads (4 MiB, which the calling thread then keeps as
+// scratch; a 7x7 map's 3x3 Conv of 512 channels takes 1.2 MiB); a bigger B is packed block by block by
+// each thread.
+constexpr int64_t kMaxSharedColumnFloats = int64_t{1} << 20;
+// Fewer floats than this (a 1x1 map's squeeze-and-excite vector) pack faster than a second hand-off.
+constexpr int64_t kMinSharedColumnFloats = int64_t{1} << 15;
+
+// Whether a row split packs all of B once, shared, instead of each thread packing all of it: B fits in
+// one column block (so the threads' blocks are the very ones a lone thread packs) and is worth a hand-off.
+bool PacksColumnsOnce(int64_t depth, int64_t n) {
+  if (n > ColumnBlock(DepthBlock(depth))) return false;
+  const int64_t floats = PackedColumnsSize(depth, n);  // at most 2^18 columns of a depth that W's size bounds
+  return floats >= kMinSharedColumnFloats && floats <= kMaxSharedColumnFloats;
+}
+
+// The row split of a product whose B all threads multiply (PacksColumnsOnce, so depth > 0): the pool packs
+// B's depth blocks once, each block by one thread, into the caller's scratch, then splits A's row panels
+// over the packed blocks. Each thread made and packed all of a 7x7 map's im2col before, some tenth of the
+// 3x3 Conv's time.
+void MultiplyRowsOfSharedColumns(const PackedRows& a, int64_t n, const ColumnSource& source, float* c, int64_t ldc,
+                                 const GemmEpilogue& epilogue, ThreadPool& pool) {
+  const int64_t depth = a.depth(), depth_block = DepthBlock(depth);
+  float* packed = ThreadScratch(ScratchSlot::kSharedColumns, PackedColumnsSize(depth, n));
+  pool.ParallelFor(CeilDiv(depth, depth_block), 1, [&](int64_t begin, int64_t end) {
+    float* made = source.make != nullptr ? ThreadScratch(ScratchSlot::kMadeRow, n) : nullptr;
+    for (int64_t block = begin; block < end; ++block) {
+      const int64_t k = block * depth_block;
+      PackBlock(source, k, std::min(depth_block, depth - k), 0, n, made, packed + PackedColumnsSize(k, n));
+    }
+  });
+  pool.ParallelFor(CeilDiv(a.rows(), kPanelRows), 1, [&](int64_t begin, int64_t end) {
+    ForEachDepthBlock(depth, [&](int64_t k, int64_t block_depth) {
+      MultiplyBlock(a, begin, end, k, block_depth, 0, n, {.data = packed + PackedColumnsSize(k, n)}, c, ldc,
+                    epilogue);
+    });
+  });
 }
 
 void MultiplyOverPool(const PackedRows& a, int64_t n, const ColumnSource& b, float* c, int64_t ldc,
@@ -190,11 +278,14 @@ void MultiplyOverPool(const PackedRows& a, int64_t n, const ColumnSource& b, flo
     return MultiplyRange(a, 0, panels, 0, n, b, c, ldc, epilogue);
   }
   // Columns split best (each thread packs only its own B), unless rows share out more evenly (a 7x7
-  // map's 2 column panels, 48 + 1 columns): each thread then packs all of B, which is then small.
+  // map's 2 column panels, 48 + 1 columns): B is then packed once for all threads when it is big enough
+  // to be worth it, else by each thread.
   if (SplitColumns(a.rows(), n, threads)) {
     pool->ParallelFor(column_panels, 1, [&](int64_t begin, int64_t end) {
       MultiplyRange(a, 0, panels, begin * kPanelColumns, std::min(n, end * kPanelColumns), b, c, ldc, epilogue);
     });
+  } else if (PacksColumnsOnce(a.depth(), n)) {
+    MultiplyRowsOfSharedColumns(a, n, b, c, ldc, epilogue, *pool);
   } else {
     pool->ParallelFor(panels, 1, [&](int64_t begin, int64_t end) {
       MultiplyRange(a, begin, end, 0, n, b, c, ldc, epilogue);

@@ -7,10 +7,10 @@
 namespace onnxserve {
 
 // Who uses a scratch buffer; each has its own per thread, so one caller's buffer survives another's use.
-enum class ScratchSlot { kPackedBlock, kMadeRow, kGroupPlanes, kFlatMap, kCount };
+enum class ScratchSlot { kPackedBlock, kMadeRow, kSharedColumns, kGroupPlanes, kFlatMap, kCount };
 
-// At least `floats` floats, 64-byte aligned, owned by the calling thread and valid until its next call
-// with the same slot. Contents are unspecified.
+// At least `floats` floats (at most 2^60), 64-byte aligned, owned by the calling thread and valid until its
+// next call with the same slot. Contents are unspecified. Throws std::bad_alloc when memory runs out.
 float* ThreadScratch(ScratchSlot slot, int64_t floats);
 
 }  // namespace onnxserve

@@ -1,10 +1,12 @@
 // Core types: half-precision conversions, checked sizes, tensor storage and the thread pool.
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <new>
 #include <stdexcept>
+#include <thread>
 
 #include "gtest/gtest.h"
 #include "runtime/core/allocator.h"
@@ -174,6 +176,24 @@ TEST(ThreadPoolTest, AnExceptionInAWorkerIsRethrownToTheCallerAfterAllChunks) {
   std::atomic<int64_t> sum{0};
   pool.ParallelFor(100, 1, [&](int64_t b, int64_t e) { sum += e - b; });
   EXPECT_EQ(sum.load(), 100);
+}
+
+TEST(ThreadPoolTest, ACallerThatStopsPollingIsWokenByTheLastChunk) {
+  // Both chunks start together, so a worker runs one; it then outlasts the caller's 100 us of polling, so
+  // the caller sleeps and only the worker finishing can wake it. A lost wake-up hangs here.
+  ThreadPool pool(2);
+  for (int round = 0; round < 3; ++round) {
+    std::atomic<int> started{0};
+    std::atomic<int64_t> covered{0};
+    const std::thread::id caller = std::this_thread::get_id();
+    pool.ParallelFor(2, 1, [&](int64_t b, int64_t e) {
+      ++started;
+      while (started.load() < 2) std::this_thread::yield();
+      if (std::this_thread::get_id() != caller) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      covered += e - b;
+    });
+    EXPECT_EQ(covered.load(), 2) << "round " << round;
+  }
 }
 
 }  // namespace

@@ -9,11 +9,13 @@
 
 #include <cmath>
 #include <limits>
+#include <new>
 #include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "runtime/math/isa.h"
+#include "runtime/math/scratch.h"
 #include "runtime/math/vector_kernels.h"
 #include "tests/support/activation_reference.h"
 #include "tests/support/op_test.h"
@@ -190,11 +192,55 @@ TEST_F(PackedGemmTest, SplitsColumnsOrRowsOverThreads) {
   CheckAgainstReference({64, 3000, 64, true, false, true, 2});  // many column panels: columns split
   CheckAgainstReference({64, 40, 300, true, true, false, 2});   // one column panel: rows split
   CheckAgainstReference({64, 49, 700, false, false, true, 3});
-  // Matrix-vector products of a large weight (an MLP at batch 1 and 3; a 1x1 Conv on a 1x1 map, n = 1):
-  // split though the arithmetic is little, since streaming the weight is the cost.
+  // Matrix-vector products of a large weight (an MLP at batch 1 and 3; a 1x1 Conv on a 1x1 map, n = 1; an
+  // LSTM step's recurrent 128 x 512): split though the arithmetic is little, since streaming the weight is
+  // the cost.
   CheckAgainstReference({1, 520, 300, true, false, true, 2});
+  CheckAgainstReference({1, 512, 128, true, true, false, 2});
   CheckAgainstReference({3, 500, 290, true, true, false, 2});
   CheckAgainstReference({600, 1, 300, true, true, true, 2});
+}
+
+TEST_F(PackedGemmTest, ThreadCountNeverChangesABit) {
+  // Every element of C sums its depth in the same order however the pool splits the product: ResNet-50's
+  // 14x14 maps (196 columns: 96 + 100 over two threads, three panels with 4 columns left over), its 7x7
+  // ones (49: rows split over B packed once for all threads, in two depth blocks), 20 columns (rows split,
+  // each thread packing B), a keyword spotter's 25x5 (125) and a 28x28 map (784: 17 panels), under a bias,
+  // a residual and Relu, B given whole or made row by row as im2col's is, and an LSTM step's recurrent
+  // matrix-vector product. Threads never see a column panel cut in two, where the narrow kernel's separate
+  // sums would change the last bits.
+  for (const auto& [m, n, k] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+           {256, 196, 300}, {512, 49, 600}, {600, 20, 400}, {64, 125, 64}, {128, 784, 100}, {24, 196, 40},
+           {1, 512, 128}}) {
+    const std::vector<float> a = RandomFloats(m * k, 7), b = RandomFloats(k * n, 8);
+    const std::vector<float> bias = RandomFloats(m, 9), z = RandomFloats(m * n, 10);
+    const GemmEpilogue epilogue{.bias = bias.data(), .z = z.data(), .ldz = n, .activation = {ActivationKind::kRelu}};
+    const PackedRows packed_a(a.data(), m, k, k);
+    const PackedColumns packed_b(b.data(), k, n, n, false, 1.0f);
+    auto make_row = [&](int64_t row, int64_t n_begin, int64_t columns, float* out) {
+      std::memcpy(out, &b[row * n + n_begin], columns * sizeof(float));
+    };
+    std::vector<float> one_thread_left, one_thread_made, one_thread_right;
+    for (int threads : {1, 2, 3}) {
+      ThreadPool pool(threads);
+      std::vector<float> left(m * n), made(m * n), right(m * n);
+      PackedGemm(packed_a, n, b.data(), n, left.data(), n, epilogue, &pool);
+      PackedGemm(packed_a, n, make_row, made.data(), n, epilogue, &pool);
+      PackedGemm(a.data(), m, k, false, packed_b, right.data(), n, epilogue, &pool);
+      if (threads == 1) {
+        one_thread_left = left;
+        one_thread_made = made;
+        one_thread_right = right;
+        continue;
+      }
+      EXPECT_EQ(std::memcmp(left.data(), one_thread_left.data(), left.size() * sizeof(float)), 0)
+          << m << "x" << n << "x" << k << ", W packed, threads " << threads;
+      EXPECT_EQ(std::memcmp(made.data(), one_thread_made.data(), made.size() * sizeof(float)), 0)
+          << m << "x" << n << "x" << k << ", W packed, B made row by row, threads " << threads;
+      EXPECT_EQ(std::memcmp(right.data(), one_thread_right.data(), right.size() * sizeof(float)), 0)
+          << m << "x" << n << "x" << k << ", B packed, threads " << threads;
+    }
+  }
 }
 
 TEST_F(PackedGemmTest, RightOperandIsScaledWhenPacked) {
@@ -245,6 +291,31 @@ TEST_F(PackedGemmTest, EqualRowsOfAGiveBitIdenticalRowsOfC) {
       }
     }
   }
+}
+
+// AddressSanitizer aborts on a request past its limit instead of returning null (scripts/sanitize.sh
+// leaves allocator_may_return_null off), so the failing allocation can only be asked for without it.
+constexpr bool kUnderAddressSanitizer =
+#if defined(__SANITIZE_ADDRESS__)
+    true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+    true;
+#else
+    false;
+#endif
+#else
+    false;
+#endif
+
+TEST(ThreadScratchTest, AnAllocationThatFailsThrowsAndKeepsTheBuffer) {
+  if (kUnderAddressSanitizer) GTEST_SKIP() << "AddressSanitizer aborts on the failing allocation";
+  float* small = ThreadScratch(ScratchSlot::kPackedBlock, 16);
+  small[15] = 1.0f;
+  EXPECT_THROW(ThreadScratch(ScratchSlot::kPackedBlock, int64_t{1} << 60), std::bad_alloc);
+  float* again = ThreadScratch(ScratchSlot::kPackedBlock, 16);
+  EXPECT_EQ(again, small);
+  EXPECT_EQ(again[15], 1.0f);
 }
 
 TEST(IsaTest, NamesRoundTrip) {
