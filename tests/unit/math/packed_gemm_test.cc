@@ -209,9 +209,11 @@ TEST_F(PackedGemmTest, ThreadCountNeverChangesABit) {
   // a residual and Relu, B given whole or made row by row as im2col's is, and an LSTM step's recurrent
   // matrix-vector product. Threads never see a column panel cut in two, where the narrow kernel's separate
   // sums would change the last bits.
-  for (const auto& [m, n, k] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+  for (const auto& shape : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
            {256, 196, 300}, {512, 49, 600}, {600, 20, 400}, {64, 125, 64}, {128, 784, 100}, {24, 196, 40},
            {1, 512, 128}}) {
+    // Named, not bound: clang 14 lambdas cannot capture structured bindings.
+    const int64_t m = std::get<0>(shape), n = std::get<1>(shape), k = std::get<2>(shape);
     const std::vector<float> a = RandomFloats(m * k, 7), b = RandomFloats(k * n, 8);
     const std::vector<float> bias = RandomFloats(m, 9), z = RandomFloats(m * n, 10);
     const GemmEpilogue epilogue{.bias = bias.data(), .z = z.data(), .ldz = n, .activation = {ActivationKind::kRelu}};
