@@ -157,7 +157,10 @@ void Im2ColTapRows(const ConvGeometry& geo, const T* image, int64_t kh, int64_t 
 template <typename T>
 void Im2Col2D(const ConvGeometry& geo, const T* image, int64_t row_begin, int64_t row_end, T* col) {
   const int64_t cols = geo.grid[1], block_size = (row_end - row_begin) * cols;
-  const int64_t shift = geo.strides[0] % geo.dilations[0] == 0 ? geo.strides[0] / geo.dilations[0] : 0;
+  // No kernel row has a tap `shift` rows above it when the stride spans the kernel (and then `shift` can be
+  // as large as a hostile stride, whose product below would overflow).
+  const int64_t rows_apart = geo.strides[0] % geo.dilations[0] == 0 ? geo.strides[0] / geo.dilations[0] : 0;
+  const int64_t shift = rows_apart < geo.kernel[0] ? rows_apart : 0;
   const int64_t tap_above = shift * geo.kernel[1] * block_size;  // floats back to that tap's rows
   for (int64_t kh = 0; kh < geo.kernel[0]; ++kh) {
     for (int64_t kw = 0; kw < geo.kernel[1]; ++kw, col += block_size) {

@@ -310,7 +310,7 @@ class RoiAlign final : public OpKernel {
           T* out = y.data<T>() + (r * channels + c) * bins;
           for (int64_t bin = 0; bin < bins; ++bin) {
             out[bin] =
-                FromCompute<T>(static_cast<ComputeType<T>>(PoolBin(plane, &taps[bin * samples], samples)));
+                FromCompute<T>(static_cast<ComputeType<T>>(PoolBin(plane, taps.data() + bin * samples, samples)));
           }
         }
       }
