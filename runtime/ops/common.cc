@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "runtime/core/status_macros.h"
+
 namespace onnxserve {
 
 absl::StatusOr<Shape> BroadcastShapes(const Shape& a, const Shape& b) {
@@ -86,6 +88,40 @@ void CopyStridedRows(const T* in, T* out, const Shape& shape, const std::vector<
   }
 }
 
+absl::Status CheckStringChars(int64_t chars) {
+  const int64_t max_bytes = GetSizeLimits().max_bytes;
+  if (chars > max_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat("the output's strings would hold ", chars,
+                                                     " characters, more than ", max_bytes,
+                                                     " bytes (the limit per tensor)"));
+  }
+  return absl::OkStatus();
+}
+
+int64_t LongestString(const Tensor& t) {
+  size_t longest = 0;
+  for (const std::string& s : t.values<std::string>()) longest = std::max(longest, s.size());
+  return static_cast<int64_t>(longest);
+}
+
+int64_t StringChars(const Tensor& t) {
+  int64_t chars = 0;
+  for (const std::string& s : t.values<std::string>()) chars += static_cast<int64_t>(s.size());
+  return chars;
+}
+
+// The characters of an output holding each element of every source `times(source)` times, checked.
+template <typename Times>
+absl::Status CheckRepeatedStrings(absl::Span<const Tensor* const> sources, const Times& times) {
+  int64_t chars = 0;
+  for (const Tensor* source : sources) {
+    if (source->dtype() != DataType::kString || source->NumElements() == 0) continue;
+    ASSIGN_OR_RETURN(const int64_t copies, CheckedMul(StringChars(*source), times(*source)));
+    ASSIGN_OR_RETURN(chars, CheckedAdd(chars, copies));
+  }
+  return CheckStringChars(chars);
+}
+
 }  // namespace
 
 void CopyStrided(const Tensor& in, int64_t in_offset, const std::vector<int64_t>& in_strides, Tensor& out,
@@ -106,6 +142,23 @@ void CopyStrided(const Tensor& in, int64_t in_offset, const std::vector<int64_t>
       CopyStridedRows(src, dst, shape, strides, begin, end);
     });
   });
+}
+
+absl::Status CheckStringCopies(absl::Span<const Tensor* const> sources, int64_t out_elements) {
+  int64_t longest = 0;
+  for (const Tensor* source : sources) {
+    if (source->dtype() == DataType::kString) longest = std::max(longest, LongestString(*source));
+  }
+  ASSIGN_OR_RETURN(const int64_t chars, CheckedMul(out_elements, longest));
+  return CheckStringChars(chars);
+}
+
+absl::Status CheckBroadcastStrings(absl::Span<const Tensor* const> sources, int64_t out_elements) {
+  return CheckRepeatedStrings(sources, [&](const Tensor& source) { return out_elements / source.NumElements(); });
+}
+
+absl::Status CheckJoinedStrings(absl::Span<const Tensor* const> sources) {
+  return CheckRepeatedStrings(sources, [](const Tensor&) { return int64_t{1}; });
 }
 
 }  // namespace onnxserve

@@ -337,6 +337,7 @@ class Resize final : public OpKernel {
       using T = decltype(zero);
       *fill.data<T>() = static_cast<T>(static_cast<ComputeType<T>>(opt_.extrapolation_value));
     });
+    RETURN_IF_ERROR(CheckStringCopies({&x}, y.NumElements()));
     CopyNearest(x, y, taps, fill, ctx.pool());
     return absl::OkStatus();
   }

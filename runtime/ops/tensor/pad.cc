@@ -151,6 +151,7 @@ class Pad final : public OpKernel {
     Tensor& out = ctx.Output(0, data.dtype(), out_shape);
     // An empty output's other dims may be near the element limit: their tables would be gigabytes for nothing.
     if (out.NumElements() == 0) return absl::OkStatus();
+    RETURN_IF_ERROR(CheckStringCopies({&data, &constant}, out.NumElements()));
     std::vector<std::vector<int64_t>> tables(static_cast<size_t>(rank));
     for (int64_t d = 0; d < rank; ++d) {
       ASSIGN_OR_RETURN(tables[d], AxisTable(data.dim(d), pads[d], pads[rank + d], mode_));

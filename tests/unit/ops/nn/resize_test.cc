@@ -214,5 +214,14 @@ TEST(ResizeTest, RejectsHugeAndNonFiniteScalesAndSizes) {
   EXPECT_EQ(sizes.status().code(), absl::StatusCode::kResourceExhausted) << sizes.status();
 }
 
+// A string's characters are not in a tensor's byte size: one 4 KiB string resized to 512 elements is 2 MiB
+// of characters, past the 1 MiB limit.
+TEST(ResizeTest, RefusesStringOutputsPastTheByteLimit) {
+  testing::ScopedSizeLimits limits(int64_t{1} << 20);
+  auto out = ResizeByScales(Tensor::FromVector<std::string>({1}, {std::string(4096, 'a')}), {512},
+                            {{"mode", "nearest"}});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted) << out.status();
+}
+
 }  // namespace
 }  // namespace onnxserve

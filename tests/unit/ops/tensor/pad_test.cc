@@ -178,5 +178,18 @@ TEST(PadTest, AnEmptyOutputBuildsNoAxisTables) {
   EXPECT_EQ((*out)[0].shape(), (Shape{0, (int64_t{1} << 18) + 1}));
 }
 
+// A string's characters are not in a tensor's byte size: edge-padding one 4 KiB string to 512 copies makes
+// 2 MiB of characters, past the 1 MiB limit (a 4 MB string padded to a million copies asked for 4 TB).
+TEST(PadTest, RefusesStringOutputsPastTheByteLimit) {
+  testing::ScopedSizeLimits limits(int64_t{1} << 20);
+  auto out = OpTest("Pad", 19)
+                 .Input("x", Tensor::FromVector<std::string>({1}, {std::string(4096, 'a')}))
+                 .Input("pads", Ints({0, 511}))
+                 .Attr("mode", std::string("edge"))
+                 .Output("y")
+                 .Run();
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted) << out.status();
+}
+
 }  // namespace
 }  // namespace onnxserve
