@@ -205,5 +205,33 @@ TEST(ScanTest, Scan8InputsOfDifferentBatchSizesAreAnError) {
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
 }
 
+// Loop body: keeps cond and scans out the enclosing graph's string "s" unchanged.
+onnx::GraphProto EchoStringBody() {
+  onnx::GraphProto g;
+  g.set_name("echo_string");
+  *g.add_input() = Value("iter", onnx::TensorProto::INT64);
+  *g.add_input() = Value("cond_in", onnx::TensorProto::BOOL);
+  AddIdentity(g, "cond_in", "cond_out");
+  AddIdentity(g, "s", "s_out");
+  *g.add_output() = Value("cond_out", onnx::TensorProto::BOOL);
+  *g.add_output() = Value("s_out", onnx::TensorProto::STRING);
+  return g;
+}
+
+// A string's characters are not in a tensor's byte size: each iteration passes the same 400 KiB string
+// through, and three of them stack into 1.2 MiB of characters, past the 1 MiB limit (a million iterations
+// of a 4 MB string asked for 4 TB).
+TEST(LoopTest, RefusesStackedStringsPastTheByteLimit) {
+  testing::ScopedSizeLimits limits(int64_t{1} << 20);
+  auto out = OpTest("Loop", 16)
+                 .Input("M", Tensor::Scalar<int64_t>(3))
+                 .Input("cond", Tensor::Scalar(true))
+                 .OuterInput("s", Tensor::FromVector<std::string>({1}, {std::string(400 << 10, 'a')}))
+                 .Output("stacked")
+                 .Attr(GraphAttr("body", EchoStringBody()))
+                 .Run();
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted) << out.status();
+}
+
 }  // namespace
 }  // namespace onnxserve
