@@ -1,8 +1,10 @@
 #include "runtime/ops/common.h"
 
 #include <algorithm>
+#include <memory>
 #include <string>
 
+#include "runtime/core/memory_budget.h"
 #include "runtime/core/status_macros.h"
 
 namespace onnxserve {
@@ -94,6 +96,14 @@ absl::Status CheckStringChars(int64_t chars) {
     return absl::ResourceExhaustedError(absl::StrCat("the output's strings would hold ", chars,
                                                      " characters, more than ", max_bytes,
                                                      " bytes (the limit per tensor)"));
+  }
+  // std::string allocates the characters itself, so they are never charged to the run's account; but an
+  // output of more than the run has left is refused, as a tensor of that many bytes would be.
+  const std::shared_ptr<MemoryAccount>& account = CurrentMemoryAccount();
+  if (account != nullptr && chars > account->budget() - account->live_bytes()) {
+    return absl::ResourceExhaustedError(absl::StrCat("the output's strings would hold ", chars,
+                                                     " characters, more than the run's memory budget of ",
+                                                     account->budget(), " bytes has left"));
   }
   return absl::OkStatus();
 }

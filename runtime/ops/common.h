@@ -124,7 +124,8 @@ void CopyStrided(const Tensor& in, int64_t in_offset, const std::vector<int64_t>
 // A string tensor's byte size counts its elements, not their characters (runtime/core/checked_size.h), so a
 // kernel that fills a string output with copies of its inputs' strings checks the characters first: one
 // 4 MB string broadcast over a million elements asks for 4 TB. Each check is RESOURCE_EXHAUSTED past
-// GetSizeLimits().max_bytes characters and OK for outputs of other types.
+// GetSizeLimits().max_bytes characters or past what the current run's memory budget has left (the characters
+// are not charged to it: runtime/core/memory_budget.h), and OK for outputs of other types.
 //
 // For an output of `out_elements`, each a copy of any element of `sources` (Gather, Pad): bounded by
 // out_elements times the longest of their strings.
