@@ -20,7 +20,8 @@ struct SizeLimits {
   // Elements in one tensor. A zero dim does not lift the limit on the others: the product of the non-zero
   // dims is bounded too, so strides of empty tensors stay small.
   int64_t max_elements = int64_t{1} << 32;
-  // Bytes of one tensor's storage (a string element counts as sizeof(std::string), its characters aside).
+  // Bytes of one tensor's storage (a string element counts as sizeof(std::string), its characters aside;
+  // kernels that copy strings into an output check the characters against it too: runtime/ops/common.h).
   int64_t max_bytes = int64_t{1} << 34;
 };
 

@@ -1,7 +1,11 @@
 #include "runtime/ops/common.h"
 
 #include <algorithm>
+#include <memory>
 #include <string>
+
+#include "runtime/core/memory_budget.h"
+#include "runtime/core/status_macros.h"
 
 namespace onnxserve {
 
@@ -86,6 +90,48 @@ void CopyStridedRows(const T* in, T* out, const Shape& shape, const std::vector<
   }
 }
 
+absl::Status CheckStringChars(int64_t chars) {
+  const int64_t max_bytes = GetSizeLimits().max_bytes;
+  if (chars > max_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat("the output's strings would hold ", chars,
+                                                     " characters, more than ", max_bytes,
+                                                     " bytes (the limit per tensor)"));
+  }
+  // std::string allocates the characters itself, so they are never charged to the run's account; but an
+  // output of more than the run has left is refused, as a tensor of that many bytes would be.
+  const std::shared_ptr<MemoryAccount>& account = CurrentMemoryAccount();
+  if (account != nullptr && chars > account->budget() - account->live_bytes()) {
+    return absl::ResourceExhaustedError(absl::StrCat("the output's strings would hold ", chars,
+                                                     " characters, more than the run's memory budget of ",
+                                                     account->budget(), " bytes has left"));
+  }
+  return absl::OkStatus();
+}
+
+int64_t LongestString(const Tensor& t) {
+  size_t longest = 0;
+  for (const std::string& s : t.values<std::string>()) longest = std::max(longest, s.size());
+  return static_cast<int64_t>(longest);
+}
+
+int64_t StringChars(const Tensor& t) {
+  int64_t chars = 0;
+  for (const std::string& s : t.values<std::string>()) chars += static_cast<int64_t>(s.size());
+  return chars;
+}
+
+// The characters of an output holding each element of every source `times(source)` times, checked.
+template <typename Times>
+absl::Status CheckRepeatedStrings(absl::Span<const Tensor* const> sources, const Times& times) {
+  int64_t chars = 0;
+  for (const Tensor* source : sources) {
+    if (source->dtype() != DataType::kString || source->NumElements() == 0) continue;
+    ASSIGN_OR_RETURN(const int64_t copies, CheckedMul(StringChars(*source), times(*source)));
+    ASSIGN_OR_RETURN(chars, CheckedAdd(chars, copies));
+  }
+  return CheckStringChars(chars);
+}
+
 }  // namespace
 
 void CopyStrided(const Tensor& in, int64_t in_offset, const std::vector<int64_t>& in_strides, Tensor& out,
@@ -106,6 +152,23 @@ void CopyStrided(const Tensor& in, int64_t in_offset, const std::vector<int64_t>
       CopyStridedRows(src, dst, shape, strides, begin, end);
     });
   });
+}
+
+absl::Status CheckStringCopies(absl::Span<const Tensor* const> sources, int64_t out_elements) {
+  int64_t longest = 0;
+  for (const Tensor* source : sources) {
+    if (source->dtype() == DataType::kString) longest = std::max(longest, LongestString(*source));
+  }
+  ASSIGN_OR_RETURN(const int64_t chars, CheckedMul(out_elements, longest));
+  return CheckStringChars(chars);
+}
+
+absl::Status CheckBroadcastStrings(absl::Span<const Tensor* const> sources, int64_t out_elements) {
+  return CheckRepeatedStrings(sources, [&](const Tensor& source) { return out_elements / source.NumElements(); });
+}
+
+absl::Status CheckJoinedStrings(absl::Span<const Tensor* const> sources) {
+  return CheckRepeatedStrings(sources, [](const Tensor&) { return int64_t{1}; });
 }
 
 }  // namespace onnxserve

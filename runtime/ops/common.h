@@ -121,6 +121,23 @@ bool DispatchByWidth(DataType type, Fn&& fn) {
 void CopyStrided(const Tensor& in, int64_t in_offset, const std::vector<int64_t>& in_strides, Tensor& out,
                  ThreadPool& pool);
 
+// A string tensor's byte size counts its elements, not their characters (runtime/core/checked_size.h), so a
+// kernel that fills a string output with copies of its inputs' strings checks the characters first: one
+// 4 MB string broadcast over a million elements asks for 4 TB. Each check is RESOURCE_EXHAUSTED past
+// GetSizeLimits().max_bytes characters or past what the current run's memory budget has left (the characters
+// are not charged to it: runtime/core/memory_budget.h), and OK for outputs of other types.
+//
+// For an output of `out_elements`, each a copy of any element of `sources` (Gather, Pad): bounded by
+// out_elements times the longest of their strings.
+absl::Status CheckStringCopies(absl::Span<const Tensor* const> sources, int64_t out_elements);
+// For an output of `out_elements` broadcast from `sources` (Expand, Tile, Where, StringConcat), in which each
+// element of a source appears out_elements / its count times: bounded by the sum of each source's characters
+// times that.
+absl::Status CheckBroadcastStrings(absl::Span<const Tensor* const> sources, int64_t out_elements);
+// For an output holding each element of `sources` once (Concat, ConcatFromSequence, where one tensor may be
+// given many times): bounded by the sum of their characters.
+absl::Status CheckJoinedStrings(absl::Span<const Tensor* const> sources);
+
 // Maps an index into [0, size): a negative index counts from the end when `allow_negative`. Any other index
 // is an INVALID_ARGUMENT error naming it and the valid range (Gather*, Scatter* and friends share this).
 inline absl::StatusOr<int64_t> ResolveIndex(int64_t index, int64_t size, bool allow_negative) {

@@ -219,5 +219,27 @@ TEST(MemoryBudgetTest, ANegativeBudgetIsAnError) {
   EXPECT_EQ(session.status().code(), absl::StatusCode::kInvalidArgument) << session.status();
 }
 
+// String characters are not charged to the run (std::string allocates them), but an output of more than the
+// run has left is refused: one 4 KiB string expanded 64 times is 256 KiB, past the 64 KiB budget; 8 times
+// (32 KiB) fits.
+TEST(MemoryBudgetTest, StringCharactersPastWhatTheRunHasLeftAreRefused) {
+  const Tensor text = Tensor::FromVector<std::string>({1}, {std::string(4096, 'a')});
+  auto session = Load(testing::OpTest("Expand", 13)
+                          .Input("x", text)
+                          .Input("shape", Tensor::FromVector<int64_t>({1}, {1}))
+                          .Output("y")
+                          .BuildModel(),
+                      kBudget);
+  auto feeds = [&](int64_t copies) {
+    return std::vector<std::pair<std::string, Tensor>>{{"x", text},
+                                                       {"shape", Tensor::FromVector<int64_t>({1}, {copies})}};
+  };
+  const absl::Status too_many = session->Run(feeds(64)).status();
+  EXPECT_EQ(too_many.code(), absl::StatusCode::kResourceExhausted) << too_many;
+  auto fits = session->Run(feeds(8));
+  ASSERT_TRUE(fits.ok()) << fits.status();
+  EXPECT_EQ((*fits)[0].NumElements(), 8);
+}
+
 }  // namespace
 }  // namespace onnxserve

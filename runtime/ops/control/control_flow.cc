@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "runtime/exec/plan.h"
 #include "runtime/ops/common.h"
@@ -46,12 +47,16 @@ Tensor TakeAlongAxis(const Tensor& t, int64_t axis, int64_t index) {
 // Stacks equally shaped tensors along a new axis `axis`.
 absl::StatusOr<Tensor> StackAlongAxis(const std::vector<Tensor>& parts, int64_t axis) {
   const Shape& part_shape = parts[0].shape();
+  std::vector<const Tensor*> sources;
   for (const Tensor& p : parts) {
     if (p.shape() != part_shape || p.dtype() != parts[0].dtype()) {
       return absl::InvalidArgumentError(absl::StrCat("scan outputs differ across iterations: ",
                                                      parts[0].DebugString(), " vs ", p.DebugString()));
     }
+    sources.push_back(&p);
   }
+  // Every iteration may scan out the same long strings (an outer value passed through).
+  RETURN_IF_ERROR(CheckJoinedStrings(sources));
   Shape shape = part_shape;
   shape.insert(shape.begin() + axis, static_cast<int64_t>(parts.size()));
   // The iteration count comes from data (a Loop's trip count): check the stacked size before allocating.

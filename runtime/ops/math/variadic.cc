@@ -86,6 +86,8 @@ class Where final : public OpKernel {
     }
     ASSIGN_OR_RETURN(const Shape xy_shape, BroadcastShapes(x.shape(), y.shape()));
     ASSIGN_OR_RETURN(const Shape out_shape, BroadcastShapes(cond.shape(), xy_shape));
+    ASSIGN_OR_RETURN(const int64_t out_elements, CheckedElementCount(out_shape));
+    RETURN_IF_ERROR(CheckBroadcastStrings({&x, &y}, out_elements));
     const BroadcastPlan<3> plan = PlanBroadcast<3>(out_shape, {&cond.shape(), &x.shape(), &y.shape()});
     const bool supported = DispatchAny(x.dtype(), [&](auto tag) {
       using T = decltype(tag);

@@ -347,7 +347,8 @@ absl::Status Attention::Run(KernelContext& ctx, const Dims& d) const {
   // Causal alignment is bottom-right: the past cache, or else the external cache's valid length, precedes Q.
   p.causal_offset.assign(d.batch, d.past_len);
   if (!has_past && !p.nonpad.empty()) {
-    for (int64_t b = 0; b < d.batch; ++b) p.causal_offset[b] = p.nonpad[b] - d.q_len;
+    // A negative length masks every key whatever the offset; taken as 0, INT64_MIN cannot overflow here.
+    for (int64_t b = 0; b < d.batch; ++b) p.causal_offset[b] = std::max<int64_t>(p.nonpad[b], 0) - d.q_len;
   }
   p.scale = has_scale_ ? C(scale_) : C{1} / std::sqrt(C(d.head_size));
 

@@ -84,6 +84,11 @@ class AxisSampler {
   }
 
   void Taps(float normalized, AxisTaps& taps) const {
+    // An empty axis has no border to clamp to (clamping to [0, -1] is undefined, and read index 0).
+    if (size_ == 0) {
+      taps = ZeroTaps();
+      return;
+    }
     float x = Denormalize(normalized, size_, options_.align_corners);
     // Nearest rounds half to even in every rank (the spec says so; the volumetric node tests agree).
     if (options_.mode == Mode::kNearest) x = std::nearbyint(x);

@@ -173,7 +173,8 @@ class GroupedNormalization final : public OpKernel {
       return absl::InvalidArgumentError(absl::StrCat("input should be [N, C, ...], got ", x.DebugString()));
     }
     const int64_t channels = x.dim(1);
-    const int64_t groups = instance_ ? channels : num_groups_;
+    // No channels make one empty group for InstanceNormalization: 0 groups would divide by zero below.
+    const int64_t groups = instance_ ? std::max<int64_t>(channels, 1) : num_groups_;
     if (channels % groups != 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("num_groups ", groups, " does not divide the ", channels, " channels of ", x.DebugString()));

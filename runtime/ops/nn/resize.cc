@@ -322,14 +322,17 @@ class Resize final : public OpKernel {
     for (const AxisPlan& axis : plan) out_shape.push_back(axis.out);
     // The taps take memory in proportion to the output's dims: check its size before building them.
     RETURN_IF_ERROR(CheckedByteSize(x.dtype(), out_shape).status());
-    std::vector<AxisTaps> taps;
-    for (const AxisPlan& axis : plan) taps.push_back(BuildTaps(opt_, axis));
     Tensor& y = ctx.Output(0, x.dtype(), out_shape);
+    // Taps only for a non-empty output of a non-empty X: then every scale is at least about 1 / (input
+    // length), and an antialiased filter stretched by 1 / scale stays within int64 (a scale of 1e-30 leaving
+    // no output would stretch it to 2e30 taps, a float-to-int64 conversion that is undefined).
     if (y.NumElements() == 0) return absl::OkStatus();
     if (x.NumElements() == 0) {
       return absl::InvalidArgumentError(absl::StrCat("cannot resize the empty X ", ShapeToString(x.shape()),
                                                      " to ", ShapeToString(out_shape)));
     }
+    std::vector<AxisTaps> taps;
+    for (const AxisPlan& axis : plan) taps.push_back(BuildTaps(opt_, axis));
     if (opt_.mode != Mode::kNearest) return Interpolate(x, y, taps, opt_.extrapolation_value, ctx.pool());
     Tensor fill(x.dtype(), {1});
     if (x.dtype() != DataType::kString) std::memset(fill.raw_data(), 0, fill.ByteSize());
@@ -337,6 +340,7 @@ class Resize final : public OpKernel {
       using T = decltype(zero);
       *fill.data<T>() = static_cast<T>(static_cast<ComputeType<T>>(opt_.extrapolation_value));
     });
+    RETURN_IF_ERROR(CheckStringCopies({&x}, y.NumElements()));
     CopyNearest(x, y, taps, fill, ctx.pool());
     return absl::OkStatus();
   }

@@ -139,7 +139,8 @@ absl::StatusOr<QuantLayout> PlanLayout(const Shape& x, const Shape& scale, int64
     return l;
   }
   Shape expected = x;
-  if (block_size > 0) expected[axis] = (x[axis] + block_size - 1) / block_size;
+  // Rounded up without adding block_size - 1, which overflows for a block_size near INT64_MAX.
+  if (block_size > 0) expected[axis] = x[axis] / block_size + (x[axis] % block_size != 0 ? 1 : 0);
   if (block_size <= 0 || scale != expected) {
     return absl::InvalidArgumentError(absl::StrCat("scale ", ShapeToString(scale), " for x ", ShapeToString(x),
                                                    ", axis ", axis, ", block_size ", block_size,

@@ -53,6 +53,7 @@ absl::StatusOr<Tensor> ConcatAlongAxis(const std::vector<const Tensor*>& inputs,
   const int64_t inner = NumElements(absl::MakeConstSpan(shape).subspan(axis + 1));
   std::vector<int64_t> blocks;
   for (const Tensor* in : inputs) blocks.push_back(in->dim(axis) * inner);
+  RETURN_IF_ERROR(CheckJoinedStrings(inputs));
   ASSIGN_OR_RETURN(Tensor out, Tensor::Create(first.dtype(), std::move(shape)));
   DispatchByWidth(out.dtype(), [&](auto zero) { ConcatRows<decltype(zero)>(inputs, blocks, outer, out, pool); });
   return out;

@@ -94,6 +94,7 @@ class ConstantOfShape final : public OpKernel {
     RETURN_IF_ERROR(RequireInputs(ctx, 1));
     // Negative dims and sizes past the limits are errors here, before anything is allocated.
     ASSIGN_OR_RETURN(Tensor* out, ctx.CheckedOutput(0, value_.dtype(), Int64Values(*ctx.Input(0))));
+    RETURN_IF_ERROR(CheckStringCopies({&value_}, out->NumElements()));
     FillWith(value_, *out);
     return absl::OkStatus();
   }

@@ -53,6 +53,7 @@ class Gather final : public OpKernel {
     out_shape.insert(out_shape.end(), indices.shape().begin(), indices.shape().end());
     out_shape.insert(out_shape.end(), data.shape().begin() + axis + 1, data.shape().end());
     Tensor& out = ctx.Output(0, data.dtype(), out_shape);
+    RETURN_IF_ERROR(CheckStringCopies({&data}, out.NumElements()));
 
     const int64_t outer = NumElements(absl::MakeConstSpan(data.shape()).subspan(0, axis));
     const int64_t block = NumElements(absl::MakeConstSpan(data.shape()).subspan(axis + 1));
@@ -107,6 +108,7 @@ class GatherElements final : public OpKernel {
     ASSIGN_OR_RETURN(const std::vector<int64_t> index, ResolveAll(indices, data.dim(axis), true));
     Tensor& out = ctx.Output(0, data.dtype(), indices.shape());
     if (out.NumElements() == 0) return absl::OkStatus();
+    RETURN_IF_ERROR(CheckStringCopies({&data}, out.NumElements()));
 
     const std::vector<int64_t> strides = StridesOf(data.shape());
     const int64_t rank = data.rank();
@@ -192,6 +194,7 @@ class GatherND final : public OpKernel {
     Shape out_shape(indices.shape().begin(), indices.shape().end() - 1);
     out_shape.insert(out_shape.end(), data.shape().begin() + b + m, data.shape().end());
     Tensor& out = ctx.Output(0, data.dtype(), out_shape);
+    RETURN_IF_ERROR(CheckStringCopies({&data}, out.NumElements()));
     const int64_t slice = NumElements(absl::MakeConstSpan(data.shape()).subspan(b + m));
     const int64_t batches = NumElements(absl::MakeConstSpan(data.shape()).subspan(0, b));
     const int64_t tuples_per_batch = batches == 0 ? 0 : tuples / batches;

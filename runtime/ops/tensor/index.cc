@@ -46,6 +46,7 @@ class OneHot final : public OpKernel {
     out_shape.insert(out_shape.begin() + axis, depth);
     ASSIGN_OR_RETURN(Tensor* out_tensor, ctx.CheckedOutput(0, values.dtype(), out_shape));
     Tensor& out = *out_tensor;
+    RETURN_IF_ERROR(CheckStringCopies({&values}, out.NumElements()));
     const int64_t inner = NumElements(absl::MakeConstSpan(indices.shape()).subspan(axis));
     DispatchByWidth(values.dtype(), [&](auto zero) {
       using T = decltype(zero);

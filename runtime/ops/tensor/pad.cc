@@ -53,6 +53,8 @@ absl::StatusOr<std::vector<int64_t>> AxisTable(int64_t size, int64_t begin, int6
   if (mode != PadMode::kConstant && length <= 0 && out_size > 0) {
     return absl::InvalidArgumentError("cannot pad an empty axis except in constant mode");
   }
+  // An int64 per output coordinate: for a one-byte type, 8 times the bytes of the output's axis.
+  RETURN_IF_ERROR(CheckedByteSize(DataType::kInt64, {out_size}).status());
   std::vector<int64_t> table(static_cast<size_t>(out_size));
   for (int64_t o = 0; o < out_size; ++o) {
     const int64_t i = o - begin;  // Input coordinate, possibly outside [lo, hi).
@@ -146,12 +148,14 @@ class Pad final : public OpKernel {
 
     const int64_t rank = data.rank();
     ASSIGN_OR_RETURN(const Shape out_shape, PaddedShape(data.shape(), pads));
+    Tensor& out = ctx.Output(0, data.dtype(), out_shape);
+    // An empty output's other dims may be near the element limit: their tables would be gigabytes for nothing.
+    if (out.NumElements() == 0) return absl::OkStatus();
+    RETURN_IF_ERROR(CheckStringCopies({&data, &constant}, out.NumElements()));
     std::vector<std::vector<int64_t>> tables(static_cast<size_t>(rank));
     for (int64_t d = 0; d < rank; ++d) {
       ASSIGN_OR_RETURN(tables[d], AxisTable(data.dim(d), pads[d], pads[rank + d], mode_));
     }
-    Tensor& out = ctx.Output(0, data.dtype(), out_shape);
-    if (out.NumElements() == 0) return absl::OkStatus();
     const int64_t width = out_shape.back();
     const int64_t rows = out.NumElements() / width;
     DispatchByWidth(data.dtype(), [&](auto zero) {

@@ -252,6 +252,7 @@ class Expand final : public OpKernel {
     }
     const std::vector<int64_t> strides = BroadcastStrides(in.shape(), shape);
     ASSIGN_OR_RETURN(Tensor* out, ctx.CheckedOutput(0, in.dtype(), std::move(shape)));
+    RETURN_IF_ERROR(CheckBroadcastStrings({&in}, out->NumElements()));
     CopyStrided(in, 0, strides, *out, ctx.pool());
     return absl::OkStatus();
   }

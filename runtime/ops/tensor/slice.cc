@@ -121,6 +121,7 @@ class Tile final : public OpKernel {
       view_strides.insert(view_strides.end(), {0, in_strides[d]});
     }
     ASSIGN_OR_RETURN(Tensor* out, ctx.CheckedOutput(0, in.dtype(), std::move(shape)));
+    RETURN_IF_ERROR(CheckBroadcastStrings({&in}, out->NumElements()));
     Tensor view = out->Reshaped(std::move(view_shape));
     CopyStrided(in, 0, view_strides, view, ctx.pool());
     return absl::OkStatus();

@@ -137,8 +137,10 @@ class SpaceToDepth final : public OpKernel {
       return absl::InvalidArgumentError(
           absl::StrCat("height ", h, " and width ", w, " must be multiples of blocksize ", b_));
     }
-    TransposeToOutput(ctx, in, {n, c, h / b_, b_, w / b_, b_}, {0, 3, 5, 1, 2, 4},
-                      {n, c * b_ * b_, h / b_, w / b_});
+    // With h = w = 0 any blocksize divides them, and c * b^2 may overflow.
+    ASSIGN_OR_RETURN(const int64_t cb, CheckedMul(c, b_));
+    ASSIGN_OR_RETURN(const int64_t depth, CheckedMul(cb, b_));
+    TransposeToOutput(ctx, in, {n, c, h / b_, b_, w / b_, b_}, {0, 3, 5, 1, 2, 4}, {n, depth, h / b_, w / b_});
     return absl::OkStatus();
   }
 

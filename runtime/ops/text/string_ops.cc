@@ -234,6 +234,7 @@ class StringConcat final : public OpKernel {
           absl::StrCat("X ", x.DebugString(), " and Y ", y.DebugString(), " do not broadcast"));
     }
     Tensor& z = ctx.Output(0, DataType::kString, *shape);
+    RETURN_IF_ERROR(CheckBroadcastStrings({&x, &y}, z.NumElements()));
     const std::string* a = x.data<std::string>();
     const std::string* b = y.data<std::string>();
     std::string* out = z.data<std::string>();

@@ -1,5 +1,7 @@
 // If, Loop and Scan: subgraphs run with values of the enclosing graph read by name.
 #include <atomic>
+#include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "tests/support/op_test.h"
@@ -68,20 +70,33 @@ TEST(IfTest, BranchesReadingUndefinedValuesFailToLoad) {
   EXPECT_NE(out.status().message().find("\"a\" is not defined"), std::string::npos) << out.status();
 }
 
+struct Typed {
+  std::string name;
+  int elem_type;
+};
+
+// A body graph that only copies values: output i is Identity(sources[i]), of its type. A source may be an
+// input or a value of the enclosing graph.
+onnx::GraphProto CopyingBody(const std::string& name, const std::vector<Typed>& inputs,
+                             const std::vector<std::string>& sources, const std::vector<Typed>& outputs) {
+  onnx::GraphProto g;
+  g.set_name(name);
+  for (const Typed& in : inputs) *g.add_input() = Value(in.name, in.elem_type);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    AddIdentity(g, sources[i], outputs[i].name);
+    *g.add_output() = Value(outputs[i].name, outputs[i].elem_type);
+  }
+  return g;
+}
+
 // Loop body: carries x unchanged, keeps cond, and scans out the iteration number.
 onnx::GraphProto CountingBody() {
-  onnx::GraphProto g;
-  g.set_name("body");
-  *g.add_input() = Value("iter", onnx::TensorProto::INT64);
-  *g.add_input() = Value("cond_in", onnx::TensorProto::BOOL);
-  *g.add_input() = Value("x_in", onnx::TensorProto::FLOAT);
-  AddIdentity(g, "cond_in", "cond_out");
-  AddIdentity(g, "x_in", "x_out");
-  AddIdentity(g, "iter", "iter_out");
-  *g.add_output() = Value("cond_out", onnx::TensorProto::BOOL);
-  *g.add_output() = Value("x_out", onnx::TensorProto::FLOAT);
-  *g.add_output() = Value("iter_out", onnx::TensorProto::INT64);
-  return g;
+  return CopyingBody("body",
+                     {{"iter", onnx::TensorProto::INT64}, {"cond_in", onnx::TensorProto::BOOL},
+                      {"x_in", onnx::TensorProto::FLOAT}},
+                     {"cond_in", "x_in", "iter"},
+                     {{"cond_out", onnx::TensorProto::BOOL}, {"x_out", onnx::TensorProto::FLOAT},
+                      {"iter_out", onnx::TensorProto::INT64}});
 }
 
 // Loop over CountingBody: outputs x_final and the stacked iteration numbers.
@@ -149,15 +164,8 @@ TEST(LoopTest, StopsAtTheDeadlineOrCancellationWhateverItsTripCount) {
 
 // Scan body: state passes through; the scanned element is emitted as a scan output.
 onnx::GraphProto EchoBody() {
-  onnx::GraphProto g;
-  g.set_name("scan_body");
-  *g.add_input() = Value("s_in", onnx::TensorProto::FLOAT);
-  *g.add_input() = Value("e_in", onnx::TensorProto::FLOAT);
-  AddIdentity(g, "s_in", "s_out");
-  AddIdentity(g, "e_in", "e_out");
-  *g.add_output() = Value("s_out", onnx::TensorProto::FLOAT);
-  *g.add_output() = Value("e_out", onnx::TensorProto::FLOAT);
-  return g;
+  return CopyingBody("scan_body", {{"s_in", onnx::TensorProto::FLOAT}, {"e_in", onnx::TensorProto::FLOAT}},
+                     {"s_in", "e_in"}, {{"s_out", onnx::TensorProto::FLOAT}, {"e_out", onnx::TensorProto::FLOAT}});
 }
 
 // `scan` (with any inputs before them and attributes) over state s and scan input x through EchoBody.
@@ -203,6 +211,27 @@ TEST(ScanTest, Scan8InputsOfDifferentBatchSizesAreAnError) {
   auto out = RunEchoScan(OpTest("Scan", 8).NoInput(), Tensor::FromVector<float>({2, 1}, {5.f, 6.f}),
                          Tensor::FromVector<float>({1, 2, 1}, {1, 2}));
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
+}
+
+// Loop body: keeps cond and scans out the enclosing graph's string "s" unchanged.
+onnx::GraphProto EchoStringBody() {
+  return CopyingBody("echo_string", {{"iter", onnx::TensorProto::INT64}, {"cond_in", onnx::TensorProto::BOOL}},
+                     {"cond_in", "s"}, {{"cond_out", onnx::TensorProto::BOOL}, {"s_out", onnx::TensorProto::STRING}});
+}
+
+// A string's characters are not in a tensor's byte size: each iteration passes the same 400 KiB string
+// through, and three of them stack into 1.2 MiB of characters, past the 1 MiB limit (a million iterations
+// of a 4 MB string asked for 4 TB).
+TEST(LoopTest, RefusesStackedStringsPastTheByteLimit) {
+  testing::ScopedSizeLimits limits(int64_t{1} << 20);
+  auto out = OpTest("Loop", 16)
+                 .Input("M", Tensor::Scalar<int64_t>(3))
+                 .Input("cond", Tensor::Scalar(true))
+                 .OuterInput("s", Tensor::FromVector<std::string>({1}, {std::string(400 << 10, 'a')}))
+                 .Output("stacked")
+                 .Attr(GraphAttr("body", EchoStringBody()))
+                 .Run();
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted) << out.status();
 }
 
 }  // namespace

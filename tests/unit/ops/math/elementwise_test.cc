@@ -448,5 +448,18 @@ TEST(ClipTest, IntegersFromVersion12) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// A string's characters are not in a tensor's byte size: one 4 KiB string broadcast to 512 elements is 2 MiB
+// of characters, past the 1 MiB limit.
+TEST(WhereTest, RefusesStringOutputsPastTheByteLimit) {
+  testing::ScopedSizeLimits limits(int64_t{1} << 20);
+  auto out = OpTest("Where", 16)
+                 .Input("c", Tensor::FromVector<bool>({512}, std::vector<bool>(512, true)))
+                 .Input("x", Tensor::Scalar(std::string(4096, 'a')))
+                 .Input("y", Tensor::Scalar(std::string()))
+                 .Output("z")
+                 .Run();
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted) << out.status();
+}
+
 }  // namespace
 }  // namespace onnxserve

@@ -170,19 +170,26 @@ TEST(AttentionTest, FullyMaskedRowsGiveZerosNotNan) {
   EXPECT_NEAR(p.data<float>()[2] + p.data<float>()[3], 1.0f, 1e-6);  // mode 3 is the softmax
 }
 
+// Attention-24 over an external cache whose valid lengths per batch are `nonpad`.
+absl::StatusOr<std::vector<Tensor>> RunWithNonpad(const Tensor& q, const Tensor& k, const Tensor& v,
+                                                  const std::vector<int64_t>& nonpad, int64_t is_causal) {
+  return OpTest("Attention", 24)
+      .Input("q", q)
+      .Input("k", k)
+      .Input("v", v)
+      .NoInput()
+      .NoInput()
+      .NoInput()
+      .Input("n", Tensor::FromVector<int64_t>({static_cast<int64_t>(nonpad.size())}, nonpad))
+      .Attr("is_causal", is_causal)
+      .Output("y")
+      .Run();
+}
+
 TEST(AttentionTest, NonpadLengthsMaskThePaddingOfAnExternalCache) {
   std::mt19937 rng(5);
   const Tensor q = Random({2, 1, 1, 3}, rng), k = Random({2, 1, 4, 3}, rng), v = Random({2, 1, 4, 3}, rng);
-  auto out = OpTest("Attention", 24)
-                 .Input("q", q)
-                 .Input("k", k)
-                 .Input("v", v)
-                 .NoInput()
-                 .NoInput()
-                 .NoInput()
-                 .Input("n", Tensor::FromVector<int64_t>({2}, {2, 4}))
-                 .Output("y")
-                 .Run();
+  auto out = RunWithNonpad(q, k, v, {2, 4}, 0);
   ASSERT_TRUE(out.ok()) << out.status();
   auto padding = [](int64_t b, int64_t, int64_t, int64_t j) { return j < (b == 0 ? 2 : 4) ? 0.0 : -kInf; };
   EXPECT_TRUE(TensorsClose(Reference(q, k, v, 1 / std::sqrt(3.0f), 0, padding), (*out)[0], 1e-4, 1e-5));
@@ -198,6 +205,17 @@ TEST(AttentionTest, MismatchedHeadsAreRejected) {
                  .Run();
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.status().message().find("multiple of kv_num_heads"), std::string::npos) << out.status();
+}
+
+// A causal run's offset was nonpad - q_len, which overflows for a length of INT64_MIN (undefined; checked
+// here under the release build). A negative length masks every key: each row attends to nothing, which
+// gives zeros.
+TEST(AttentionTest, ANonpadLengthOfInt64MinMasksEveryKey) {
+  std::mt19937 rng(7);
+  const Tensor q = Random({1, 1, 2, 3}, rng), k = Random({1, 1, 4, 3}, rng), v = Random({1, 1, 4, 3}, rng);
+  auto out = RunWithNonpad(q, k, v, {std::numeric_limits<int64_t>::min()}, 1);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1, 1, 2, 3}, std::vector<float>(6, 0.0f)), (*out)[0]));
 }
 
 }  // namespace

@@ -130,5 +130,23 @@ TEST(AffineGridTest, AlignCornersSpansMinusOneToOne) {
   EXPECT_TRUE(TensorsClose(Floats({1, 1, 2, 2}, {-1, -1, 1, -1}), (*out)[0]));
 }
 
+// An image with no rows: border padding clamped to [0, -1] (undefined) and read row 0 of an empty tensor.
+// There is nothing to sample, so every mode gives the zero padding.
+TEST(GridSampleTest, AnEmptyAxisSamplesZeros) {
+  for (const std::string padding : {"zeros", "border", "reflection"}) {
+    for (const std::string mode : {"nearest", "linear", "cubic"}) {
+      auto out = OpTest("GridSample", 20)
+                     .Input("x", Tensor(DataType::kFloat, {1, 1, 0, 2}))
+                     .Input("grid", Floats({1, 1, 2, 2}, {-1, -1, 0.5f, 0.5f}))
+                     .Attr("mode", mode)
+                     .Attr("padding_mode", padding)
+                     .Output("y")
+                     .Run();
+      ASSERT_TRUE(out.ok()) << mode << ", " << padding << ": " << out.status();
+      EXPECT_TRUE(TensorsClose(Floats({1, 1, 1, 2}, {0, 0}), (*out)[0])) << mode << ", " << padding;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace onnxserve

@@ -209,5 +209,17 @@ TEST(LRNTest, FloatPlanesMatchTheDoubleFormula) {
   }
 }
 
+// Zero channels made zero groups, and "channels % groups" divided by zero (SIGFPE, the process gone).
+TEST(InstanceNormalizationTest, NoChannelsGiveAnEmptyOutput) {
+  auto out = OpTest("InstanceNormalization", 6)
+                 .Input("x", F({1, 0, 2}, {}))
+                 .Input("s", F({0}, {}))
+                 .Input("b", F({0}, {}))
+                 .Output("y")
+                 .Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), (Shape{1, 0, 2}));
+}
+
 }  // namespace
 }  // namespace onnxserve

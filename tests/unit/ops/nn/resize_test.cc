@@ -214,5 +214,29 @@ TEST(ResizeTest, RejectsHugeAndNonFiniteScalesAndSizes) {
   EXPECT_EQ(sizes.status().code(), absl::StatusCode::kResourceExhausted) << sizes.status();
 }
 
+// A scale of 1e-30 leaves no output, but the antialiased filter was still stretched by 1 / scale and its
+// 2e30 taps converted to int64 (undefined; checked here under the release build): an empty output.
+TEST(ResizeTest, AntialiasWithAScaleLeavingNoOutputGivesAnEmptyTensor) {
+  auto out = OpTest("Resize", 18)
+                 .Input("x", Floats({4}, {1, 2, 3, 4}))
+                 .NoInput()
+                 .Input("scales", Scales({1e-30f}))
+                 .Attr("mode", std::string("linear"))
+                 .Attr("antialias", int64_t{1})
+                 .Output("y")
+                 .Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), (Shape{0}));
+}
+
+// A string's characters are not in a tensor's byte size: one 4 KiB string resized to 512 elements is 2 MiB
+// of characters, past the 1 MiB limit.
+TEST(ResizeTest, RefusesStringOutputsPastTheByteLimit) {
+  testing::ScopedSizeLimits limits(int64_t{1} << 20);
+  auto out = ResizeByScales(Tensor::FromVector<std::string>({1}, {std::string(4096, 'a')}), {512},
+                            {{"mode", "nearest"}});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted) << out.status();
+}
+
 }  // namespace
 }  // namespace onnxserve

@@ -292,5 +292,17 @@ TEST(QLinearConvTest, BiasOfTheWrongTypeIsAnErrorNamingIt) {
   EXPECT_TRUE(FailsWith(out, "B "));
 }
 
+// The block count was (dim + block_size - 1) / block_size, which overflows for a block_size near INT64_MAX:
+// one block of 2 elements needed a scale of [-1]. It is ceil(2 / block_size) = 1, so scale [1] holds.
+TEST(QuantizeLinearTest, ABlockSizeNearInt64MaxIsOneBlock) {
+  auto out = OpTest("QuantizeLinear", 21)
+                 .Input("x", Tensor::FromVector<float>({2}, {2, 4}))
+                 .Input("scale", Tensor::FromVector<float>({1}, {2}))
+                 .Attr("axis", int64_t{0}).Attr("block_size", std::numeric_limits<int64_t>::max())
+                 .Output("y").Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<uint8_t>({2}, {1, 2}), (*out)[0]));
+}
+
 }  // namespace
 }  // namespace onnxserve

@@ -100,5 +100,17 @@ TEST(SplitTest, RejectsAnUnevenSplitWithoutLengths) {
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// A string's characters are not in a tensor's byte size: three 400 KiB strings join into 1.2 MiB of
+// characters, past the 1 MiB limit (a sequence holding one long string many times joins into far more).
+TEST(ConcatTest, RefusesStringOutputsPastTheByteLimit) {
+  testing::ScopedSizeLimits limits(int64_t{1} << 20);
+  OpTest test("Concat", 13);
+  for (int i = 0; i < 3; ++i) {
+    test.Input(absl::StrCat("s", i), Tensor::FromVector<std::string>({1}, {std::string(400 << 10, 'a')}));
+  }
+  auto out = test.Attr("axis", int64_t{0}).Output("y").Run();
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted) << out.status();
+}
+
 }  // namespace
 }  // namespace onnxserve

@@ -226,5 +226,17 @@ TEST(RangeTest, CountsPastTheElementLimitAreErrors) {
   EXPECT_EQ((*extreme)[0].NumElements(), 2);
 }
 
+// A string's characters are not in a tensor's byte size: a 4 KiB value repeated 512 times is 2 MiB of
+// characters, past the 1 MiB limit.
+TEST(ConstantOfShapeTest, RefusesStringOutputsPastTheByteLimit) {
+  testing::ScopedSizeLimits limits(int64_t{1} << 20);
+  auto out = OpTest("ConstantOfShape", 20)
+                 .Input("shape", Ints({512}))
+                 .Attr("value", Tensor::FromVector<std::string>({1}, {std::string(4096, 'a')}))
+                 .Output("y")
+                 .Run();
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted) << out.status();
+}
+
 }  // namespace
 }  // namespace onnxserve

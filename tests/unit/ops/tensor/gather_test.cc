@@ -1,5 +1,6 @@
 // Gather (against a plain reference on random shapes and axes), GatherElements and GatherND (spec
 // examples, batch_dims), negative and out-of-range indices, strings.
+#include <algorithm>
 #include <numeric>
 #include <random>
 #include <string>
@@ -192,6 +193,19 @@ TEST(GatherNDTest, NegativeIndicesCountFromTheEndAndOutOfRangeFails) {
                  .Run();
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("index 3"), std::string::npos) << bad.status();
+}
+
+// A string's characters are not in a tensor's byte size: gathering one 4 KiB string 512 times is 2 MiB of
+// characters, past the 1 MiB limit, whichever of the three gathers does it.
+TEST(GatherTest, RefusesStringOutputsPastTheByteLimit) {
+  testing::ScopedSizeLimits limits(int64_t{1} << 20);
+  const Tensor data = Tensor::FromVector<std::string>({1, 1}, {std::string(4096, 'a')});
+  Tensor zeros(DataType::kInt64, {512, 1});
+  std::fill_n(zeros.data<int64_t>(), 512, 0);
+  for (const char* op : {"Gather", "GatherElements", "GatherND"}) {
+    auto out = OpTest(op, 13).Input("data", data).Input("indices", zeros).Output("y").Run();
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted) << op << ": " << out.status();
+  }
 }
 
 }  // namespace

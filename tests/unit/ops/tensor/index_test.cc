@@ -86,5 +86,18 @@ TEST(OneHotTest, RejectsADepthPastTheElementLimit) {
             absl::StatusCode::kResourceExhausted);
 }
 
+// A string's characters are not in a tensor's byte size: a 4 KiB "on" value over 512 outputs may be 2 MiB
+// of characters, past the 1 MiB limit.
+TEST(OneHotTest, RefusesStringOutputsPastTheByteLimit) {
+  testing::ScopedSizeLimits limits(int64_t{1} << 20);
+  auto out = OpTest("OneHot", 11)
+                 .Input("indices", Tensor::FromVector<int64_t>({512}, std::vector<int64_t>(512, 0)))
+                 .Input("depth", Tensor::Scalar(1.0f))
+                 .Input("values", Tensor::FromVector<std::string>({2}, {"", std::string(4096, 'a')}))
+                 .Output("y")
+                 .Run();
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted) << out.status();
+}
+
 }  // namespace
 }  // namespace onnxserve

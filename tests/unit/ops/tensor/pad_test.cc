@@ -152,5 +152,44 @@ TEST(PadTest, RejectsPadsPastTheElementLimit) {
             absl::StatusCode::kResourceExhausted);
 }
 
+// An int64 table entry per coordinate of each output axis: uint8 [1] padded to [2^18 + 1] is a 256 KiB output
+// but a 2 MiB table, past the 1 MiB limit (at the default limits, [1] padded to [2^32] took a 32 GiB table).
+TEST(PadTest, RefusesAxisTablesPastTheByteLimit) {
+  testing::ScopedSizeLimits limits(int64_t{1} << 20);
+  auto out = OpTest("Pad", 19)
+                 .Input("x", Tensor(DataType::kUint8, {1}))
+                 .Input("pads", Ints({0, int64_t{1} << 18}))
+                 .Output("y")
+                 .Run();
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted) << out.status();
+}
+
+// The tables used to be built before the empty-output check: uint8 [0, 1] padded to [0, 2^31] filled a
+// 16 GiB table. Here the second axis' table would be refused by the byte limit, so only returning before
+// building the tables gives the empty output.
+TEST(PadTest, AnEmptyOutputBuildsNoAxisTables) {
+  testing::ScopedSizeLimits limits(int64_t{1} << 20);
+  auto out = OpTest("Pad", 19)
+                 .Input("x", Tensor(DataType::kUint8, {0, 1}))
+                 .Input("pads", Ints({0, 0, 0, int64_t{1} << 18}))
+                 .Output("y")
+                 .Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), (Shape{0, (int64_t{1} << 18) + 1}));
+}
+
+// A string's characters are not in a tensor's byte size: edge-padding one 4 KiB string to 512 copies makes
+// 2 MiB of characters, past the 1 MiB limit (a 4 MB string padded to a million copies asked for 4 TB).
+TEST(PadTest, RefusesStringOutputsPastTheByteLimit) {
+  testing::ScopedSizeLimits limits(int64_t{1} << 20);
+  auto out = OpTest("Pad", 19)
+                 .Input("x", Tensor::FromVector<std::string>({1}, {std::string(4096, 'a')}))
+                 .Input("pads", Ints({0, 511}))
+                 .Attr("mode", std::string("edge"))
+                 .Output("y")
+                 .Run();
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted) << out.status();
+}
+
 }  // namespace
 }  // namespace onnxserve

@@ -200,5 +200,17 @@ TEST(ExpandTest, RejectsShapesPastTheElementLimit) {
   EXPECT_NE(huge.status().message().find("Expand"), std::string::npos) << huge.status();
 }
 
+// A string's characters are not in a tensor's byte size: one 4 KiB string expanded to 512 elements is 2 MiB
+// of characters, past the 1 MiB limit.
+TEST(ExpandTest, RefusesStringOutputsPastTheByteLimit) {
+  testing::ScopedSizeLimits limits(int64_t{1} << 20);
+  auto out = OpTest("Expand", 13)
+                 .Input("x", Tensor::FromVector<std::string>({1}, {std::string(4096, 'a')}))
+                 .Input("shape", Ints({512}))
+                 .Output("y")
+                 .Run();
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted) << out.status();
+}
+
 }  // namespace
 }  // namespace onnxserve

@@ -168,5 +168,17 @@ TEST(TileTest, RejectsRepeatsPastTheElementLimit) {
   EXPECT_EQ(huge.status().code(), absl::StatusCode::kResourceExhausted) << huge.status();
 }
 
+// A string's characters are not in a tensor's byte size: one 4 KiB string tiled 512 times is 2 MiB of
+// characters, past the 1 MiB limit.
+TEST(TileTest, RefusesStringOutputsPastTheByteLimit) {
+  testing::ScopedSizeLimits limits(int64_t{1} << 20);
+  auto out = OpTest("Tile", 13)
+                 .Input("x", Tensor::FromVector<std::string>({1}, {std::string(4096, 'a')}))
+                 .Input("repeats", Ints({512}))
+                 .Output("y")
+                 .Run();
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted) << out.status();
+}
+
 }  // namespace
 }  // namespace onnxserve

@@ -138,5 +138,14 @@ TEST(SpaceToDepthTest, RejectsSizesNotDivisibleByTheBlock) {
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// With h = w = 0 every blocksize divides them: 2 channels and a blocksize of 2^31 made the output depth
+// 2 * 2^62, which overflowed (undefined) to a negative dim: an exception from the output's constructor,
+// answered INTERNAL, instead of a depth past int64.
+TEST(SpaceToDepthTest, ADepthPastInt64IsAnErrorForEmptyImages) {
+  auto out = OpTest("SpaceToDepth", 13).Input("x", Tensor(DataType::kFloat, {1, 2, 0, 0}))
+                 .Attr("blocksize", int64_t{1} << 31).Output("y").Run();
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted) << out.status();
+}
+
 }  // namespace
 }  // namespace onnxserve

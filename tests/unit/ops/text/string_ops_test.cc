@@ -238,5 +238,18 @@ TEST(RegexFullMatchTest, BadPatternsFailAtLoadNamingThePattern) {
   EXPECT_FALSE(RunOne(OpTest("RegexFullMatch", 20), Str({"ab"})).ok());           // pattern is required
 }
 
+// A string's characters are not in a tensor's byte size: a 4 MB string concatenated with a million empty
+// ones asked for 4 TB. At a 1 MiB limit, a 4 KiB string against 512 empty ones (2 MiB) is refused, against
+// 200 (800 KiB) it is not: the count is of the characters broadcast, not of the longest string per element.
+TEST(StringConcatTest, RefusesOutputsWhoseCharactersPassTheByteLimit) {
+  testing::ScopedSizeLimits limits(int64_t{1} << 20);
+  const Tensor long_string = Str({std::string(4096, 'a')});
+  auto too_long = Concat(long_string, Str(Strings(512)));
+  EXPECT_EQ(too_long.status().code(), absl::StatusCode::kResourceExhausted) << too_long.status();
+  auto within = Concat(Str(Strings(200)), long_string);
+  ASSERT_TRUE(within.ok()) << within.status();
+  EXPECT_EQ(within->values<std::string>()[199].size(), 4096u);
+}
+
 }  // namespace
 }  // namespace onnxserve
