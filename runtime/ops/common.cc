@@ -108,11 +108,6 @@ absl::Status CheckStringChars(int64_t chars) {
   return absl::OkStatus();
 }
 
-int64_t LongestString(const Tensor& t) {
-  size_t longest = 0;
-  for (const std::string& s : t.values<std::string>()) longest = std::max(longest, s.size());
-  return static_cast<int64_t>(longest);
-}
 
 int64_t StringChars(const Tensor& t) {
   int64_t chars = 0;
@@ -154,13 +149,23 @@ void CopyStrided(const Tensor& in, int64_t in_offset, const std::vector<int64_t>
   });
 }
 
+int64_t LongestString(const Tensor& t) {
+  size_t longest = 0;
+  for (const std::string& s : t.values<std::string>()) longest = std::max(longest, s.size());
+  return static_cast<int64_t>(longest);
+}
+
+absl::Status CheckStringCopies(int64_t longest, int64_t out_elements) {
+  ASSIGN_OR_RETURN(const int64_t chars, CheckedMul(out_elements, longest));
+  return CheckStringChars(chars);
+}
+
 absl::Status CheckStringCopies(absl::Span<const Tensor* const> sources, int64_t out_elements) {
   int64_t longest = 0;
   for (const Tensor* source : sources) {
     if (source->dtype() == DataType::kString) longest = std::max(longest, LongestString(*source));
   }
-  ASSIGN_OR_RETURN(const int64_t chars, CheckedMul(out_elements, longest));
-  return CheckStringChars(chars);
+  return CheckStringCopies(longest, out_elements);
 }
 
 absl::Status CheckBroadcastStrings(absl::Span<const Tensor* const> sources, int64_t out_elements) {

@@ -130,6 +130,10 @@ void CopyStrided(const Tensor& in, int64_t in_offset, const std::vector<int64_t>
 // For an output of `out_elements`, each a copy of any element of `sources` (Gather, Pad): bounded by
 // out_elements times the longest of their strings.
 absl::Status CheckStringCopies(absl::Span<const Tensor* const> sources, int64_t out_elements);
+// The same for copies of strings known at load (a model's label table), the longest of `longest` characters.
+absl::Status CheckStringCopies(int64_t longest, int64_t out_elements);
+// The characters of a string tensor's longest element.
+int64_t LongestString(const Tensor& t);
 // For an output of `out_elements` broadcast from `sources` (Expand, Tile, Where, StringConcat), in which each
 // element of a source appears out_elements / its count times: bounded by the sum of each source's characters
 // times that.

@@ -1,5 +1,6 @@
 // Categorical encoders of ai.onnx.ml: OneHotEncoder (scikit-learn's OneHotEncoder, one column at a time)
 // and CategoryMapper (strings to integers and back). Their tables are built once, at load.
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -123,6 +124,8 @@ class CategoryMapper final : public OpKernel {
     }
     ASSIGN_OR_RETURN(default_int_, info.Attr<int64_t>("default_int64", -1));
     ASSIGN_OR_RETURN(default_string_, info.Attr<std::string>("default_string", "_Unused"));
+    longest_string_ = static_cast<int64_t>(default_string_.size());
+    for (const std::string& s : strings) longest_string_ = std::max(longest_string_, static_cast<int64_t>(s.size()));
     return absl::OkStatus();
   }
 
@@ -133,6 +136,8 @@ class CategoryMapper final : public OpKernel {
       Tensor& y = ctx.Output(0, DataType::kInt64, x.shape());
       Map(x.data<std::string>(), x.NumElements(), to_int_, default_int_, y.data<int64_t>());
     } else if (x.dtype() == DataType::kInt64) {
+      // Each output is a copy of a category or the default: a model's long one over a large X must fit.
+      RETURN_IF_ERROR(CheckStringCopies(longest_string_, x.NumElements()));
       Tensor& y = ctx.Output(0, DataType::kString, x.shape());
       Map(x.data<int64_t>(), x.NumElements(), to_string_, default_string_, y.data<std::string>());
     } else {
@@ -154,6 +159,7 @@ class CategoryMapper final : public OpKernel {
   absl::flat_hash_map<int64_t, std::string> to_string_;
   int64_t default_int_ = -1;
   std::string default_string_;
+  int64_t longest_string_ = 0;  // characters of the longest category or default string
 };
 
 constexpr DataType kOneHotTypes[] = {DataType::kString, DataType::kInt64, DataType::kInt32, DataType::kFloat,

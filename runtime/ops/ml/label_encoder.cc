@@ -2,6 +2,7 @@
 // preprocessing of scikit-learn pipelines. Opset 1 maps strings to their index in `classes_strings` or back;
 // opset 2 takes parallel keys_* / values_* lists of strings, int64s or floats; opset 4 adds the *_tensor forms
 // (int16, int32 and double too) and a default_tensor. The table is built once, at load.
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -25,6 +26,9 @@ class Table {
  public:
   Table(Tensor keys, Tensor values, Tensor fallback)
       : keys_(std::move(keys)), values_(std::move(values)), fallback_(std::move(fallback)) {
+    if (values_.dtype() == DataType::kString) {
+      longest_value_ = std::max(LongestString(values_), LongestString(fallback_));
+    }
     for (int64_t i = 0; i < keys_.NumElements(); ++i) {  // a repeated key: the last one wins
       if (keys_.dtype() == DataType::kString) {
         by_string_.insert_or_assign(keys_.data<std::string>()[i], i);
@@ -40,6 +44,8 @@ class Table {
 
   DataType key_type() const { return keys_.dtype(); }
   DataType value_type() const { return values_.dtype(); }
+  // Each output element is a copy of a value: a model's long label over a large X must fit the limits.
+  absl::Status CheckOutputFits(int64_t elements) const { return CheckStringCopies(longest_value_, elements); }
 
   void Map(const Tensor& x, Tensor& y) const {
     DispatchAny(values_.dtype(), [&](auto tag) {
@@ -80,6 +86,7 @@ class Table {
   }
 
   Tensor keys_, values_, fallback_;
+  int64_t longest_value_ = 0;  // characters of the longest value or fallback string; 0 for other types
   absl::flat_hash_map<std::string, int64_t> by_string_;
   absl::flat_hash_map<int64_t, int64_t> by_int_;
   absl::flat_hash_map<double, int64_t> by_float_;
@@ -174,6 +181,7 @@ class LabelEncoder final : public OpKernel {
     const Tensor& x = *ctx.Input(0);
     for (const Table& table : tables_) {
       if (table.key_type() != x.dtype()) continue;
+      RETURN_IF_ERROR(table.CheckOutputFits(x.NumElements()));
       table.Map(x, ctx.Output(0, table.value_type(), x.shape()));
       return absl::OkStatus();
     }

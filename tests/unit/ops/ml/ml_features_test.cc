@@ -12,6 +12,7 @@ namespace onnxserve {
 namespace {
 
 using testing::OpTest;
+using testing::ScopedSizeLimits;
 using testing::TensorsClose;
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
@@ -89,6 +90,18 @@ TEST(LabelEncoderTest, Opset1MapsStringsToIndicesAndBack) {
   y = RunOne(OpTest("LabelEncoder", 1, "ai.onnx.ml").Attr("classes_strings", classes), Int64s({1, 5, 0}));
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_TRUE(TensorsClose(Strings({"dog", "_Unused", "cat"}), *y));
+}
+
+// Each output element is a copy of a value string from the model: a 4 KiB label over 1024 elements is 4 MiB
+// of characters, past a 1 MiB limit (the output's byte size counts only its 1024 string objects). Without
+// the check a long label turned a large request into an unbounded allocation.
+TEST(LabelEncoderTest, ALongLabelOverALargeInputMustFitTheLimits) {
+  OpTest test("LabelEncoder", 2, "ai.onnx.ml");
+  test.Attr("keys_int64s", std::vector<int64_t>{1}).Attr("values_strings", std::vector<std::string>{std::string(4096, 'x')});
+  ScopedSizeLimits limits(1 << 20);
+  auto y = RunOne(test, Int64s(std::vector<int64_t>(1024, 1)));
+  EXPECT_EQ(y.status().code(), absl::StatusCode::kResourceExhausted) << y.status();
+  EXPECT_TRUE(RunOne(test, Int64s(std::vector<int64_t>(200, 1))).ok());  // 800 KiB fits
 }
 
 TEST(LabelEncoderTest, Opset2MapsFloatsWithTheirDefault) {

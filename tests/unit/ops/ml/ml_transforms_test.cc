@@ -15,6 +15,7 @@ namespace {
 
 using testing::FailsWith;
 using testing::OpTest;
+using testing::ScopedSizeLimits;
 using testing::TensorsClose;
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
@@ -129,6 +130,19 @@ TEST(OneHotEncoderTest, OneColumnPerCategory) {
   OpTest wrong_kind("OneHotEncoder", 1, "ai.onnx.ml");
   wrong_kind.Attr("cats_int64s", std::vector<int64_t>{4});
   EXPECT_TRUE(FailsWith(RunOne(wrong_kind, Tensor::FromVector<std::string>({1}, {"4"})), "the categories are cats_int64s"));
+}
+
+// int64 -> string copies a category (or the default) per element: a 4 KiB default over 1024 elements is
+// 4 MiB of characters, past a 1 MiB limit.
+TEST(CategoryMapperTest, ALongCategoryOverALargeInputMustFitTheLimits) {
+  OpTest test("CategoryMapper", 1, "ai.onnx.ml");
+  test.Attr("cats_strings", std::vector<std::string>{"a"})
+      .Attr("cats_int64s", std::vector<int64_t>{1})
+      .Attr("default_string", std::string(4096, 'x'));
+  ScopedSizeLimits limits(1 << 20);
+  auto y = RunOne(test, Tensor::FromVector<int64_t>({1024}, std::vector<int64_t>(1024, 7)));
+  EXPECT_EQ(y.status().code(), absl::StatusCode::kResourceExhausted) << y.status();
+  EXPECT_TRUE(RunOne(test, Tensor::FromVector<int64_t>({200}, std::vector<int64_t>(200, 7))).ok());
 }
 
 TEST(CategoryMapperTest, StringsToIntsAndBack) {
