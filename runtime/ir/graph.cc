@@ -232,12 +232,13 @@ void Graph::SetOp(Node* node, std::string domain, std::string op_type, int64_t o
 }
 
 void Graph::TransferOutput(Node* from, int from_index, Node* to, int to_index) {
-  Value* value = from->outputs_[from_index];
+  // A model may list fewer outputs for a node than it has (a MatMul with none): then `to` gets none either.
+  Value* value = from->output(from_index);
   if (to_index >= static_cast<int>(to->outputs_.size())) to->outputs_.resize(to_index + 1, nullptr);
   if (Value* old = to->outputs_[to_index]) old->producer_ = nullptr;
-  from->outputs_[from_index] = nullptr;
+  if (value != nullptr) from->outputs_[from_index] = nullptr;
   to->outputs_[to_index] = value;
-  value->producer_ = to;
+  if (value != nullptr) value->producer_ = to;
 }
 
 void Graph::ReplaceAllUses(Value* value, Value* replacement) {

@@ -154,7 +154,8 @@ class Graph {
   // Turns `node` into another op (a fused kernel taking its place), keeping inputs, outputs and attributes.
   void SetOp(Node* node, std::string domain, std::string op_type, int64_t opset);
   // Moves `from`'s output `from_index` to `to` as its output `to_index`: `to` now computes that value (with
-  // all its readers), and `to`'s old output there, which must be unused, is gone.
+  // all its readers), and `to`'s old output there, which must be unused, is gone. A `from` without that
+  // output (a model may list none) leaves `to` without one.
   void TransferOutput(Node* from, int from_index, Node* to, int to_index);
   // Makes every reader of `value` (and the graph's outputs) read `replacement` instead.
   void ReplaceAllUses(Value* value, Value* replacement);

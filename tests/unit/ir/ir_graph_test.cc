@@ -103,5 +103,25 @@ TEST(IrGraphTest, ReplacingAndRemovingKeepBothEndsOfEachEdge) {
   EXPECT_EQ(x->uses()[0].node->op_type(), "Relu");
 }
 
+// A model may give a node fewer outputs than the op has. The fusion passes hand the last node's output 0 to
+// the fused node; the fuzzer found a MatMul ending an attention chain with no output at all, whose output 0
+// was read past the end of its list (UBSan).
+TEST(IrGraphTest, TransferringAnOutputTheNodeDoesNotListLeavesTheTargetWithout) {
+  onnx::ModelProto proto = GraphBuilder().Input("x", {2}).Node("Relu", {"x"}, "y").Output("y").proto();
+  proto.mutable_graph()->mutable_node(0)->clear_output();  // Relu's result is not kept
+  proto.mutable_graph()->clear_output();
+  proto.mutable_graph()->add_output()->set_name("x");
+  auto model = Model::FromProto(std::move(proto), "");
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto built = ir::BuildGraph(**model);
+  ASSERT_TRUE(built.ok()) << built.status();
+  ir::Graph& graph = **built;
+  ir::Node* relu = graph.nodes().front();
+  ASSERT_TRUE(relu->outputs().empty());
+  ir::Node* other = graph.AddNode({"other", "", "Relu", 14, {graph.FindValue("x")}, {}}, {"z"});
+  graph.TransferOutput(relu, 0, other, 0);
+  EXPECT_EQ(other->output(0), nullptr);
+}
+
 }  // namespace
 }  // namespace onnxserve
