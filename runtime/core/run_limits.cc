@@ -1,5 +1,7 @@
 #include "runtime/core/run_limits.h"
 
+#include <cstdint>
+
 namespace onnxserve {
 namespace {
 
@@ -21,11 +23,21 @@ ScopedRunLimits::~ScopedRunLimits() { t_current_limits = previous_; }
 const RunLimits* CurrentRunLimits() { return t_current_limits; }
 
 void StopIfRunEnded(int64_t work) {
-  t_work_since_check += work;
-  if (t_work_since_check < kWorkBetweenChecks) return;
+  if (work < kWorkBetweenChecks - t_work_since_check) {  // compared, not summed: `work` may be INT64_MAX
+    t_work_since_check += work;
+    return;
+  }
   t_work_since_check = 0;
   if (t_current_limits == nullptr) return;
   if (absl::Status status = t_current_limits->Check(); !status.ok()) throw RunStopped(std::move(status));
+}
+
+int64_t WorkOf(std::initializer_list<int64_t> extents) {
+  int64_t work = 1;
+  for (int64_t extent : extents) {
+    if (__builtin_mul_overflow(work, extent, &work)) return INT64_MAX;
+  }
+  return work;
 }
 
 }  // namespace onnxserve

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <initializer_list>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -73,5 +74,9 @@ const RunLimits* CurrentRunLimits();
 // its last check, checks the current run's limits and throws RunStopped if the run must stop. Blocks this
 // small cost a thread-local sum each, so kernels need not guess how often to check.
 void StopIfRunEnded(int64_t work);
+
+// The work of a block whose extents come from a model or a request, for StopIfRunEnded: their product,
+// saturated at INT64_MAX, since extents that are each within the limits can still multiply past int64.
+int64_t WorkOf(std::initializer_list<int64_t> extents);
 
 }  // namespace onnxserve

@@ -195,7 +195,7 @@ void ConvolveChannelBlocks(const GroupedConvShape& s, const float* x, const floa
     float* source = ThreadScratch(ScratchSlot::kGroupPlanes, source_floats + BlockedWorkFloats(s));
     std::fill(source, source + source_floats, 0.0f);
     for (int64_t i = begin; i < end; ++i) {
-      StopIfRunEnded(lanes * out_size * g.taps);
+      StopIfRunEnded(WorkOf({lanes, out_size, g.taps}));
       const int64_t n = i / blocks, first = i % blocks * lanes, channel = n * s.groups + first;
       kernels.convolve_channel_block(
           g, {
@@ -263,7 +263,7 @@ void GroupedConv2D(const GroupedConvShape& shape, const float* x, const float* w
     float* flat_out =
         g.flat ? ThreadScratch(ScratchSlot::kFlatMap, RoundUp(g.out_h * g.row_stride, grouped::kFlatBlock)) : nullptr;
     for (int64_t i = begin; i < end; ++i) {
-      StopIfRunEnded(shape.group_maps * map_size * g.taps);
+      StopIfRunEnded(WorkOf({shape.group_maps, map_size, g.taps}));
       const int64_t n = i / shape.groups, group = i % shape.groups, map = group * shape.group_maps;
       const int64_t out = (n * maps + map) * map_size;
       kernels.convolve_group(g, {

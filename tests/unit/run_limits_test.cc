@@ -57,6 +57,17 @@ TEST(RunLimitsTest, StopIfRunEndedChecksTheCurrentRunOnceEnoughWorkPassed) {
   }
 }
 
+// Kernels count work from a model's or a request's extents, each within the limits but not their product
+// (a pool's window width times its output width): WorkOf saturates, and the count never overflows.
+TEST(RunLimitsTest, WorkPastInt64SaturatesAndStillStops) {
+  EXPECT_EQ(WorkOf({int64_t{1} << 20, int64_t{1} << 21}), int64_t{1} << 41);
+  EXPECT_EQ(WorkOf({int64_t{1} << 40, int64_t{1} << 40, 3}), INT64_MAX);
+  const RunLimits cancelled(absl::InfiniteFuture(), [] { return true; });
+  const ScopedRunLimits scope(&cancelled);
+  EXPECT_NO_THROW(StopIfRunEnded(1));
+  EXPECT_THROW(StopIfRunEnded(WorkOf({int64_t{1} << 40, int64_t{1} << 40})), RunStopped);
+}
+
 TEST(RunLimitsTest, ParallelForCarriesTheCallersLimitsToItsWorkers) {
   ThreadPool pool(2);
   const RunLimits limits;

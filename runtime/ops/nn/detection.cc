@@ -304,7 +304,7 @@ class RoiAlign final : public OpKernel {
         const RoiGrid grid = GridOf(roi);
         const int64_t samples = grid.samples();
         const std::vector<BilinearTaps> taps = RoiTaps(grid, height, width);
-        StopIfRunEnded(channels * bins * samples * 4);
+        StopIfRunEnded(WorkOf({channels, bins, samples, 4}));
         for (int64_t c = 0; c < channels; ++c) {
           const T* plane = x.data<T>() + (batches[r] * channels + c) * height * width;
           T* out = y.data<T>() + (r * channels + c) * bins;

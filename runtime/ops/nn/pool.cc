@@ -191,7 +191,7 @@ void MaxPoolPlane2D(const PoolGeometry& g, const T* in, T* out) {
   const int64_t width = g.in[2], out_width = g.out[2];
   const int64_t row_dilation = g.dilation[1], col_dilation = g.dilation[2];
   for (int64_t oh = 0; oh < g.out[1]; ++oh, out += out_width) {
-    StopIfRunEnded((rows.hi[oh] - rows.lo[oh]) * out_width * g.kernel[2]);
+    StopIfRunEnded(WorkOf({rows.hi[oh] - rows.lo[oh], out_width, g.kernel[2]}));
     std::fill(out, out + out_width, std::numeric_limits<T>::lowest());
     for (int64_t kh = rows.lo[oh]; kh < rows.hi[oh]; ++kh) {
       const T* row = in + (rows.start[oh] + kh * row_dilation) * width;
@@ -282,7 +282,8 @@ class FloatPoolPlanes {
       const float* plane = in + p * g_.in[1] * width;
       float* y = out + p * g_.out[1] * out_width;
       for (int64_t oh = 0; oh < g_.out[1]; ++oh, y += out_width) {
-        StopIfRunEnded((g_.windows[1].hi[oh] - g_.windows[1].lo[oh]) * width + out_width * g_.kernel[2]);
+        StopIfRunEnded(WorkOf({g_.windows[1].hi[oh] - g_.windows[1].lo[oh], width}));
+        StopIfRunEnded(WorkOf({out_width, g_.kernel[2]}));
         ReduceRows(k, plane, oh, padded.data() + pad_begin);
         if (col_divisors_ == nullptr) {
           k.window_max(padded.data(), out_width, g_.kernel[2], g_.stride[2], y);
