@@ -84,11 +84,11 @@ void SerialGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, cons
                 int64_t ldb, T beta, T* c, int64_t ldc) {
   if (m * n * k <= kMaxUninterruptedGemm) return UninterruptedGemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   const bool rows = m >= n;
-  const int64_t other = rows ? n : m;
+  const int64_t extent = rows ? m : n, other = rows ? n : m;
   const int64_t block =
       std::max<int64_t>(1, kMaxUninterruptedGemm / (other * k) / kGemmBlockAlignment) * kGemmBlockAlignment;
-  for (int64_t begin = 0; begin < (rows ? m : n); begin += block) {
-    const int64_t size = std::min(block, (rows ? m : n) - begin);
+  for (int64_t begin = 0; begin < extent; begin += block) {
+    const int64_t size = std::min(block, extent - begin);
     if (rows) {
       UninterruptedGemm(ta, tb, size, n, k, alpha, ta ? a + begin : a + begin * lda, lda, b, ldb, beta,
                         c + begin * ldc, ldc);

@@ -211,8 +211,9 @@ class RoiAlign final : public OpKernel {
     DispatchNumeric(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
       if constexpr (std::is_floating_point_v<ComputeType<T>>) {
-        status = CheckTapCounts<T>(rois);
-        if (status.ok()) Pool<T>(x, rois, batches, y, ctx.pool());
+        absl::StatusOr<std::vector<RoiGrid>> grids = GridsOf<T>(rois);
+        status = grids.status();
+        if (grids.ok()) Pool<T>(x, *grids, batches, y, ctx.pool());
       }
     });
     return status;
@@ -250,19 +251,16 @@ class RoiAlign final : public OpKernel {
             grid_h, grid_w};
   }
 
+  // Every RoI's grid, read once. Each RoI's taps (bins x samples of them) are listed before they are pooled:
+  // RESOURCE_EXHAUSTED when one RoI's list would pass the tensor limits.
   template <typename T>
-  static void ReadRoi(const Tensor& rois, int64_t r, float* roi) {
-    for (int k = 0; k < 4; ++k) roi[k] = static_cast<float>(ToCompute(rois.data<T>()[r * 4 + k]));
-  }
-
-  // Every RoI's taps (bins x samples of them) are listed before they are pooled: RESOURCE_EXHAUSTED when one
-  // RoI's list would pass the tensor limits.
-  template <typename T>
-  absl::Status CheckTapCounts(const Tensor& rois) const {
+  absl::StatusOr<std::vector<RoiGrid>> GridsOf(const Tensor& rois) const {
+    std::vector<RoiGrid> grids;
+    grids.reserve(static_cast<size_t>(rois.dim(0)));
     for (int64_t r = 0; r < rois.dim(0); ++r) {
       float roi[4];
-      ReadRoi<T>(rois, r, roi);
-      const RoiGrid grid = GridOf(roi);
+      for (int k = 0; k < 4; ++k) roi[k] = static_cast<float>(ToCompute(rois.data<T>()[r * 4 + k]));
+      const RoiGrid& grid = grids.emplace_back(GridOf(roi));
       absl::StatusOr<int64_t> taps = CheckedElementCount({output_height_, output_width_, grid.grid_h, grid.grid_w});
       if (!taps.ok()) {
         return absl::ResourceExhaustedError(absl::StrCat("RoI ", r, " [", absl::StrJoin(roi, roi + 4, ", "),
@@ -270,7 +268,7 @@ class RoiAlign final : public OpKernel {
                                                          " samples per bin: ", taps.status().message()));
       }
     }
-    return absl::OkStatus();
+    return grids;
   }
 
   // The sampling taps of every output bin of one RoI, bin-major: grid_h * grid_w taps per bin.
@@ -293,17 +291,14 @@ class RoiAlign final : public OpKernel {
   }
 
   template <typename T>
-  void Pool(const Tensor& x, const Tensor& rois, const std::vector<int64_t>& batches, Tensor& y,
+  void Pool(const Tensor& x, const std::vector<RoiGrid>& grids, const std::vector<int64_t>& batches, Tensor& y,
             ThreadPool& pool) const {
     const int64_t channels = x.dim(1), height = x.dim(2), width = x.dim(3);
     const int64_t bins = output_height_ * output_width_;
-    pool.ParallelFor(rois.dim(0), 1, [&](int64_t begin, int64_t end) {
-      float roi[4];
+    pool.ParallelFor(static_cast<int64_t>(grids.size()), 1, [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
-        ReadRoi<T>(rois, r, roi);
-        const RoiGrid grid = GridOf(roi);
-        const int64_t samples = grid.samples();
-        const std::vector<BilinearTaps> taps = RoiTaps(grid, height, width);
+        const int64_t samples = grids[r].samples();
+        const std::vector<BilinearTaps> taps = RoiTaps(grids[r], height, width);
         StopIfRunEnded(WorkOf({channels, bins, samples, 4}));
         for (int64_t c = 0; c < channels; ++c) {
           const T* plane = x.data<T>() + (batches[r] * channels + c) * height * width;
