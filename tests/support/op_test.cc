@@ -243,4 +243,8 @@ std::vector<float> RandomFloats(int64_t n, uint32_t seed) {
   return v;
 }
 
+Tensor RandomTensor(const Shape& shape, uint32_t seed) {
+  return Tensor::FromVector<float>(shape, RandomFloats(NumElements(shape), seed));
+}
+
 }  // namespace onnxserve::testing

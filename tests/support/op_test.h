@@ -89,5 +89,7 @@ class ScopedSizeLimits {
 
 // n floats uniform in [-1, 1), the same for the same seed: inputs for kernels checked against a reference.
 std::vector<float> RandomFloats(int64_t n, uint32_t seed);
+// A float tensor of `shape` holding RandomFloats.
+Tensor RandomTensor(const Shape& shape, uint32_t seed);
 
 }  // namespace onnxserve::testing

@@ -17,11 +17,7 @@ namespace onnxserve {
 namespace {
 
 using testing::OpTest;
-using testing::RandomFloats;
-
-Tensor Random(const Shape& shape, uint32_t seed) {
-  return Tensor::FromVector<float>(shape, RandomFloats(NumElements(shape), seed));
-}
+using testing::RandomTensor;
 
 // Limits whose first check passes (the executor's, before the node) and every later one says cancelled.
 class CancelledAfterFirstCheck {
@@ -85,13 +81,13 @@ TEST(RunLimitsTest, AMatMulStopsBetweenItsBlocks) {
   for (int threads : {1, 2}) {
     SCOPED_TRACE(threads);
     ExpectStopsInsideTheKernel(OpTest("MatMul", 13)
-                                   .Input("a", Random({1024, 1024}, 1))
-                                   .Input("b", Random({1024, 1024}, 2))
+                                   .Input("a", RandomTensor({1024, 1024}, 1))
+                                   .Input("b", RandomTensor({1024, 1024}, 2))
                                    .Output("y")
                                    .Threads(threads));
     ExpectStopsInsideTheKernel(OpTest("MatMul", 13)
-                                   .Input("a", Random({1024, 1024}, 1))
-                                   .Constant("b", Random({1024, 1024}, 2))
+                                   .Input("a", RandomTensor({1024, 1024}, 1))
+                                   .Constant("b", RandomTensor({1024, 1024}, 2))
                                    .Output("y")
                                    .Threads(threads));
   }
@@ -102,16 +98,16 @@ TEST(RunLimitsTest, ConvolutionsStopBetweenTheirBlocks) {
     SCOPED_TRACE(threads);
     // 256 -> 256 channels, 3x3 on 64x64: 2.4e9 multiply-adds through im2col rows and the packed GEMM.
     ExpectStopsInsideTheKernel(OpTest("Conv", 11)
-                                   .Input("x", Random({1, 256, 64, 64}, 3))
-                                   .Constant("w", Random({256, 256, 3, 3}, 4))
+                                   .Input("x", RandomTensor({1, 256, 64, 64}, 3))
+                                   .Constant("w", RandomTensor({256, 256, 3, 3}, 4))
                                    .Attr("pads", std::vector<int64_t>{1, 1, 1, 1})
                                    .Output("y")
                                    .Threads(threads));
     // Depthwise 7x7 over 128 channels of 256x256: 4e8 multiply-adds, one group at a time (each thread's
     // share well past the work between two checks).
     ExpectStopsInsideTheKernel(OpTest("Conv", 11)
-                                   .Input("x", Random({1, 128, 256, 256}, 5))
-                                   .Constant("w", Random({128, 1, 7, 7}, 6))
+                                   .Input("x", RandomTensor({1, 128, 256, 256}, 5))
+                                   .Constant("w", RandomTensor({128, 1, 7, 7}, 6))
                                    .Attr("group", int64_t{128})
                                    .Attr("pads", std::vector<int64_t>{3, 3, 3, 3})
                                    .Output("y")
@@ -123,9 +119,9 @@ TEST(RunLimitsTest, ConvolutionsStopBetweenTheirBlocks) {
 TEST(RunLimitsTest, AnEinsumStopsWithinOneOutputsSum) {
   CancelledAfterFirstCheck cancel;
   auto out = OpTest("Einsum", 12)
-                 .Input("a", Random({512}, 7))
-                 .Input("b", Random({512}, 8))
-                 .Input("c", Random({512}, 9))
+                 .Input("a", RandomTensor({512}, 7))
+                 .Input("b", RandomTensor({512}, 8))
+                 .Input("c", RandomTensor({512}, 9))
                  .Attr("equation", std::string("a,b,c->"))
                  .Output("y")
                  .Run(cancel.limits());
@@ -136,11 +132,11 @@ TEST(RunLimitsTest, AnEinsumStopsWithinOneOutputsSum) {
 // vector kernels' rows), and 129 x 129 of 128 x 128 with Indices (the generic walk).
 TEST(RunLimitsTest, PoolsWithLargeWindowsStopBetweenOutputRows) {
   ExpectStopsInsideTheKernel(OpTest("MaxPool", 12)
-                                 .Input("x", Random({1, 1, 1024, 1024}, 10))
+                                 .Input("x", RandomTensor({1, 1, 1024, 1024}, 10))
                                  .Attr("kernel_shape", std::vector<int64_t>{512, 512})
                                  .Output("y"));
   ExpectStopsInsideTheKernel(OpTest("MaxPool", 12)
-                                 .Input("x", Random({1, 1, 256, 256}, 11))
+                                 .Input("x", RandomTensor({1, 1, 256, 256}, 11))
                                  .Attr("kernel_shape", std::vector<int64_t>{128, 128})
                                  .Output("y")
                                  .Output("indices"));
@@ -151,7 +147,7 @@ TEST(RunLimitsTest, PoolsWithLargeWindowsStopBetweenOutputRows) {
 TEST(RunLimitsTest, ADirectDftStopsBetweenItsOutputs) {
   CancelledAfterFirstCheck cancel;
   auto out = OpTest("DFT", 20)
-                 .Input("x", Random({1, 1, 1}, 10))
+                 .Input("x", RandomTensor({1, 1, 1}, 10))
                  .Input("dft_length", Tensor::Scalar<int64_t>((int64_t{1} << 14) + 1))
                  .Output("y")
                  .Run(cancel.limits());
@@ -179,7 +175,7 @@ TEST(RunLimitsTest, ATfIdfWithLongSkipsStopsBetweenThem) {
 // Det decomposes each m x m matrix in m^3 / 3 multiply-adds: 2^28 for one 1024 x 1024 matrix (4 MB).
 TEST(RunLimitsTest, ADeterminantStopsBetweenItsColumns) {
   CancelledAfterFirstCheck cancel;
-  auto out = OpTest("Det", 11).Input("x", Random({1024, 1024}, 11)).Output("y").Run(cancel.limits());
+  auto out = OpTest("Det", 11).Input("x", RandomTensor({1024, 1024}, 11)).Output("y").Run(cancel.limits());
   EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled) << out.status();
 }
 
@@ -187,15 +183,15 @@ TEST(RunLimitsTest, ADeterminantStopsBetweenItsColumns) {
 // them, over 2^27 squares for these 12288 (48 KB); the model's size may be anything.
 TEST(RunLimitsTest, AnLrnWithAWideWindowStopsBetweenChannels) {
   ExpectStopsInsideTheKernel(
-      OpTest("LRN", 13).Input("x", Random({1, 12288, 1, 1}, 12)).Attr("size", int64_t{24577}).Output("y"));
+      OpTest("LRN", 13).Input("x", RandomTensor({1, 12288, 1, 1}, 12)).Attr("size", int64_t{24577}).Output("y"));
 }
 
 // CausalConvWithState convolves each channel's length with its k taps, and both may come from the request:
 // a 16384-tap weight over 16384 positions is 2^28 multiply-adds for one channel (128 KB of input).
 TEST(RunLimitsTest, ACausalConvWithLongTapsStopsWithinAChannel) {
   ExpectStopsInsideTheKernel(OpTest("CausalConvWithState", 27)
-                                 .Input("x", Random({1, 1, 16384}, 13))
-                                 .Input("w", Random({1, 1, 16384}, 14))
+                                 .Input("x", RandomTensor({1, 1, 16384}, 13))
+                                 .Input("w", RandomTensor({1, 1, 16384}, 14))
                                  .Output("y"));
 }
 

@@ -18,7 +18,7 @@ using testing::ExpectSameResultWithAndWithoutPasses;
 using testing::GraphBuilder;
 using testing::IntAttr;
 using testing::IntsAttr;
-using testing::RandomFloats;
+using testing::RandomTensor;
 using testing::RunPass;
 using testing::ScopedSizeLimits;
 
@@ -35,17 +35,13 @@ Shape With(Shape batch, std::initializer_list<int64_t> dims) {
   return batch;
 }
 
-Tensor Random(const Shape& shape, uint32_t seed) {
-  return Tensor::FromVector<float>(shape, RandomFloats(NumElements(shape), seed));
-}
-
 // The graph as exporters write it, and random feeds for it.
 std::pair<GraphBuilder, std::vector<std::pair<std::string, Tensor>>> AttentionGraph(const Case& c) {
   GraphBuilder b(13);
   const Shape q = With(c.batch, {c.s, c.d});
   const Shape k = c.transpose_k ? With(c.batch, {c.t, c.d}) : With(c.batch, {c.d, c.t});
   const Shape v = With(c.batch, {c.t, c.dv});
-  std::vector<std::pair<std::string, Tensor>> feeds = {{"q", Random(q, 1)}, {"k", Random(k, 2)}, {"v", Random(v, 3)}};
+  std::vector<std::pair<std::string, Tensor>> feeds = {{"q", RandomTensor(q, 1)}, {"k", RandomTensor(k, 2)}, {"v", RandomTensor(v, 3)}};
   b.Input("q", q).Input("k", k).Input("v", v);
   std::string keys = "k";
   if (c.transpose_k) {
@@ -66,7 +62,7 @@ std::pair<GraphBuilder, std::vector<std::pair<std::string, Tensor>>> AttentionGr
   }
   if (!c.mask.empty()) {
     b.Input("mask", c.mask).Node("Add", {scores, "mask"}, "masked");
-    feeds.emplace_back("mask", Random(c.mask, 4));
+    feeds.emplace_back("mask", RandomTensor(c.mask, 4));
     scores = "masked";
   }
   b.NodeWith("Softmax", {scores}, {"p"}, {IntAttr("axis", -1)}).Node("MatMul", {"p", "v"}, "y").Output("y");
@@ -115,8 +111,8 @@ GraphBuilder Unscaled(const Shape& q, const Shape& k, const Shape& v, const Shap
 void ExpectUnscaledFusedAndEqual(const Shape& q, const Shape& k, const Shape& v, const Shape& mask) {
   auto model = Unscaled(q, k, v, mask).Load();
   EXPECT_EQ(RunPass(*model, *passes::MakeAttentionFusion()).ops, std::vector<std::string>{"FusedAttention"});
-  std::vector<std::pair<std::string, Tensor>> feeds = {{"q", Random(q, 5)}, {"k", Random(k, 6)}, {"v", Random(v, 7)}};
-  if (!mask.empty()) feeds.emplace_back("mask", Random(mask, 8));
+  std::vector<std::pair<std::string, Tensor>> feeds = {{"q", RandomTensor(q, 5)}, {"k", RandomTensor(k, 6)}, {"v", RandomTensor(v, 7)}};
+  if (!mask.empty()) feeds.emplace_back("mask", RandomTensor(mask, 8));
   ExpectSameResultWithAndWithoutPasses(model, feeds);
 }
 
@@ -156,7 +152,7 @@ TEST(AttentionFusionTest, HeadSplitAndMergeTransposesAreReadInPlace) {
               q_moves_last_axis ? (std::vector<std::string>{"Transpose", "FusedAttention", "Relu"})
                                 : (std::vector<std::string>{"FusedAttention", "Relu"}));
     ExpectSameResultWithAndWithoutPasses(
-        model, {{"q", Random(q, 12)}, {"k", Random({2, 6, 3, 4}, 13)}, {"v", Random({2, 6, 3, 7}, 14)}});
+        model, {{"q", RandomTensor(q, 12)}, {"k", RandomTensor({2, 6, 3, 4}, 13)}, {"v", RandomTensor({2, 6, 3, 7}, 14)}});
   }
 }
 
@@ -175,7 +171,7 @@ TEST(AttentionFusionTest, VectorOperandsOrUndeclaredRanksStayUnfused) {
   GraphBuilder vector_k = Unscaled({3, 4}, {4}, {3, 2}, {});
   auto model = vector_k.Load();
   EXPECT_TRUE(RunPass(*model, *passes::MakeAttentionFusion()).changes.empty());
-  ExpectSameResultWithAndWithoutPasses(model, {{"q", Random({3, 4}, 1)}, {"k", Random({4}, 2)}, {"v", Random({3, 2}, 3)}});
+  ExpectSameResultWithAndWithoutPasses(model, {{"q", RandomTensor({3, 4}, 1)}, {"k", RandomTensor({4}, 2)}, {"v", RandomTensor({3, 2}, 3)}});
 
   GraphBuilder undeclared(13);
   undeclared.Input("q", {2, 4}).Input("k", {4, 3}).Input("v", {3, 2})
@@ -194,7 +190,7 @@ TEST(AttentionFusionTest, ScoresPastTheTensorLimitsFailAsTheyDoUnfused) {
   auto model = Unscaled({256, 16}, {16, 1024}, {1024, 16}, {}).Load();
   ASSERT_EQ(RunPass(*model, *passes::MakeAttentionFusion()).ops, std::vector<std::string>{"FusedAttention"});
   const std::vector<std::pair<std::string, Tensor>> feeds = {
-      {"q", Random({256, 16}, 1)}, {"k", Random({16, 1024}, 2)}, {"v", Random({1024, 16}, 3)}};
+      {"q", RandomTensor({256, 16}, 1)}, {"k", RandomTensor({16, 1024}, 2)}, {"v", RandomTensor({1024, 16}, 3)}};
   SessionOptions unoptimized;
   unoptimized.optimize = false;
   for (const SessionOptions& options : {SessionOptions{}, unoptimized}) {

@@ -15,12 +15,12 @@ using testing::ExpectSameResultWithAndWithoutPasses;
 using testing::GraphBuilder;
 using testing::IntAttr;
 using testing::IntsAttr;
-using testing::RandomFloats;
+using testing::RandomTensor;
 using testing::RunPass;
 
 using Ops = std::vector<std::string>;
 
-Tensor Random(const Shape& shape) { return Tensor::FromVector<float>(shape, RandomFloats(NumElements(shape), 7)); }
+Tensor Random(const Shape& shape) { return RandomTensor(shape, 7); }
 
 Tensor Int64s(std::vector<int64_t> values) {
   return Tensor::FromVector<int64_t>({static_cast<int64_t>(values.size())}, values);
