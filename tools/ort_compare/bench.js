@@ -7,7 +7,8 @@
 'use strict';
 const fs = require('fs');
 const path = require('path');
-const ort = require('onnxruntime-node');
+// ORT_NODE_PACKAGE picks another copy of the package, e.g. ort_avx2.py's AVX2-only one.
+const ort = require(process.env.ORT_NODE_PACKAGE || 'onnxruntime-node');
 
 function parseArgs(argv) {
   const args = {threads: 1, iterations: 100, warmup: 10, 'inputs-dir': ''};

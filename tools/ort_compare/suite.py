@@ -14,8 +14,10 @@ CPU has them; add baseline to time the portable path), SHARED_LIGHT (the light m
 
 Each round runs ORT once and onnxserve once per ISA for a (model, threads) pair, in an order that
 rotates from round to round, all on the same input_K.pb files, so slow spells of a shared machine fall
-on every runtime alike. ONNXSERVE_ISA only lowers onnxserve's path: ORT always runs its own dispatch, so
-an ISA's ratio is onnxserve on that path against ORT at its best on this CPU. Peak RSS is each bench
+on every runtime alike. ONNXSERVE_ISA lowers onnxserve's path; ORT's AVX2 path on an AVX-512 CPU comes
+from ort_avx2.py's copy of onnxruntime-node (XCR0 read as an AVX2-only CPU's), so the avx2 rows compare
+both runtimes' AVX2 kernels (ORT_AVX2=0 keeps ORT at its best instead). ORT has no portable path: the
+baseline rows compare with ORT at its best. Peak RSS is each bench
 process's ru_maxrss (for ORT it includes node itself; the footer gives both runtimes' empty-process RSS).
 Load time is each runtime's own `load_ms` (model read, optimized, weights packed); an onnxserve without
 that field is timed from outside instead, as a one-iteration run's wall time less that iteration and
@@ -31,6 +33,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import ort_avx2
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -119,11 +123,13 @@ class Runner:
         self.warmup_fraction = warmup_fraction
         self.startup_s = None
 
-    def env(self, isa=None):
+    def env(self, isa=None, ort_package=None):
         env = dict(os.environ)
         env.pop("ONNXSERVE_ISA", None)
         if isa:
             env["ONNXSERVE_ISA"] = isa
+        if ort_package:
+            env["ORT_NODE_PACKAGE"] = ort_package
         return env
 
     def onnxserve_startup(self):
@@ -135,7 +141,7 @@ class Runner:
             rss.append(peak)
         return statistics.median(walls), statistics.median(rss)
 
-    def bench(self, runtime, model_path, inputs, threads, iterations, isa=None):
+    def bench(self, runtime, model_path, inputs, threads, iterations, isa=None, ort_package=None):
         warmup = max(3, int(iterations * self.warmup_fraction))
         common = ["--inputs-dir", inputs, "--threads", str(threads), "--iterations", str(iterations),
                   "--warmup", str(warmup)]
@@ -143,7 +149,7 @@ class Runner:
             argv = ["node", os.path.join(HERE, "bench.js"), model_path] + common
         else:
             argv = [self.onnxserve, "bench", model_path] + common
-        code, out, err, wall, rss = run_process(argv, self.env(isa))
+        code, out, err, wall, rss = run_process(argv, self.env(isa, ort_package))
         what = f"{runtime}{'@' + isa if isa else ''} on {os.path.basename(model_path)}"
         if code != 0:
             raise RuntimeError(f"{what} exited with {code}:\n{err[-2000:]}")
@@ -198,21 +204,26 @@ def generate(models, out_dir, shared_light):
     return ready
 
 
-def measure(runner, ready, threads_list, isas, iterations_of):
-    """One dict per (model, threads, isa) with every round's figures; a runtime's failure becomes `error`."""
+def measure(runner, ready, threads_list, isas, iterations_of, ort_avx2_package=None):
+    """One dict per (model, threads, isa) with every round's figures; a runtime's failure becomes `error`.
+    With ort_avx2_package, the avx2 rows take ORT's runs on that copy, the others ORT's own dispatch."""
+    ort_of = {isa: "ort-avx2" if isa == "avx2" and ort_avx2_package else "ort" for isa in isas}
+    packages = {"ort": None, "ort-avx2": ort_avx2_package}
+    orts = sorted(set(ort_of.values()))
     results = []
     for m, path, inputs in ready:
         iterations = iterations_of(m)
         for threads in threads_list:
             row = {"model": m.name, "label": m.label, "batch": m.batch, "threads": threads, "iterations": iterations}
-            runs = {who: [] for who in ["ort"] + isas}
-            order = ["ort"] + isas
+            order = orts + isas
+            runs = {who: [] for who in order}
             try:
                 for r in range(runner.rounds):
                     rotated = order[r % len(order):] + order[:r % len(order)]
                     for who in rotated:
-                        if who == "ort":
-                            runs["ort"].append(runner.bench("ort", path, inputs, threads, iterations))
+                        if who in packages:
+                            runs[who].append(runner.bench("ort", path, inputs, threads, iterations,
+                                                          ort_package=packages[who]))
                         else:
                             runs[who].append(runner.bench("onnxserve", path, inputs, threads, iterations, isa=who))
                     log(f"suite: {m.name} threads={threads} round {r + 1}/{runner.rounds}: "
@@ -221,7 +232,8 @@ def measure(runner, ready, threads_list, isas, iterations_of):
                 log(f"suite: {m.name} threads={threads}: {e}")
                 results += [dict(row, isa=isa, error=str(e).splitlines()[0]) for isa in isas]
                 continue
-            results += [summarize(dict(row, isa=isa, onnxserve=runs[isa], ort=runs["ort"])) for isa in isas]
+            results += [summarize(dict(row, isa=isa, ort_isa="avx2" if ort_of[isa] == "ort-avx2" else "best",
+                                       onnxserve=runs[isa], ort=runs[ort_of[isa]])) for isa in isas]
     return results
 
 
@@ -240,7 +252,7 @@ def merge(files):
     for name in files:
         with open(name) as f:
             for row in json.load(f)["results"]:
-                key = (row["model"], row["threads"], row["isa"])
+                key = (row["model"], row["threads"], row["isa"], row.get("ort_isa", "best"))
                 if "error" in row or key not in merged:
                     merged.setdefault(key, row)
                     continue
@@ -251,11 +263,11 @@ def merge(files):
 
 
 def table(results):
-    lines = ["| model | batch | threads | onnxserve ISA | onnxserve p50 ms | ORT p50 ms | ratio onnxserve/ORT "
-             "| load ms onnxserve / ORT | peak RSS MiB onnxserve / ORT |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| model | batch | threads | onnxserve ISA | ORT ISA | onnxserve p50 ms | ORT p50 ms "
+             "| ratio onnxserve/ORT | load ms onnxserve / ORT | peak RSS MiB onnxserve / ORT |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
-        head = f"| {r['model']} | {r['batch']} | {r['threads']} | {r['isa']} |"
+        head = f"| {r['model']} | {r['batch']} | {r['threads']} | {r['isa']} | {r.get('ort_isa', 'best')} |"
         if "error" in r:
             lines.append(f"{head} failed: {r['error']} | | | | |")
             continue
@@ -269,13 +281,15 @@ def table(results):
 
 
 def geomeans(results):
-    lines = ["| threads | onnxserve ISA | models | geomean ratio onnxserve/ORT |", "|---|---|---|---|"]
-    keys = sorted({(r["threads"], r["isa"]) for r in results}, key=lambda k: (k[0], k[1] != "avx512", k[1]))
-    for threads, isa in keys:
-        ratios = [r["ratio"] for r in results if r["threads"] == threads and r["isa"] == isa and "ratio" in r]
+    lines = ["| threads | onnxserve ISA | ORT ISA | models | geomean ratio onnxserve/ORT |", "|---|---|---|---|---|"]
+    keys = sorted({(r["threads"], r["isa"], r.get("ort_isa", "best")) for r in results},
+                  key=lambda k: (k[0], k[1] != "avx512", k[1], k[2]))
+    for threads, isa, ort_isa in keys:
+        ratios = [r["ratio"] for r in results if (r["threads"], r["isa"], r.get("ort_isa", "best")) ==
+                  (threads, isa, ort_isa) and "ratio" in r]
         if not ratios:
             continue
-        lines.append(f"| {threads} | {isa} | {len(ratios)} | **{geomean(ratios):.2f}** |")
+        lines.append(f"| {threads} | {isa} | {ort_isa} | {len(ratios)} | **{geomean(ratios):.2f}** |")
     return "\n".join(lines)
 
 
@@ -283,6 +297,18 @@ def node_baseline_rss():
     argv = ["node", "-e", "require('onnxruntime-node')"]
     code, _, _, _, rss = run_process(argv, dict(os.environ, NODE_PATH=os.path.join(HERE, "node_modules")))
     return rss if code == 0 else None
+
+
+def ort_avx2_package(isas, available):
+    """The onnxruntime-node copy the avx2 rows compare with, or None where plain ORT already runs AVX2
+    (a CPU without AVX-512), where ORT_AVX2=0 asks for ORT at its best, or where the copy cannot be made."""
+    if "avx2" not in isas or "avx512" not in available or os.environ.get("ORT_AVX2") == "0":
+        return None
+    try:
+        return os.path.basename(ort_avx2.make_avx2_package())
+    except (RuntimeError, OSError, subprocess.CalledProcessError) as e:
+        log(f"suite: the avx2 rows compare with ORT at its best: no AVX2-only ORT ({e})")
+        return None
 
 
 def main():
@@ -337,7 +363,7 @@ def main():
     try:
         ready = generate(models, out_dir, shared_light)
         runner = Runner(onnxserve, rounds)
-        results = measure(runner, ready, threads_list, isas, iterations_of)
+        results = measure(runner, ready, threads_list, isas, iterations_of, ort_avx2_package(isas, available))
     finally:
         if not args.out:
             shutil.rmtree(out_dir, ignore_errors=True)
