@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "runtime/core/memory_budget.h"
 #include "runtime/exec/session.h"
 #include "runtime/model/tensor_proto.h"
 #include "tests/support/op_test.h"
@@ -327,6 +328,22 @@ TEST_F(ExternalDataTest, OffsetsBeyondTheFileAreErrors) {
     EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument) << "offset " << offset;
     EXPECT_NE(t.status().message().find("too short"), std::string::npos) << t.status();
   }
+}
+
+TEST(TensorProtoTest, AStringTensorMissingItsValuesIsRefusedBeforeItsElementsAreBuilt) {
+  // A 54-byte model declaring 100 M strings and holding none made the loader construct 3 GB of empty
+  // strings before it compared the counts. The budget sees any string array the loader builds.
+  onnx::TensorProto proto;
+  proto.set_name("labels");
+  proto.set_data_type(onnx::TensorProto::STRING);
+  proto.add_dims(int64_t{1} << 20);
+  proto.add_string_data("only one");
+  auto account = std::make_shared<MemoryAccount>(1024);
+  ScopedMemoryAccount watch_allocations(account);
+  absl::StatusOr<Tensor> t = TensorFromProto(proto);
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument) << t.status();
+  EXPECT_NE(t.status().message().find("holds 1 values"), std::string::npos) << t.status();
+  EXPECT_EQ(account->peak_bytes(), 0);
 }
 
 TEST(TensorProtoTest, RejectsDimsWhoseByteSizeWrapsAround) {
