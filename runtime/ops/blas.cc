@@ -277,6 +277,10 @@ void NarrowFromFloat(const Tensor& f, Tensor& out) {
   }
 }
 
+ConvGeometry::Dims ConvGeometry::OrOnes(const std::vector<int64_t>& given, size_t rank) {
+  return given.empty() ? Dims(rank, 1) : Dims(given.begin(), given.end());
+}
+
 int64_t ConvGeometry::ImageSize() const { return NumElements(image); }
 int64_t ConvGeometry::GridSize() const { return NumElements(grid); }
 int64_t ConvGeometry::KernelSize() const { return NumElements(kernel); }
@@ -339,8 +343,8 @@ absl::Status ConvAttributes::Resolve(absl::Span<const int64_t> weight_spatial, C
                                                    ShapeToString(weight_spatial)));
   }
   geo->kernel.assign(weight_spatial.begin(), weight_spatial.end());
-  geo->strides = strides.empty() ? std::vector<int64_t>(rank, 1) : strides;
-  geo->dilations = dilations.empty() ? std::vector<int64_t>(rank, 1) : dilations;
+  geo->strides = ConvGeometry::OrOnes(strides, rank);
+  geo->dilations = ConvGeometry::OrOnes(dilations, rank);
   return absl::OkStatus();
 }
 

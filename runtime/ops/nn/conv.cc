@@ -229,7 +229,7 @@ class ConvKernel final : public OpKernel {
     if (!ConvolvesDirectly(group, x.dim(1) / group, w.dim(0) / group, rank)) return std::nullopt;
     // A 1-D convolution is a 2-D one of height 1.
     const size_t w_axis = rank - 1;
-    auto along_h = [&](const std::vector<int64_t>& dims, int64_t one) { return rank == 2 ? dims[0] : one; };
+    auto along_h = [&](const ConvGeometry::Dims& dims, int64_t one) { return rank == 2 ? dims[0] : one; };
     const GroupedConvShape shape{
         .batch = x.dim(0),
         .groups = group,

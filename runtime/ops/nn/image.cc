@@ -53,17 +53,17 @@ class Col2ImOp final : public OpKernel {
   }
 
  private:
-  absl::StatusOr<ConvGeometry> Geometry(std::vector<int64_t> image, std::vector<int64_t> block) const {
+  absl::StatusOr<ConvGeometry> Geometry(const std::vector<int64_t>& image, const std::vector<int64_t>& block) const {
     const size_t rank = image.size();
     if (rank == 0 || block.size() != rank) {
       return absl::InvalidArgumentError(absl::StrCat("image_shape has ", rank, " dims and block_shape ",
                                                      block.size(), ": expected one per spatial axis"));
     }
     ConvGeometry geo;
-    geo.image = std::move(image);
-    geo.kernel = std::move(block);
-    geo.dilations = dilations_.empty() ? std::vector<int64_t>(rank, 1) : dilations_;
-    geo.strides = strides_.empty() ? std::vector<int64_t>(rank, 1) : strides_;
+    geo.image.assign(image.begin(), image.end());
+    geo.kernel.assign(block.begin(), block.end());
+    geo.dilations = ConvGeometry::OrOnes(dilations_, rank);
+    geo.strides = ConvGeometry::OrOnes(strides_, rank);
     const std::vector<int64_t> pads = pads_.empty() ? std::vector<int64_t>(2 * rank, 0) : pads_;
     if (geo.dilations.size() != rank || geo.strides.size() != rank || pads.size() != 2 * rank) {
       return absl::InvalidArgumentError(absl::StrCat("dilations, strides and pads: expected ", rank, ", ", rank,
@@ -84,7 +84,7 @@ class Col2ImOp final : public OpKernel {
     }
     // image_shape and block_shape are data: their products are checked before anything divides by or
     // allocates them.
-    for (const std::vector<int64_t>* dims : {&geo.image, &geo.kernel, &geo.grid}) {
+    for (const ConvGeometry::Dims* dims : {&geo.image, &geo.kernel, &geo.grid}) {
       RETURN_IF_ERROR(CheckedElementCount(*dims).status());
     }
     return geo;
