@@ -93,6 +93,19 @@ def bench_rows_per_second(client, repository, batch):
     return json.loads(out.stdout.strip().splitlines()[-1])["items_per_second"]
 
 
+def wait_until_serving(proc, client, ports):
+    """Returns once both models answer; raises if the server exits first or takes over a minute (a loaded
+    machine can take seconds)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        if all(subprocess.run(load_command(client, ports, (protocol, model, 1, 1), 1), capture_output=True).returncode
+               == 0 for protocol in ports for model in ("mlp_on", "mlp_off")):
+            return
+        time.sleep(0.2)
+    raise RuntimeError("the server (%s) did not serve both models over gRPC and REST (exit status %s)"
+                       % (proc.args[0], proc.poll()))
+
+
 def measure(server, client, repository, cases, sizes, work):
     """One server start: {case: {metric: value}}."""
     ports = {"grpc": free_port(), "http": free_port()}
@@ -100,11 +113,7 @@ def measure(server, client, repository, cases, sizes, work):
                              str(ports["grpc"]), "--http-port", str(ports["http"]), "--metrics-port", "-1",
                              "--threads", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        for _ in range(100):
-            if subprocess.run(load_command(client, ports, ("grpc", "mlp_on", 1, 1), 1),
-                              capture_output=True).returncode == 0:
-                break
-            time.sleep(0.1)
+        wait_until_serving(proc, client, ports)
         for case in cases:  # warm-up
             subprocess.run(load_command(client, ports, case, 500), check=True, capture_output=True)
         results = {}
@@ -158,14 +167,23 @@ def main():
         rounds, loads, benches = [], [], []
         for r in range(args.rounds):
             order = ["A", "B"] if r % 2 == 0 else ["B", "A"]
-            rounds.append({})
-            for label in order:
-                rounds[-1][label] = measure(binaries[label], binaries["A"], repository, cases, sizes, work)
-                if label == order[0] and args.suite == "batch32":  # between the two servers
-                    benches.append(bench_rows_per_second(binaries["A"], repository, 32))
+            measured, bench = {}, None
+            try:
+                for label in order:
+                    measured[label] = measure(binaries[label], binaries["A"], repository, cases, sizes, work)
+                    if label == order[0] and args.suite == "batch32":  # between the two servers
+                        bench = bench_rows_per_second(binaries["A"], repository, 32)
+            except (RuntimeError, subprocess.CalledProcessError) as e:  # a whole round or none: pairs stay pairs
+                print("round %d of %d failed, left out: %s" % (r + 1, args.rounds, e), flush=True)
+                continue
+            rounds.append(measured)
+            if bench is not None:
+                benches.append(bench)
             loads.append(os.getloadavg()[0])
             print("round %d of %d done, load average %.1f" % (r + 1, args.rounds, loads[-1]), flush=True)
-    print("A = %s\nB = %s\n%d rounds, load average %s" % (binaries["A"], binaries["B"], args.rounds, spread(loads)))
+    if not rounds:
+        raise SystemExit("no round completed")
+    print("A = %s\nB = %s\n%d rounds, load average %s" % (binaries["A"], binaries["B"], len(rounds), spread(loads)))
     if benches:
         print("in-process bench, batch 32: %s rows/s" % spread(benches))
         for r, bench in zip(rounds, benches):
