@@ -56,10 +56,17 @@ def make_repository(root):
         config.write_text(re.sub(r"max_queue_delay_microseconds: \d+", "max_queue_delay_microseconds: 2000", text))
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_ports(count):
+    """`count` distinct free ports: the sockets stay bound until all are picked, or the system may hand one
+    out twice."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 def perf_counts(path):
@@ -108,10 +115,13 @@ def wait_until_serving(proc, client, ports):
 
 def measure(server, client, repository, cases, sizes, work):
     """One server start: {case: {metric: value}}."""
-    ports = {"grpc": free_port(), "http": free_port()}
-    proc = subprocess.Popen([server, "serve", "--model-repository", str(repository), "--grpc-port",
-                             str(ports["grpc"]), "--http-port", str(ports["http"]), "--metrics-port", "-1",
-                             "--threads", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ports = dict(zip(("grpc", "http"), free_ports(2)))
+    # On loopback only: a wildcard listener also collides with the loopback connections that other work left
+    # in TIME-WAIT on its port, which the free port we picked on 127.0.0.1 does not.
+    proc = subprocess.Popen([server, "serve", "--model-repository", str(repository), "--address", "127.0.0.1",
+                             "--grpc-port", str(ports["grpc"]), "--http-port", str(ports["http"]),
+                             "--metrics-port", "-1", "--threads", "1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_until_serving(proc, client, ports)
         for case in cases:  # warm-up
