@@ -1,4 +1,4 @@
-// Tensor: an element type, a shape and contiguous row-major storage aligned to 64 bytes.
+// Tensor: an element type, a shape and contiguous row-major storage, 64-byte aligned unless it wraps (Wrap).
 // Copies share storage (a Tensor is a cheap handle); kernels never write into their inputs, so sharing is
 // how Reshape, Identity and initializers avoid copies. Clone() makes a deep copy.
 #pragma once
@@ -31,7 +31,7 @@ class Tensor {
   Tensor(DataType type, Shape shape);
   // As the constructor, with the shape checked first: an error instead of an exception or an allocation.
   static absl::StatusOr<Tensor> Create(DataType type, Shape shape);
-  // Wraps storage owned elsewhere; `owner` keeps it alive. The shape is checked as by the constructor.
+  // Wraps storage owned elsewhere, aligned to the element size; `owner` keeps it alive. Shape checked as above.
   static Tensor Wrap(DataType type, Shape shape, std::shared_ptr<void> owner, void* data);
   // A rank-0 tensor holding one value.
   template <typename T>

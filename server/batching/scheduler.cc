@@ -393,11 +393,15 @@ void Scheduler::State::RunInline(std::shared_ptr<State> state, std::unique_ptr<Q
   // Frees the instance even when the run throws (the protocol answers the call): a lost instance would stall
   // the queue for good.
   auto release = absl::MakeCleanup([&state, &took] {
+    bool queued = false;
     {
       std::lock_guard<std::mutex> lock(state->mu);
       state->Release(took);
+      queued = !state->queue.empty();
     }
-    state->cv.notify_all();
+    // An idle worker waits for queued requests only (a stop notifies it itself): waking it for an empty queue
+    // cost a context switch for every request that ran inline.
+    if (queued) state->cv.notify_all();
   });
   Batch batch;
   batch.push_back(std::move(request));
@@ -409,6 +413,7 @@ void Scheduler::Enqueue(ServableRequest servable_request, ServableDone done) {
   const uint32_t level = request->request.priority_level;
   const auto& limits = state_->options.max_queue_sizes;
   const int64_t limit = level >= 1 && level <= limits.size() ? limits[level - 1] : limits.back();
+  bool wake_workers = false;
   {
     std::unique_lock<std::mutex> lock(state_->mu);
     state_->forecast.OnArrival(absl::Now());
@@ -428,6 +433,10 @@ void Scheduler::Enqueue(ServableRequest servable_request, ServableDone done) {
     if (limit == 0 || end - first < limit) {
       queue.insert(end, std::move(request));
       state_->PublishDepth();
+      // A worker can act on the arrival only with an instance free (a worker collecting a batch has not taken
+      // its instance yet). While every instance is busy the one that frees first notifies, or takes the queue
+      // itself; a wake-up now would find nothing to do and cost a context switch.
+      wake_workers = state_->busy < state_->Instances();
     }
   }
   if (request) {
@@ -437,7 +446,7 @@ void Scheduler::Enqueue(ServableRequest servable_request, ServableDone done) {
         limit, leveled ? absl::StrCat(" of priority level ", level) : "", "), retry later")));
     return;
   }
-  state_->cv.notify_all();
+  if (wake_workers) state_->cv.notify_all();
 }
 
 }  // namespace onnxserve::server

@@ -29,7 +29,8 @@ bool ShapeMatches(const Shape& expected, const Shape& got) {
 
 // Decodes one request input into the tensor its spec expects.
 absl::StatusOr<Tensor> DecodeInput(const ModelVersion& mv, const TensorSpec& spec,
-                                   const ModelInferRequest::InferInputTensor& input, const std::string* raw) {
+                                   const ModelInferRequest::InferInputTensor& input, const std::string* raw,
+                                   const std::shared_ptr<const ModelInferRequest>& wire) {
   const Shape shape(input.shape().begin(), input.shape().end());
   auto dtype = DataTypeFromKServe(input.datatype());
   if (!dtype.ok() || *dtype != spec.dtype || !ShapeMatches(spec.dims, shape)) {
@@ -47,7 +48,7 @@ absl::StatusOr<Tensor> DecodeInput(const ModelVersion& mv, const TensorSpec& spe
       return absl::InvalidArgumentError(absl::StrCat(
           "input \"", spec.name, "\": has both contents and raw_input_contents; send one form"));
     }
-    return TensorFromRaw(spec.name, *dtype, shape, *raw);
+    return TensorFromRaw(spec.name, *dtype, shape, *raw, wire);
   }
   return TensorFromContents(spec.name, *dtype, shape, input.contents());
 }
@@ -96,7 +97,9 @@ absl::StatusOr<absl::Time> DeadlineOf(const ModelVersion& mv, const ModelInferRe
 
 }  // namespace
 
-absl::Status DecodeInputs(const ModelVersion& mv, const ModelInferRequest& wire, ServableRequest& request) {
+absl::Status DecodeInputs(const ModelVersion& mv, const std::shared_ptr<const ModelInferRequest>& shared_wire,
+                          ServableRequest& request) {
+  const ModelInferRequest& wire = *shared_wire;
   const int raw_count = wire.raw_input_contents_size();
   if (raw_count != 0 && raw_count != wire.inputs_size()) {
     return absl::InvalidArgumentError(absl::StrCat("raw_input_contents has ", raw_count, " entries for ",
@@ -116,8 +119,8 @@ absl::Status DecodeInputs(const ModelVersion& mv, const ModelInferRequest& wire,
     if (request.inputs[k].defined()) {
       return absl::InvalidArgumentError(absl::StrCat("input \"", input.name(), "\" is given twice"));
     }
-    ASSIGN_OR_RETURN(request.inputs[k],
-                     DecodeInput(mv, mv.inputs[k], input, raw_count ? &wire.raw_input_contents(i) : nullptr));
+    ASSIGN_OR_RETURN(request.inputs[k], DecodeInput(mv, mv.inputs[k], input,
+                                                    raw_count ? &wire.raw_input_contents(i) : nullptr, shared_wire));
   }
   for (size_t k = 0; k < mv.inputs.size(); ++k) {
     if (!request.inputs[k].defined()) {
@@ -139,11 +142,13 @@ absl::Status DecodeInputs(const ModelVersion& mv, const ModelInferRequest& wire,
   return absl::OkStatus();
 }
 
-absl::StatusOr<DecodedInfer> DecodeInfer(const ModelVersion& mv, const ModelInferRequest& wire, CallControl control,
-                                         absl::Time arrival) {
+absl::StatusOr<DecodedInfer> DecodeInfer(const ModelVersion& mv,
+                                         const std::shared_ptr<const ModelInferRequest>& shared_wire,
+                                         CallControl control, absl::Time arrival) {
+  const ModelInferRequest& wire = *shared_wire;
   DecodedInfer decoded;
   ServableRequest& request = decoded.request;
-  RETURN_IF_ERROR(DecodeInputs(mv, wire, request));
+  RETURN_IF_ERROR(DecodeInputs(mv, shared_wire, request));
   ASSIGN_OR_RETURN(decoded.outputs, RequestedOutputs(mv, wire));
   ASSIGN_OR_RETURN(request.priority_level, PriorityLevel(mv.config.dynamic_batching(), wire.parameters()));
   ASSIGN_OR_RETURN(control.deadline, DeadlineOf(mv, wire, request.priority_level, control.deadline, arrival));

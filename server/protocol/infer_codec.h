@@ -3,6 +3,7 @@
 // the inputs, the requested outputs, the priority or the deadline again.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,9 +16,12 @@
 namespace onnxserve::server {
 
 // Fills `request.inputs` (in the model's input order) and `request.rows` from the wire request, checking
-// names, types, shapes, batch size and payload sizes against the version's completed config. Exposed so that
-// tests/fuzz/infer_request_fuzz.cc can drive it without gRPC.
-absl::Status DecodeInputs(const ModelVersion& mv, const inference::ModelInferRequest& wire, ServableRequest& request);
+// names, types, shapes, batch size and payload sizes against the version's completed config. Numbers in
+// raw_input_contents are not copied: their tensors read the message's bytes in place and share its ownership,
+// so it lives as long as any of them does (TensorFromRaw). Exposed so that tests/fuzz/infer_request_fuzz.cc
+// can drive it without gRPC.
+absl::Status DecodeInputs(const ModelVersion& mv, const std::shared_ptr<const inference::ModelInferRequest>& wire,
+                          ServableRequest& request);
 
 // A wire request decoded against the version it names: what its servable runs, and the outputs (indices into
 // the version's) its response carries.
@@ -29,7 +33,8 @@ struct DecodedInfer {
 // DecodeInputs, then the requested outputs (all when none is named), the priority level and the deadline: the
 // earliest of `control.deadline` and the level's queue timeout from `arrival`. INVALID_ARGUMENT names what is
 // wrong.
-absl::StatusOr<DecodedInfer> DecodeInfer(const ModelVersion& mv, const inference::ModelInferRequest& wire,
+absl::StatusOr<DecodedInfer> DecodeInfer(const ModelVersion& mv,
+                                         const std::shared_ptr<const inference::ModelInferRequest>& wire,
                                          CallControl control, absl::Time arrival);
 
 // Fills `response` with the `picked` outputs (DecodedInfer::outputs) of `outputs` (every output of `mv`, in its

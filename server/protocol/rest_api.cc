@@ -148,7 +148,8 @@ void RestApi::Infer(const std::string& model, const std::string& version, const 
   control.cancelled = std::move(cancelled);
   control.trace = std::move(trace);
   // `call` lives until the service calls back: the request and response it holds must outlive the batch.
-  service_.Infer(call->request.wire, std::move(control), &call->response,
+  service_.Infer(std::shared_ptr<const inference::ModelInferRequest>(call, &call->request.wire), std::move(control),
+                 &call->response,
                  [call, done = std::move(done)](const absl::Status& status) {
                    try {
                      done(InferReply(status, call->response, call->request));

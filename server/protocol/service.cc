@@ -118,7 +118,8 @@ class StreamInferReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer
     ++in_flight_;
     lock.unlock();
     // Reads are not done, so the stream cannot finish, and `this` outlives Infer even if the call completes.
-    service_.Infer(call->request, ControlOf(ctx_), call->response.mutable_infer_response(),
+    service_.Infer(std::shared_ptr<const ModelInferRequest>(call, &call->request), ControlOf(ctx_),
+                   call->response.mutable_infer_response(),
                    [this, call](const absl::Status& status) { Complete(*call, status); });
     Advance(std::unique_lock<std::mutex>(mu_));
   }
@@ -226,13 +227,27 @@ class RefusedStream final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
 // One ModelInfer call's request and response, on an arena whose first block comes with them: a call whose
 // messages fit it costs one allocation for all its fields, where a heap message costs one per string and
 // repeated field (a dozen for a one-input request and its response), and frees them all at once.
+//
+// Shared: gRPC holds one reference from Create to Release, and SharedRequest hands out more, so that input
+// tensors reading the request's bytes in place keep them (and the arena) alive for as long as they exist,
+// after the call ended included. The last one to let go frees the lot, on whatever thread that is.
 class InferMessagesOnArena final : public grpc::MessageHolder<ModelInferRequest, ModelInferResponse> {
+  struct Token {};  // keeps the constructor for Create, which make_shared needs public
+
  public:
-  InferMessagesOnArena() : arena_(ArenaOptionsOn(first_block_)) {
+  explicit InferMessagesOnArena(Token) : arena_(ArenaOptionsOn(first_block_)) {
     set_request(google::protobuf::Arena::CreateMessage<ModelInferRequest>(&arena_));
     set_response(google::protobuf::Arena::CreateMessage<ModelInferResponse>(&arena_));
   }
-  void Release() override { delete this; }
+  static InferMessagesOnArena* Create() {
+    auto holder = std::make_shared<InferMessagesOnArena>(Token{});
+    holder->self_ = holder;
+    return holder.get();
+  }
+  // The request, owned by the pointer. Only between Create and Release: the handler's time.
+  std::shared_ptr<const ModelInferRequest> SharedRequest() { return {self_, request()}; }
+  // gRPC's reference goes; `this` may go with it.
+  void Release() override { std::shared_ptr<InferMessagesOnArena> last = std::move(self_); }
 
  private:
   // Holds a 784-float input (the MNIST-sized requests the load tests send) with its message, and its answer;
@@ -248,12 +263,13 @@ class InferMessagesOnArena final : public grpc::MessageHolder<ModelInferRequest,
 
   alignas(std::max_align_t) char first_block_[kFirstBlockBytes];
   google::protobuf::Arena arena_;  // after first_block_: destroyed before it
+  std::shared_ptr<InferMessagesOnArena> self_;  // gRPC's reference
 };
 
 }  // namespace
 
 grpc::MessageHolder<ModelInferRequest, ModelInferResponse>* InferenceService::ArenaInferMessages::AllocateMessages() {
-  return new InferMessagesOnArena();
+  return InferMessagesOnArena::Create();
 }
 
 LoadQueue::LoadQueue(std::function<absl::Status(const std::string&)> load)
@@ -347,7 +363,7 @@ CallControl ControlOf(grpc::CallbackServerContext* ctx) {
   return control;
 }
 
-void InferenceService::Infer(const ModelInferRequest& wire, CallControl control,
+void InferenceService::Infer(std::shared_ptr<const ModelInferRequest> wire, CallControl control,
                              ModelInferResponse* response, std::function<void(const absl::Status&)> finish) {
   // Whatever throws (an allocation, a bug), the call is answered exactly once and the server goes on.
   auto once = std::make_shared<FinishOnce>(std::move(finish));
@@ -360,8 +376,9 @@ void InferenceService::Infer(const ModelInferRequest& wire, CallControl control,
   }
 }
 
-void InferenceService::Run(const ModelInferRequest& wire, CallControl control, ModelInferResponse* response,
-                           std::function<void(const absl::Status&)> finish) {
+void InferenceService::Run(const std::shared_ptr<const ModelInferRequest>& shared_wire, CallControl control,
+                           ModelInferResponse* response, std::function<void(const absl::Status&)> finish) {
+  const ModelInferRequest& wire = *shared_wire;
   const absl::Time arrival = absl::Now();
   auto found = repository_.Find(wire.model_name(), wire.model_version());
   if (!found.ok()) {
@@ -373,7 +390,7 @@ void InferenceService::Run(const ModelInferRequest& wire, CallControl control, M
   }
   std::shared_ptr<const ModelVersion> mv = *std::move(found);
   std::optional<TraceContext> trace = control.trace;
-  absl::StatusOr<DecodedInfer> decoded = DecodeInfer(*mv, wire, std::move(control), arrival);
+  absl::StatusOr<DecodedInfer> decoded = DecodeInfer(*mv, shared_wire, std::move(control), arrival);
   if (!decoded.ok()) {
     mv->stats->RecordRequest(false, absl::Now() - arrival, 0);
     Reply(mv->name, mv->version_str, arrival, decoded.status(), trace);
@@ -457,12 +474,15 @@ grpc::ServerUnaryReactor* InferenceService::ModelMetadata(grpc::CallbackServerCo
   return Finished(ctx, AnswerModelMetadata(*request, *response));
 }
 
-grpc::ServerUnaryReactor* InferenceService::ModelInfer(grpc::CallbackServerContext* ctx,
-                                                       const ModelInferRequest* request,
+// The request is taken from the messages that hold it, which the service's allocator made
+// (SetMessageAllocatorFor_ModelInfer in the constructor): they share it with the tensors that read it.
+grpc::ServerUnaryReactor* InferenceService::ModelInfer(grpc::CallbackServerContext* ctx, const ModelInferRequest*,
                                                        ModelInferResponse* response) {
   if (absl::Status allowed = Allowed(ctx, "ModelInfer"); !allowed.ok()) return Finished(ctx, allowed);
   auto* reactor = ctx->DefaultReactor();
-  Infer(*request, ControlOf(ctx), response, [reactor](const absl::Status& status) { reactor->Finish(ToGrpcStatus(status)); });
+  auto* messages = static_cast<InferMessagesOnArena*>(ctx->GetRpcAllocatorState());
+  Infer(messages->SharedRequest(), ControlOf(ctx), response,
+        [reactor](const absl::Status& status) { reactor->Finish(ToGrpcStatus(status)); });
   return reactor;
 }
 

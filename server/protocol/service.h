@@ -97,9 +97,10 @@ class InferenceService final : public internal::CallbackServiceWithRawStream {
 
   // Decodes `request`, runs it on its model version's servable and eventually fills `response` and calls
   // `finish` exactly once (on this thread for requests rejected up front or run at once, else on a batch
-  // worker). `request`, `response` and whatever
-  // `control.cancelled` captures must stay valid until then. The one entry of inference, gRPC and REST alike.
-  void Infer(const inference::ModelInferRequest& request, CallControl control,
+  // worker). `response` and whatever `control.cancelled` captures must stay valid until then; input tensors
+  // read `request`'s raw contents in place and hold it (DecodeInputs). The one entry of inference, gRPC and
+  // REST alike.
+  void Infer(std::shared_ptr<const inference::ModelInferRequest> request, CallControl control,
              inference::ModelInferResponse* response, std::function<void(const absl::Status&)> finish);
 
   // The answers of the unary RPCs, shared with the REST endpoints (rest_api.cc), which translate the messages
@@ -155,8 +156,8 @@ class InferenceService final : public internal::CallbackServiceWithRawStream {
 
  private:
   // Infer's work, which may throw.
-  void Run(const inference::ModelInferRequest& request, CallControl control,
-               inference::ModelInferResponse* response, std::function<void(const absl::Status&)> finish);
+  void Run(const std::shared_ptr<const inference::ModelInferRequest>& request, CallControl control,
+           inference::ModelInferResponse* response, std::function<void(const absl::Status&)> finish);
   // Accounts one answered inference request: metrics, and its log line. `times` is empty for requests
   // answered before they reached the servable.
   void Reply(const std::string& model, const std::string& version, absl::Time arrival, const absl::Status& status,

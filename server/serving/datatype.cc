@@ -1,7 +1,9 @@
 #include "server/serving/datatype.h"
 
+#include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/checked_size.h"
@@ -89,6 +91,12 @@ absl::StatusOr<int64_t> DeclaredElements(const std::string& name, const Shape& s
   return count;
 }
 
+// True when the elements of `type` may be read in place at `p`.
+bool AlignedFor(DataType type, const void* p) {
+  const size_t size = ElementSize(type);
+  return size != 0 && reinterpret_cast<uintptr_t>(p) % size == 0;
+}
+
 absl::StatusOr<Tensor> AllocateInput(const std::string& name, DataType type, const Shape& shape) {
   absl::StatusOr<Tensor> tensor = Tensor::Create(type, shape);
   if (!tensor.ok()) return AboutInput(name, tensor.status());
@@ -148,13 +156,17 @@ absl::StatusOr<Tensor> FromField(const std::string& name, DataType type, const S
 }  // namespace
 
 absl::StatusOr<Tensor> TensorFromRaw(const std::string& name, DataType type, const Shape& shape,
-                                     std::string_view raw) {
+                                     std::string_view raw, std::shared_ptr<const void> owner) {
   if (type == DataType::kString) return StringsFromRaw(name, shape, raw);
   absl::StatusOr<int64_t> bytes = CheckedByteSize(type, shape);
   if (!bytes.ok()) return AboutInput(name, bytes.status());
   if (raw.size() != static_cast<uint64_t>(*bytes)) {
     return absl::InvalidArgumentError(absl::StrCat("input \"", name, "\": raw content is ", raw.size(),
                                                    " bytes, expected ", *bytes, " for ", Described(type, shape)));
+  }
+  if (owner != nullptr && AlignedFor(type, raw.data())) {
+    // Nothing writes through a tensor it was given (tensor.h), so read-only bytes may back one.
+    return Tensor::Wrap(type, shape, std::const_pointer_cast<void>(std::move(owner)), const_cast<char*>(raw.data()));
   }
   ASSIGN_OR_RETURN(Tensor tensor, AllocateInput(name, type, shape));
   if (!raw.empty()) std::memcpy(tensor.raw_data(), raw.data(), raw.size());

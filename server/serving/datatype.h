@@ -2,6 +2,7 @@
 // (TYPE_FP32, TYPE_STRING, ...) to and from onnxserve's DataType. One table in datatype.cc defines all three.
 #pragma once
 
+#include <memory>
 #include <string_view>
 
 #include "absl/status/statusor.h"
@@ -25,8 +26,11 @@ inference::DataType ConfigDataType(DataType type);
 // Tensor payloads. Raw form: the row-major elements little-endian, BYTES elements each preceded by a
 // 4-byte little-endian length. `name` only labels errors, which are INVALID_ARGUMENT and say what the
 // shape implies ("input \"x\": raw content is 12 bytes, expected 16 for FP32 [2,2]").
+// With an `owner`, numbers are not copied: the tensor wraps `raw` and holds `owner`, which must keep `raw`
+// alive and unchanged for as long as anything holds it (an output that shares an input's storage included).
+// BYTES elements, and numbers not aligned for their type, are copied whatever the owner.
 absl::StatusOr<Tensor> TensorFromRaw(const std::string& name, DataType type, const Shape& shape,
-                                     std::string_view raw);
+                                     std::string_view raw, std::shared_ptr<const void> owner = nullptr);
 // Typed form: the InferTensorContents field matching `type` (FP16 and BF16 have none: raw only).
 absl::StatusOr<Tensor> TensorFromContents(const std::string& name, DataType type, const Shape& shape,
                                           const inference::InferTensorContents& contents);

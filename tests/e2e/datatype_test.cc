@@ -2,7 +2,11 @@
 // the count the shape declares before anything is allocated for it.
 #include "server/serving/datatype.h"
 
+#include <cstring>
+#include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -48,6 +52,58 @@ TEST(DatatypeTest, AWellFormedPayloadDecodes) {
   ASSERT_TRUE(tensor.ok()) << tensor.status();
   EXPECT_EQ(tensor->values<std::string>()[0], "hi");
   EXPECT_EQ(tensor->values<std::string>()[1], "");
+}
+
+// Four floats, 1 to 4, little-endian, at `offset` bytes into a buffer owned by a shared_ptr.
+struct FloatsAt {
+  explicit FloatsAt(size_t offset) : buffer(std::make_shared<std::vector<char>>(offset + 16)) {
+    const float values[] = {1, 2, 3, 4};
+    std::memcpy(buffer->data() + offset, values, sizeof(values));
+    raw = std::string_view(buffer->data() + offset, sizeof(values));
+  }
+  std::shared_ptr<std::vector<char>> buffer;
+  std::string_view raw;
+};
+
+TEST(DatatypeTest, WithAnOwnerNumbersAreReadInPlaceAndTheOwnerLivesAsLongAsTheTensor) {
+  FloatsAt floats(16);
+  std::weak_ptr<std::vector<char>> owner = floats.buffer;
+  auto tensor = TensorFromRaw("x", DataType::kFloat, {2, 2}, floats.raw, std::move(floats.buffer));
+  ASSERT_TRUE(tensor.ok()) << tensor.status();
+  EXPECT_EQ(tensor->raw_data(), floats.raw.data());
+  EXPECT_FALSE(owner.expired());
+  Tensor shared = *tensor;  // as an output that is its input would
+  tensor = Tensor();
+  EXPECT_FALSE(owner.expired());
+  EXPECT_EQ(std::vector<float>(shared.values<float>().begin(), shared.values<float>().end()),
+            (std::vector<float>{1, 2, 3, 4}));
+  shared = Tensor();
+  EXPECT_TRUE(owner.expired());
+}
+
+TEST(DatatypeTest, WithoutAnOwnerOrAlignmentNumbersAreCopied) {
+  for (const size_t offset : {size_t{16}, size_t{1}}) {
+    FloatsAt floats(offset);
+    std::shared_ptr<const void> owner;
+    if (offset == 1) owner = floats.buffer;  // misaligned for floats: copied all the same
+    auto tensor = TensorFromRaw("x", DataType::kFloat, {4}, floats.raw, owner);
+    ASSERT_TRUE(tensor.ok()) << tensor.status();
+    EXPECT_NE(tensor->raw_data(), floats.raw.data()) << offset;
+    floats.buffer->assign(floats.buffer->size(), 0);  // the copy does not see the bytes change
+    EXPECT_EQ(std::vector<float>(tensor->values<float>().begin(), tensor->values<float>().end()),
+              (std::vector<float>{1, 2, 3, 4}))
+        << offset;
+  }
+}
+
+TEST(DatatypeTest, BytesElementsAreCopiedWhateverTheOwner) {
+  auto raw = std::make_shared<std::string>("\x02\x00\x00\x00hi", 6);
+  std::weak_ptr<std::string> owner = raw;
+  auto tensor = TensorFromRaw("s", DataType::kString, {1}, *raw, raw);
+  raw.reset();
+  EXPECT_TRUE(owner.expired());  // the tensor does not hold it
+  ASSERT_TRUE(tensor.ok()) << tensor.status();
+  EXPECT_EQ(tensor->values<std::string>()[0], "hi");
 }
 
 }  // namespace

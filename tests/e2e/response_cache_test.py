@@ -134,6 +134,20 @@ class ResponseCacheTest(unittest.TestCase):
         self.assertEqual(self.client.stats("add")[:3], (hits, misses + 1, executions + 1))
         np.testing.assert_array_equal(np.frombuffer(answer["z"], dtype="<f4").reshape(2, 4), x + y2)
 
+    def test_a_cached_output_that_is_an_input_keeps_its_own_requests_bytes(self):
+        # w = x: the answer stored from a request whose input was read in place must not change once that
+        # request is gone and others of the same size have come and gone too.
+        x, y = inputs(100)
+        first = self.client.grpc_infer("add", x, y)
+        for seed in range(101, 111):
+            other_x, other_y = inputs(seed)
+            self.client.grpc_infer("add", other_x, other_y)
+        hits = self.client.stats("add")[0]
+        again = self.client.grpc_infer("add", x, y)
+        self.assertEqual(self.client.stats("add")[0], hits + 1)
+        self.assertEqual(again, first)
+        np.testing.assert_array_equal(np.frombuffer(again["w"], dtype="<f4").reshape(2, 4), x)
+
     def test_a_hit_answers_the_same_bytes_over_grpc_and_rest(self):
         x, y = inputs(3)
         by_rest = self.client.rest_infer("add", x, y)  # a miss: fills the cache

@@ -67,6 +67,13 @@ std::vector<float> ExpectedSum(int rows, float base) {
   return z;
 }
 
+// x as AddRequest sends it: base + i.
+std::vector<float> ExpectedEcho(int rows, float base) {
+  std::vector<float> x;
+  for (int i = 0; i < rows * 4; ++i) x.push_back(base + static_cast<float>(i));
+  return x;
+}
+
 // A request for the held models: AddRequest's rows, each with `trips` Loop iterations.
 ModelInferRequest HeldRequest(const std::string& model, int rows, float base, int64_t trips) {
   ModelInferRequest req = AddRequest(model, rows, base);
@@ -228,6 +235,34 @@ TEST_F(ServerTest, InferRawAddsAndEchoesId) {
   EXPECT_EQ(RawFloats(resp, 0), ExpectedSum(2, 1));
 }
 
+// Raw inputs are read in place from their request message, and an Identity output shares its input's storage:
+// each answer must carry its own request's bytes, never those of another request in flight or since gone. "add"
+// batches (w = x), "fixed" does not (b = a) and runs a request on the thread that received it when it can.
+TEST_F(ServerTest, AnOutputThatIsAnInputAnswersEveryRequestWithItsOwnBytes) {
+  constexpr int kClients = 8;
+  constexpr int kRequests = 40;
+  std::vector<std::future<void>> clients;
+  for (int c = 0; c < kClients; ++c) {
+    clients.push_back(std::async(std::launch::async, [this, c] {
+      for (int i = 0; i < kRequests; ++i) {
+        const float base = 1000.f * static_cast<float>(c) + static_cast<float>(i);
+        const int rows = 1 + (c + i) % 3;
+        ModelInferResponse added;
+        ASSERT_TRUE(Infer(*stub_, AddRequest("add", rows, base), &added).ok());
+        ASSERT_EQ(added.outputs_size(), 2);
+        EXPECT_EQ(RawFloats(added, 1), ExpectedEcho(rows, base)) << "client " << c << " request " << i;
+        ModelInferRequest fixed;
+        fixed.set_model_name("fixed");
+        AddRawInput(fixed, "a", {2, 2}, {base, base + 1, base + 2, base + 3});
+        ModelInferResponse echoed;
+        ASSERT_TRUE(Infer(*stub_, fixed, &echoed).ok());
+        EXPECT_EQ(RawFloats(echoed, 0), ExpectedEcho(1, base)) << "client " << c << " request " << i;
+      }
+    }));
+  }
+  for (auto& client : clients) client.get();
+}
+
 TEST_F(ServerTest, InferTypedContentsAndRequestedOutputSubset) {
   ModelInferRequest req;
   req.set_model_name("add");
@@ -367,16 +402,21 @@ TEST_F(ServerTest, StreamAnswersManyMoreRequestsThanItHoldsInFlight) {
     }
     return stream->WritesDone();
   });
-  std::map<std::string, std::vector<float>> sums;
+  std::map<std::string, std::vector<float>> sums, echoes;
   inference::ModelStreamInferResponse resp;
   while (stream->Read(&resp)) {
     EXPECT_EQ(resp.error_message(), "");
     sums[resp.infer_response().id()] = RawFloats(resp.infer_response(), 0);
+    echoes[resp.infer_response().id()] = RawFloats(resp.infer_response(), 1);
   }
   EXPECT_TRUE(writer.get());
   ASSERT_TRUE(stream->Finish().ok());
   ASSERT_EQ(sums.size(), static_cast<size_t>(kRequests));
-  for (int i = 0; i < kRequests; ++i) EXPECT_EQ(sums[std::to_string(i)], ExpectedSum(1, static_cast<float>(i))) << i;
+  for (int i = 0; i < kRequests; ++i) {
+    EXPECT_EQ(sums[std::to_string(i)], ExpectedSum(1, static_cast<float>(i))) << i;
+    // w = x shares the storage of x, which is read in place from its own message.
+    EXPECT_EQ(echoes[std::to_string(i)], ExpectedEcho(1, static_cast<float>(i))) << i;
+  }
 }
 
 TEST_F(ServerTest, ARunIsStoppedAtTheClientDeadlineAndTheModelServesAgain) {

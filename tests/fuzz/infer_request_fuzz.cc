@@ -37,8 +37,8 @@ int RunOne(const uint8_t* data, size_t size) {
   static const std::unique_ptr<ModelVersion> batched = MakeVersion(true);
   if (size == 0) return 0;
   const ModelVersion& mv = (data[0] & 1) ? *batched : *unbatched;
-  inference::ModelInferRequest wire;
-  if (!wire.ParseFromArray(data + 1, static_cast<int>(size - 1))) return 0;
+  auto wire = std::make_shared<inference::ModelInferRequest>();
+  if (!wire->ParseFromArray(data + 1, static_cast<int>(size - 1))) return 0;
   ServableRequest request;
   if (!DecodeInputs(mv, wire, request).ok()) return 0;
   if (request.rows < 0 || (mv.config.max_batch_size() > 0 && request.rows > mv.config.max_batch_size())) {

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """tools/serve_ab.py's pieces that need no server: it reads perf's CSV output in the units it reports, writes
-the MLP repository with batching in mlp_on only, and prints median [min-max] without exponents.
+the MLP repository with batching in mlp_on only, builds each case's load command, and prints median [min-max]
+without exponents.
 Exits 77 (skipped) when numpy or onnx is missing (examples/make_mlp.py needs them).
 """
 import pathlib
@@ -51,6 +52,22 @@ class ServeAbTest(unittest.TestCase):
             self.assertNotIn("dynamic_batching", off)
             for name in ("mlp_on", "mlp_off"):
                 self.assertTrue((root / name / "1" / "model.onnx").is_file())
+
+    def test_load_commands_speak_each_protocol_on_its_port_with_the_case_batch(self):
+        ports = {"grpc": 9001, "http": 9000}
+        grpc_command = serve_ab.load_command("onnxserve", ports, ("grpc", "mlp_off", 4, 32), 100)
+        self.assertEqual(grpc_command, ["onnxserve", "load", "--target", "127.0.0.1:9001", "--model", "mlp_off",
+                                        "-c", "4", "-n", "100", "--batch", "32"])
+        http_command = serve_ab.load_command("onnxserve", ports, ("http", "mlp_off", 4, 32), 100)
+        self.assertEqual(http_command[:4], ["onnxserve", "load", "--target", "127.0.0.1:9000"])
+        self.assertEqual(http_command[-3:], ["--protocol", "http", "--binary-data"])
+
+    def test_request_counts_follow_the_batch_when_batched_else_the_concurrency(self):
+        sizes = {64: 20000, 1: 3000, 32: 1500}
+        self.assertEqual(serve_ab.requests_of(("grpc", "mlp_on", 64, 1), sizes), 20000)
+        self.assertEqual(serve_ab.requests_of(("grpc", "mlp_off", 1, 1), sizes), 3000)
+        self.assertEqual(serve_ab.requests_of(("grpc", "mlp_off", 4, 32), sizes), 1500)
+        self.assertEqual(serve_ab.requests_of(("http", "mlp_off", 8, 32), sizes), 1500)
 
     def test_spread_is_median_min_max_without_exponents(self):
         self.assertEqual(serve_ab.spread([3.0, 1.0, 2.0]), "2 [1-3]")
