@@ -48,12 +48,17 @@ struct AxisPlan {
 };
 
 // The taps of one axis: per output coordinate o, count[o] taps at [o * width, o * width + count[o]).
-// count[o] == 0 means o maps outside the roi and takes the extrapolation value.
+// count[o] == 0 means o maps outside the roi and takes the extrapolation value. The index and weight tables
+// are tensors, so the run's memory budget counts them: an antialiased filter is about 4 / scale taps wide,
+// some 64 bytes per input coordinate of the axis.
 struct AxisTaps {
   int64_t width = 1;
-  std::vector<int64_t> index;
-  std::vector<double> weight;
+  Tensor index;   // int64 [out * width]
+  Tensor weight;  // double [out * width]
   std::vector<int32_t> count;
+
+  const int64_t* indices(int64_t o) const { return index.data<int64_t>() + o * width; }
+  const double* weights(int64_t o) const { return weight.data<double>() + o * width; }
 };
 
 // Where output coordinate x of the axis lies in the input.
@@ -104,7 +109,8 @@ double CubicWeight(double d, double a) {
   return 0;
 }
 
-AxisTaps BuildTaps(const Options& opt, const AxisPlan& axis) {
+// The tables are checked against the per-tensor byte limit before they are built, and charged to the run.
+absl::StatusOr<AxisTaps> BuildTaps(const Options& opt, const AxisPlan& axis) {
   // Linear weighs neighbours within 1 (cubic: 2) of x; antialiasing widens that by 1/scale when downscaling.
   const double stretch = opt.antialias ? std::min(axis.scale, 1.0) : 1.0;
   const double reach = opt.mode == Mode::kCubic ? 2.0 : 1.0;
@@ -112,13 +118,16 @@ AxisTaps BuildTaps(const Options& opt, const AxisPlan& axis) {
       opt.mode == Mode::kNearest ? 0 : static_cast<int64_t>(std::floor(-reach / stretch)) + 1;
   AxisTaps taps;
   taps.width = opt.mode == Mode::kNearest ? 1 : 2 - 2 * first;
-  taps.index.resize(static_cast<size_t>(axis.out * taps.width));
-  taps.weight.resize(taps.index.size());
+  ASSIGN_OR_RETURN(const int64_t entries, CheckedMul(axis.out, taps.width));
+  const Shape table = {entries};
+  RETURN_IF_ERROR(CheckedByteSize(DataType::kDouble, table).status());
+  taps.index = Tensor(DataType::kInt64, table);
+  taps.weight = Tensor(DataType::kDouble, table);
   taps.count.resize(static_cast<size_t>(axis.out));
   for (int64_t o = 0; o < axis.out; ++o) {
     const double x = OriginalCoordinate(opt, axis, o);
-    int64_t* index = &taps.index[o * taps.width];
-    double* weight = &taps.weight[o * taps.width];
+    int64_t* index = taps.index.data<int64_t>() + o * taps.width;
+    double* weight = taps.weight.data<double>() + o * taps.width;
     // Written to catch NaN too (from a NaN roi): it lies nowhere in the input, and must not become an index.
     if (opt.coordinates == Coordinates::kTfCropAndResize && !(x >= 0 && x <= static_cast<double>(axis.in - 1))) {
       taps.count[o] = 0;
@@ -172,8 +181,7 @@ bool OuterTerms(const std::vector<AxisTaps>& taps, const std::vector<int64_t>& i
     scratch.clear();
     for (const Term& term : terms) {
       for (int32_t t = 0; t < count; ++t) {
-        scratch.push_back(Term{term.offset + axis.index[o * axis.width + t] * in_strides[d],
-                               term.weight * axis.weight[o * axis.width + t]});
+        scratch.push_back(Term{term.offset + axis.indices(o)[t] * in_strides[d], term.weight * axis.weights(o)[t]});
       }
     }
     terms.swap(scratch);
@@ -204,7 +212,7 @@ void CopyNearest(const Tensor& in, Tensor& out, const std::vector<AxisTaps>& tap
         }
         const T* row_in = src + terms[0].offset;
         for (int64_t o = 0; o < width; ++o) {
-          row_out[o] = inner.count[o] == 0 ? fill_value : row_in[inner.index[o]];
+          row_out[o] = inner.count[o] == 0 ? fill_value : row_in[*inner.indices(o)];
         }
       }
     });
@@ -241,8 +249,8 @@ absl::Status Interpolate(const Tensor& in, Tensor& out, const std::vector<AxisTa
               row_out[o] = fill_value;
               continue;
             }
-            const int64_t* index = &inner.index[o * inner.width];
-            const double* weight = &inner.weight[o * inner.width];
+            const int64_t* index = inner.indices(o);
+            const double* weight = inner.weights(o);
             double sum = 0;
             for (const Term& term : terms) {
               double part = 0;
@@ -332,7 +340,10 @@ class Resize final : public OpKernel {
                                                      " to ", ShapeToString(out_shape)));
     }
     std::vector<AxisTaps> taps;
-    for (const AxisPlan& axis : plan) taps.push_back(BuildTaps(opt_, axis));
+    for (const AxisPlan& axis : plan) {
+      ASSIGN_OR_RETURN(AxisTaps axis_taps, BuildTaps(opt_, axis));
+      taps.push_back(std::move(axis_taps));
+    }
     if (opt_.mode != Mode::kNearest) return Interpolate(x, y, taps, opt_.extrapolation_value, ctx.pool());
     Tensor fill(x.dtype(), {1});
     if (x.dtype() != DataType::kString) std::memset(fill.raw_data(), 0, fill.ByteSize());
