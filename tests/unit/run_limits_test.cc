@@ -195,5 +195,18 @@ TEST(RunLimitsTest, ACausalConvWithLongTapsStopsWithinAChannel) {
                                  .Output("y"));
 }
 
+// LinearAttention updates a d_k x d_v state and reads it back for every token, and all three come from the
+// request: 512 tokens of a 512 x 512 state are over 2^27 multiply-adds for one head (1 MB per input).
+TEST(RunLimitsTest, ALinearAttentionWithAWideStateStopsBetweenTokens) {
+  ExpectStopsInsideTheKernel(OpTest("LinearAttention", 27)
+                                 .Attr("update_rule", std::string("linear"))
+                                 .Attr("q_num_heads", int64_t{1})
+                                 .Attr("kv_num_heads", int64_t{1})
+                                 .Input("query", RandomTensor({1, 512, 512}, 15))
+                                 .Input("key", RandomTensor({1, 512, 512}, 16))
+                                 .Input("value", RandomTensor({1, 512, 512}, 17))
+                                 .Output("output"));
+}
+
 }  // namespace
 }  // namespace onnxserve
