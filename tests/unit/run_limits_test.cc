@@ -208,5 +208,21 @@ TEST(RunLimitsTest, ALinearAttentionWithAWideStateStopsBetweenTokens) {
                                  .Output("output"));
 }
 
+// Resize weighs each output element with the product of every axis' taps: a cubic upscale of a rank-12
+// tensor of one element is 4096 outputs of 4^12 taps each (minutes of work, and at rank 16 a 16 GiB list of
+// the outer axes' taps per row). It must stop between the outer taps, long before it is done.
+TEST(RunLimitsTest, AHighRankCubicResizeStopsBetweenItsOuterTaps) {
+  CancelledAfterFirstCheck cancel;
+  const int rank = 12;
+  auto out = OpTest("Resize", 19)
+                 .Input("x", Tensor::FromVector<float>(Shape(rank, 1), {1}))
+                 .NoInput()
+                 .Input("scales", Tensor::FromVector<float>({rank}, std::vector<float>(rank, 2)))
+                 .Attr("mode", std::string("cubic"))
+                 .Output("y")
+                 .Run(cancel.limits());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled) << out.status();
+}
+
 }  // namespace
 }  // namespace onnxserve
