@@ -90,25 +90,6 @@ void CopyStridedRows(const T* in, T* out, const Shape& shape, const std::vector<
   }
 }
 
-absl::Status CheckStringChars(int64_t chars) {
-  const int64_t max_bytes = GetSizeLimits().max_bytes;
-  if (chars > max_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat("the output's strings would hold ", chars,
-                                                     " characters, more than ", max_bytes,
-                                                     " bytes (the limit per tensor)"));
-  }
-  // std::string allocates the characters itself, so they are never charged to the run's account; but an
-  // output of more than the run has left is refused, as a tensor of that many bytes would be.
-  const std::shared_ptr<MemoryAccount>& account = CurrentMemoryAccount();
-  if (account != nullptr && chars > account->budget() - account->live_bytes()) {
-    return absl::ResourceExhaustedError(absl::StrCat("the output's strings would hold ", chars,
-                                                     " characters, more than the run's memory budget of ",
-                                                     account->budget(), " bytes has left"));
-  }
-  return absl::OkStatus();
-}
-
-
 int64_t StringChars(const Tensor& t) {
   int64_t chars = 0;
   for (const std::string& s : t.values<std::string>()) chars += static_cast<int64_t>(s.size());
@@ -147,6 +128,24 @@ void CopyStrided(const Tensor& in, int64_t in_offset, const std::vector<int64_t>
       CopyStridedRows(src, dst, shape, strides, begin, end);
     });
   });
+}
+
+absl::Status CheckStringChars(int64_t chars) {
+  const int64_t max_bytes = GetSizeLimits().max_bytes;
+  if (chars > max_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat("the output's strings would hold ", chars,
+                                                     " characters, more than ", max_bytes,
+                                                     " bytes (the limit per tensor)"));
+  }
+  // std::string allocates the characters itself, so they are never charged to the run's account; but an
+  // output of more than the run has left is refused, as a tensor of that many bytes would be.
+  const std::shared_ptr<MemoryAccount>& account = CurrentMemoryAccount();
+  if (account != nullptr && chars > account->budget() - account->live_bytes()) {
+    return absl::ResourceExhaustedError(absl::StrCat("the output's strings would hold ", chars,
+                                                     " characters, more than the run's memory budget of ",
+                                                     account->budget(), " bytes has left"));
+  }
+  return absl::OkStatus();
 }
 
 int64_t LongestString(const Tensor& t) {

@@ -127,6 +127,8 @@ void CopyStrided(const Tensor& in, int64_t in_offset, const std::vector<int64_t>
 // GetSizeLimits().max_bytes characters or past what the current run's memory budget has left (the characters
 // are not charged to it: runtime/core/memory_budget.h), and OK for outputs of other types.
 //
+// For an output of `chars` characters the kernel counted itself (a case change can lengthen a string).
+absl::Status CheckStringChars(int64_t chars);
 // For an output of `out_elements`, each a copy of any element of `sources` (Gather, Pad): bounded by
 // out_elements times the longest of their strings.
 absl::Status CheckStringCopies(absl::Span<const Tensor* const> sources, int64_t out_elements);

@@ -10,6 +10,7 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "runtime/core/checked_size.h"
 #include "server/batching/arrival_forecast.h"
 
 namespace onnxserve::server {
@@ -48,6 +49,17 @@ bool SameItemShapes(const QueuedRequest& a, const QueuedRequest& b) {
     const Shape& x = a.inputs()[i].shape();
     const Shape& y = b.inputs()[i].shape();
     if (x.size() != y.size() || !std::equal(x.begin() + 1, x.end(), y.begin() + 1)) return false;
+  }
+  return true;
+}
+
+// Whether the inputs of `head` with `rows` rows stay within the per-tensor limits: requests within them one
+// by one need not be together, and their batch's tensors must be made.
+bool BatchFitsTheLimits(const QueuedRequest& head, int64_t rows) {
+  for (const Tensor& input : head.inputs()) {
+    Shape shape = input.shape();
+    shape[0] = rows;
+    if (!CheckedByteSize(input.dtype(), shape).ok()) return false;
   }
   return true;
 }
@@ -136,12 +148,14 @@ Batch Scheduler::State::RemoveDead(absl::Time now, std::vector<absl::Status>& wh
   return dead;
 }
 
-// Queue positions of the requests that can join the head's batch, oldest first, within max_batch_size.
+// Queue positions of the requests that can join the head's batch, oldest first, within max_batch_size and
+// the per-tensor limits.
 std::vector<size_t> Scheduler::State::Gather() const {
   std::vector<size_t> picks = {0};
   int64_t rows = queue[0]->rows();
   for (size_t i = 1; i < queue.size() && rows < options.max_batch_size; ++i) {
-    if (rows + queue[i]->rows() <= options.max_batch_size && SameItemShapes(*queue[0], *queue[i])) {
+    if (rows + queue[i]->rows() <= options.max_batch_size && SameItemShapes(*queue[0], *queue[i]) &&
+        BatchFitsTheLimits(*queue[0], rows + queue[i]->rows())) {
       picks.push_back(i);
       rows += queue[i]->rows();
     }

@@ -27,6 +27,15 @@ absl::StatusOr<int64_t> BatchSize(const inference::ModelConfig& config, const Sa
   return batch;
 }
 
+// A sample's runs delay its version's publication (and a starting server's readiness): a count past this is a
+// typo, not a warmup.
+constexpr uint32_t kMaxWarmupCount = 1000;
+
+absl::Status CheckCount(const Sample& sample) {
+  if (sample.count() <= kMaxWarmupCount) return absl::OkStatus();
+  return SampleError(sample, absl::StrCat("count must be at most ", kMaxWarmupCount, ", got ", sample.count()));
+}
+
 // The sample's tensor for config input `spec`: its dims, after the batch dimension when the model batches.
 absl::StatusOr<Tensor> SampleInput(const inference::ModelConfig& config, const Sample& sample,
                                    const inference::ModelInput& spec, int64_t batch, std::mt19937& rng) {
@@ -65,6 +74,7 @@ absl::StatusOr<Tensor> SampleInput(const inference::ModelConfig& config, const S
 // The sample's inputs in config input order, as the model takes them.
 absl::StatusOr<std::vector<Tensor>> SampleInputs(const inference::ModelConfig& config, const Sample& sample) {
   ASSIGN_OR_RETURN(int64_t batch, BatchSize(config, sample));
+  RETURN_IF_ERROR(CheckCount(sample));
   for (const auto& [name, input] : sample.inputs()) {
     bool known = false;
     for (const auto& spec : config.input()) known = known || spec.name() == name;

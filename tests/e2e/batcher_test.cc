@@ -12,6 +12,7 @@
 #include <map>
 
 #include "gtest/gtest.h"
+#include "runtime/core/checked_size.h"
 #include "server/batching/arrival_forecast.h"
 
 namespace onnxserve::server {
@@ -434,6 +435,34 @@ TEST(SchedulerTest, ACancelWhileTheBatchRanIsCancelled) {
   model.Release();
   ASSERT_EQ(answer.wait_for(kAnswerWithin), std::future_status::ready);
   EXPECT_EQ(answer.get().status().code(), absl::StatusCode::kCancelled);
+}
+
+// Two requests within the per-tensor limits may not be within them together: each [1, 600] fits a limit of
+// 1000 elements, their batch [2, 600] does not. They run one at a time; merged, the batch's Tensor threw on
+// the worker's thread and ended the process.
+TEST(SchedulerTest, RequestsWhoseBatchWouldPassTheSizeLimitsRunApart) {
+  const SizeLimits saved = GetSizeLimits();
+  ASSERT_TRUE(SetSizeLimits({.max_elements = 1000, .max_bytes = 4000}).ok());
+  GatedModel model(/*hold_first=*/true);
+  VersionStats stats("m", "1");
+  Scheduler scheduler(OneInstance(8, absl::ZeroDuration()), model.Fn(), &stats, nullptr);
+  std::vector<std::future<absl::StatusOr<float>>> answers;
+  answers.push_back(SendAside(scheduler, 0));
+  model.WaitUntilFirstRuns();
+  for (float value : {1.f, 2.f}) {
+    auto answer = std::make_shared<std::promise<absl::StatusOr<float>>>();
+    answers.push_back(answer->get_future());
+    ServableRequest request;
+    request.inputs = {Tensor::FromVector<float>({1, 600}, std::vector<float>(600, value))};
+    scheduler.Enqueue(std::move(request), [answer](ServableResponse response) {
+      if (!response.outputs.ok()) return answer->set_value(response.outputs.status());
+      answer->set_value((*response.outputs)[0].data<float>()[599]);
+    });
+  }
+  model.Release();
+  for (size_t i = 0; i < answers.size(); ++i) ExpectAnswered(answers[i], static_cast<float>(i));
+  EXPECT_EQ(Executions(stats), (std::map<uint64_t, uint64_t>{{1, 3}}));
+  ASSERT_TRUE(SetSizeLimits(saved).ok());
 }
 
 }  // namespace

@@ -648,24 +648,26 @@ TEST_F(ServerTest, HealthServiceReportsServerAndModels) {
 }
 
 // Behind a busy instance, a request of level 1 ("priority" parameter) overtakes one of the default level 2
-// that came first. The overtaken one spins a while, so the order shows in when the answers arrive.
+// that came first. The overtaken one spins until its deadline, 3 s after the instance frees up: run first,
+// as it should not be, it would hold the instance until then and the other would answer after it. Its spin
+// is bounded by time, not by trips, so a slow machine only narrows the 3 s the quick one has to answer in.
 TEST_F(ServerTest, AHigherPriorityRequestOvertakesTheQueue) {
   auto blocker = Occupy(*stub_, "prioritized", std::chrono::milliseconds(3000));
-  auto send = [this](int64_t trips, int64_t priority) {
-    return std::async(std::launch::async, [this, trips, priority] {
+  auto send = [this](int64_t trips, int64_t priority, std::chrono::milliseconds deadline) {
+    return std::async(std::launch::async, [this, trips, priority, deadline] {
       ModelInferRequest req = HeldRequest("prioritized", 1, 0, trips);
       if (priority > 0) (*req.mutable_parameters())["priority"].set_uint64_param(static_cast<uint64_t>(priority));
       ModelInferResponse resp;
-      const grpc::Status status = Infer(*stub_, req, &resp);
+      const grpc::Status status = Infer(*stub_, req, &resp, deadline);
       return std::make_pair(status, std::chrono::steady_clock::now());
     });
   };
-  auto low = send(300'000, 0);
+  auto low = send(kForever, 0, std::chrono::milliseconds(6000));  // sent 0.3 s into the blocker's 3 s
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  auto high = send(0, 1);
+  auto high = send(0, 1, kCallTimeout);
   const auto [low_status, low_done] = low.get();
   const auto [high_status, high_done] = high.get();
-  ASSERT_TRUE(low_status.ok()) << low_status.error_message();
+  EXPECT_EQ(low_status.error_code(), grpc::DEADLINE_EXCEEDED) << low_status.error_message();
   ASSERT_TRUE(high_status.ok()) << high_status.error_message();
   EXPECT_LT(high_done, low_done);
   EXPECT_EQ(blocker.get().error_code(), grpc::DEADLINE_EXCEEDED);

@@ -90,6 +90,8 @@ TEST(WarmupTest, ASampleThatDoesNotFitTheConfigIsAnErrorNamingIt) {
   const std::pair<std::string, std::string> cases[] = {
       {"batch_size: 0 " + x + n, "batch_size must be in [1, 8]"},
       {"batch_size: 9 " + x + n, "batch_size must be in [1, 8]"},
+      // A count of 4e9 held the load (and a server starting up) for hours of warmup runs.
+      {"batch_size: 1 count: 1001 " + x + n, "count must be at most 1000"},
       {"batch_size: 1 " + x, "no data for input \"n\""},
       {"batch_size: 1 " + x + n + R"( inputs { key: "z" value { zero_data: true } })", "\"z\" is not an input"},
       {"batch_size: 1 " + x + R"(inputs { key: "n" value { data_type: TYPE_INT32 dims: [ 2 ] zero_data: true } })",

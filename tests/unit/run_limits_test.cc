@@ -195,5 +195,34 @@ TEST(RunLimitsTest, ACausalConvWithLongTapsStopsWithinAChannel) {
                                  .Output("y"));
 }
 
+// LinearAttention updates a d_k x d_v state and reads it back for every token, and all three come from the
+// request: 512 tokens of a 512 x 512 state are over 2^27 multiply-adds for one head (1 MB per input).
+TEST(RunLimitsTest, ALinearAttentionWithAWideStateStopsBetweenTokens) {
+  ExpectStopsInsideTheKernel(OpTest("LinearAttention", 27)
+                                 .Attr("update_rule", std::string("linear"))
+                                 .Attr("q_num_heads", int64_t{1})
+                                 .Attr("kv_num_heads", int64_t{1})
+                                 .Input("query", RandomTensor({1, 512, 512}, 15))
+                                 .Input("key", RandomTensor({1, 512, 512}, 16))
+                                 .Input("value", RandomTensor({1, 512, 512}, 17))
+                                 .Output("output"));
+}
+
+// Resize weighs each output element with the product of every axis' taps: a cubic upscale of a rank-12
+// tensor of one element is 4096 outputs of 4^12 taps each (minutes of work, and at rank 16 a 16 GiB list of
+// the outer axes' taps per row). It must stop between the outer taps, long before it is done.
+TEST(RunLimitsTest, AHighRankCubicResizeStopsBetweenItsOuterTaps) {
+  CancelledAfterFirstCheck cancel;
+  const int rank = 12;
+  auto out = OpTest("Resize", 19)
+                 .Input("x", Tensor::FromVector<float>(Shape(rank, 1), {1}))
+                 .NoInput()
+                 .Input("scales", Tensor::FromVector<float>({rank}, std::vector<float>(rank, 2)))
+                 .Attr("mode", std::string("cubic"))
+                 .Output("y")
+                 .Run(cancel.limits());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled) << out.status();
+}
+
 }  // namespace
 }  // namespace onnxserve

@@ -159,6 +159,9 @@ absl::StatusOr<ClassLabels> ClassLabels::FromAttrs(const KernelInfo& info, const
   labels.strings_used_ = has_strings;
   if (has_strings) {
     ASSIGN_OR_RETURN(labels.strings_, info.Attr<std::vector<std::string>>("classlabels_strings"));
+    for (const std::string& s : labels.strings_) {
+      labels.longest_string_ = std::max(labels.longest_string_, static_cast<int64_t>(s.size()));
+    }
   } else {
     ASSIGN_OR_RETURN(labels.ints_, info.Attr<std::vector<int64_t>>(ints_name));
   }
@@ -170,6 +173,7 @@ absl::StatusOr<ClassLabels> ClassLabels::FromAttrs(const KernelInfo& info, const
 }
 
 absl::StatusOr<Tensor*> ClassLabels::Output(KernelContext& ctx, int64_t rows) const {
+  RETURN_IF_ERROR(CheckStringCopies(longest_string_, rows));
   return ctx.CheckedOutput(0, type(), {rows});
 }
 

@@ -120,7 +120,8 @@ class ClassLabels {
 
   int64_t size() const { return static_cast<int64_t>(strings_used_ ? strings_.size() : ints_.size()); }
   DataType type() const { return strings_used_ ? DataType::kString : DataType::kInt64; }
-  // A [rows] tensor of the labels' type for Y.
+  // A [rows] tensor of the labels' type for Y. Each string row is a copy of a label: a model's long label
+  // over many rows must fit the limits (CheckStringCopies) before any is written.
   absl::StatusOr<Tensor*> Output(KernelContext& ctx, int64_t rows) const;
   // y[row] = the label at `index` (in [0, size())).
   void Write(Tensor& y, int64_t row, int64_t index) const;
@@ -128,6 +129,7 @@ class ClassLabels {
  private:
   std::vector<std::string> strings_;
   std::vector<int64_t> ints_;
+  int64_t longest_string_ = 0;  // characters of the longest string label; 0 for int64 labels
   bool strings_used_ = false;
 };
 

@@ -99,6 +99,7 @@ class ArrayFeatureExtractor final : public OpKernel {
     if (x.rank() == 1) shape.insert(shape.begin(), 1);
     shape.back() = static_cast<int64_t>(indices.size());
     Tensor& z = ctx.Output(0, x.dtype(), shape);
+    RETURN_IF_ERROR(CheckStringCopies({&x}, z.NumElements()));  // Y may pick one long string many times
     const int64_t rows = width == 0 ? 0 : x.NumElements() / width;
     DispatchByWidth(x.dtype(), [&](auto tag) {
       using T = decltype(tag);

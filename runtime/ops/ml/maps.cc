@@ -264,6 +264,7 @@ class DictVectorizer final : public MapToTensor {
       ASSIGN_OR_RETURN(const Tensor* first, MapValue(*map, 0));
       type = first->dtype();
     }
+    if (type == DataType::kString) RETURN_IF_ERROR(CheckCopiedStrings(*map));
     Tensor& y = ctx.Output(0, type, {1, vocabulary_.NumElements()});
     FillZero(y, "");  // an absent string is empty, as ONNX Runtime writes it
     for (size_t i = 0; i < map->elements().size(); ++i) {
@@ -288,6 +289,21 @@ class DictVectorizer final : public MapToTensor {
     }
     auto it = int_positions_.find(keys.GetAsInt64(i));
     return it == int_positions_.end() ? kNowhere : it->second;
+  }
+
+  // Each string value is copied to every position of its key, and a vocabulary may list a key many times:
+  // the copies' characters must fit the limits before Y is built.
+  absl::Status CheckCopiedStrings(const Value& map) const {
+    int64_t chars = 0;
+    for (size_t i = 0; i < map.elements().size(); ++i) {
+      ASSIGN_OR_RETURN(const Tensor* value, MapValue(map, i));
+      if (value->dtype() != DataType::kString) continue;  // Compute refuses it when it copies it
+      const auto positions = static_cast<int64_t>(PositionsOf(map.keys(), static_cast<int64_t>(i)).size());
+      ASSIGN_OR_RETURN(const int64_t copies,
+                       CheckedMul(static_cast<int64_t>(value->data<std::string>()->size()), positions));
+      ASSIGN_OR_RETURN(chars, CheckedAdd(chars, copies));
+    }
+    return CheckStringChars(chars);
   }
 
   static absl::Status CopyElement(const Tensor& value, Tensor& y, int64_t at) {

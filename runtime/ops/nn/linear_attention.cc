@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/core/run_limits.h"
 #include "runtime/ops/blas.h"
 #include "runtime/ops/common.h"
 #include "runtime/registry/registry.h"
@@ -194,6 +195,9 @@ class LinearAttention final : public OpKernel {
         }
         for (int64_t j = 0; j < dv; ++j) o[j] *= scale;
       }
+      // A token's work is the state's size times its update, recall and query reads: with a wide state from
+      // the request, a long prefill is minutes of it.
+      StopIfRunEnded(WorkOf({dk, dv, group + 3}));
     }
   }
 

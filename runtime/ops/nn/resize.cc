@@ -7,12 +7,14 @@
 // the conformance data): a position x has the neighbours ceil(x)-1+k, edge-clamped, at distance k - ratio
 // with ratio = x - (ceil(x) - 1) in (0, 1]. Antialiasing stretches the filter by 1/scale when downscaling.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "runtime/core/run_limits.h"
 #include "runtime/ops/common.h"
 #include "runtime/registry/registry.h"
 
@@ -48,12 +50,17 @@ struct AxisPlan {
 };
 
 // The taps of one axis: per output coordinate o, count[o] taps at [o * width, o * width + count[o]).
-// count[o] == 0 means o maps outside the roi and takes the extrapolation value.
+// count[o] == 0 means o maps outside the roi and takes the extrapolation value. The index and weight tables
+// are tensors, so the run's memory budget counts them: an antialiased filter is about 4 / scale taps wide,
+// some 64 bytes per input coordinate of the axis.
 struct AxisTaps {
   int64_t width = 1;
-  std::vector<int64_t> index;
-  std::vector<double> weight;
+  Tensor index;   // int64 [out * width]
+  Tensor weight;  // double [out * width]
   std::vector<int32_t> count;
+
+  const int64_t* indices(int64_t o) const { return index.data<int64_t>() + o * width; }
+  const double* weights(int64_t o) const { return weight.data<double>() + o * width; }
 };
 
 // Where output coordinate x of the axis lies in the input.
@@ -104,7 +111,8 @@ double CubicWeight(double d, double a) {
   return 0;
 }
 
-AxisTaps BuildTaps(const Options& opt, const AxisPlan& axis) {
+// The tables are checked against the per-tensor byte limit before they are built, and charged to the run.
+absl::StatusOr<AxisTaps> BuildTaps(const Options& opt, const AxisPlan& axis) {
   // Linear weighs neighbours within 1 (cubic: 2) of x; antialiasing widens that by 1/scale when downscaling.
   const double stretch = opt.antialias ? std::min(axis.scale, 1.0) : 1.0;
   const double reach = opt.mode == Mode::kCubic ? 2.0 : 1.0;
@@ -112,13 +120,16 @@ AxisTaps BuildTaps(const Options& opt, const AxisPlan& axis) {
       opt.mode == Mode::kNearest ? 0 : static_cast<int64_t>(std::floor(-reach / stretch)) + 1;
   AxisTaps taps;
   taps.width = opt.mode == Mode::kNearest ? 1 : 2 - 2 * first;
-  taps.index.resize(static_cast<size_t>(axis.out * taps.width));
-  taps.weight.resize(taps.index.size());
+  ASSIGN_OR_RETURN(const int64_t entries, CheckedMul(axis.out, taps.width));
+  const Shape table = {entries};
+  RETURN_IF_ERROR(CheckedByteSize(DataType::kDouble, table).status());
+  taps.index = Tensor(DataType::kInt64, table);
+  taps.weight = Tensor(DataType::kDouble, table);
   taps.count.resize(static_cast<size_t>(axis.out));
   for (int64_t o = 0; o < axis.out; ++o) {
     const double x = OriginalCoordinate(opt, axis, o);
-    int64_t* index = &taps.index[o * taps.width];
-    double* weight = &taps.weight[o * taps.width];
+    int64_t* index = taps.index.data<int64_t>() + o * taps.width;
+    double* weight = taps.weight.data<double>() + o * taps.width;
     // Written to catch NaN too (from a NaN roi): it lies nowhere in the input, and must not become an index.
     if (opt.coordinates == Coordinates::kTfCropAndResize && !(x >= 0 && x <= static_cast<double>(axis.in - 1))) {
       taps.count[o] = 0;
@@ -153,33 +164,60 @@ AxisTaps BuildTaps(const Options& opt, const AxisPlan& axis) {
   return taps;
 }
 
-// One input offset and weight for the outer axes of a row.
-struct Term {
-  int64_t offset;
-  double weight;
-};
+// The taps of the outer axes (all but the innermost) of one output row, one combination at a time: each is
+// an input offset and the product of its taps' weights. Never listed, as their number is the product of the
+// axes' tap counts: 4^15 for a cubic upscale of a rank-16 tensor of one element. Combinations come with axis
+// rank - 2 varying slowest and axis 0 fastest, each weight multiplied in that order, so every output's sum
+// adds the same terms in the same order whatever the rank.
+class OuterTaps {
+ public:
+  OuterTaps(const std::vector<AxisTaps>& taps, const std::vector<int64_t>& in_strides, const Shape& out_shape)
+      : taps_(taps), in_strides_(in_strides), out_shape_(out_shape), axes_(static_cast<int64_t>(taps.size()) - 1),
+        coordinate_(axes_), tap_(axes_), offset_(axes_ + 1, 0), weight_(axes_ + 1, 1.0) {}
 
-// The terms of the outer axes for output row `row`, or false when the row lies outside the roi.
-bool OuterTerms(const std::vector<AxisTaps>& taps, const std::vector<int64_t>& in_strides,
-                const Shape& out_shape, int64_t row, std::vector<Term>& terms, std::vector<Term>& scratch) {
-  terms.assign(1, Term{0, 1.0});
-  for (int64_t d = static_cast<int64_t>(out_shape.size()) - 2; d >= 0; --d) {
-    const int64_t o = row % out_shape[d];
-    row /= out_shape[d];
-    const AxisTaps& axis = taps[d];
-    const int32_t count = axis.count[o];
-    if (count == 0) return false;
-    scratch.clear();
-    for (const Term& term : terms) {
-      for (int32_t t = 0; t < count; ++t) {
-        scratch.push_back(Term{term.offset + axis.index[o * axis.width + t] * in_strides[d],
-                               term.weight * axis.weight[o * axis.width + t]});
-      }
+  // Starts output row `row` at its first combination; false when the row lies outside the roi.
+  bool Start(int64_t row) {
+    for (int64_t d = axes_ - 1; d >= 0; --d) {
+      coordinate_[d] = row % out_shape_[d];
+      row /= out_shape_[d];
+      if (taps_[d].count[coordinate_[d]] == 0) return false;
+      tap_[d] = 0;
     }
-    terms.swap(scratch);
+    Combine(axes_ - 1);
+    return true;
   }
-  return true;
-}
+  // Moves to the next combination of the row; false after its last.
+  bool Next() {
+    for (int64_t d = 0; d < axes_; ++d) {
+      if (++tap_[d] < taps_[d].count[coordinate_[d]]) {
+        Combine(d);
+        return true;
+      }
+      tap_[d] = 0;
+    }
+    return false;
+  }
+  int64_t offset() const { return offset_[0]; }
+  double weight() const { return weight_[0]; }
+
+ private:
+  // offset_[d] and weight_[d] combine the current taps of axes rank - 2 down to d; recomputes them from
+  // axis `from` down.
+  void Combine(int64_t from) {
+    for (int64_t d = from; d >= 0; --d) {
+      const AxisTaps& axis = taps_[d];
+      offset_[d] = offset_[d + 1] + axis.indices(coordinate_[d])[tap_[d]] * in_strides_[d];
+      weight_[d] = weight_[d + 1] * axis.weights(coordinate_[d])[tap_[d]];
+    }
+  }
+
+  const std::vector<AxisTaps>& taps_;
+  const std::vector<int64_t>& in_strides_;
+  const Shape& out_shape_;
+  const int64_t axes_;
+  std::vector<int64_t> coordinate_, tap_, offset_;
+  std::vector<double> weight_;
+};
 
 // Nearest for any element type: a pure copy through the single-tap tables.
 void CopyNearest(const Tensor& in, Tensor& out, const std::vector<AxisTaps>& taps, const Tensor& fill,
@@ -195,20 +233,42 @@ void CopyNearest(const Tensor& in, Tensor& out, const std::vector<AxisTaps>& tap
     const T fill_value = *fill.data<T>();
     const int64_t min_rows = std::max<int64_t>(1, 4096 / width);
     pool.ParallelFor(out.NumElements() / width, min_rows, [&](int64_t b, int64_t e) {
-      std::vector<Term> terms, scratch;
+      OuterTaps outer(taps, in_strides, out_shape);
       for (int64_t row = b; row < e; ++row) {
         T* row_out = dst + row * width;
-        if (!OuterTerms(taps, in_strides, out_shape, row, terms, scratch)) {
+        if (!outer.Start(row)) {
           std::fill(row_out, row_out + width, fill_value);
           continue;
         }
-        const T* row_in = src + terms[0].offset;
+        const T* row_in = src + outer.offset();  // nearest has one tap per axis
         for (int64_t o = 0; o < width; ++o) {
-          row_out[o] = inner.count[o] == 0 ? fill_value : row_in[inner.index[o]];
+          row_out[o] = inner.count[o] == 0 ? fill_value : row_in[*inner.indices(o)];
         }
       }
     });
   });
+}
+
+// Outputs of a row summed at once, over every combination of the outer axes' taps: their sums stay in L1.
+constexpr int64_t kSumBlock = 256;
+
+// sums[i] = the weighted sum of output o + i of the row `outer` has started, for i in [0, n).
+template <typename T>
+void SumBlock(const T* src, OuterTaps& outer, const AxisTaps& inner, int64_t o, int64_t n, double* sums) {
+  std::fill_n(sums, n, 0.0);
+  do {
+    const T* row_in = src + outer.offset();
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t* index = inner.indices(o + i);
+      const double* weight = inner.weights(o + i);
+      double part = 0;
+      for (int32_t t = 0; t < inner.count[o + i]; ++t) {
+        part += weight[t] * static_cast<double>(ToCompute(row_in[index[t]]));
+      }
+      sums[i] += outer.weight() * part;
+    }
+    StopIfRunEnded(WorkOf({n, inner.width}));
+  } while (outer.Next());
 }
 
 // Linear and cubic: weighted sums in double, converted back to the element type.
@@ -228,30 +288,21 @@ absl::Status Interpolate(const Tensor& in, Tensor& out, const std::vector<AxisTa
       const T fill_value = static_cast<T>(static_cast<ComputeType<T>>(fill));
       const int64_t min_rows = std::max<int64_t>(1, 1024 / width);
       pool.ParallelFor(out.NumElements() / width, min_rows, [&](int64_t b, int64_t e) {
-        std::vector<Term> terms, scratch;
+        OuterTaps outer(taps, in_strides, out_shape);
+        std::array<double, kSumBlock> sums;
         for (int64_t row = b; row < e; ++row) {
-          T* row_out = dst + row * width;
-          if (!OuterTerms(taps, in_strides, out_shape, row, terms, scratch)) {
-            std::fill(row_out, row_out + width, fill_value);
-            continue;
-          }
-          for (int64_t o = 0; o < width; ++o) {
-            const int32_t count = inner.count[o];
-            if (count == 0) {
-              row_out[o] = fill_value;
+          for (int64_t o = 0; o < width; o += kSumBlock) {
+            const int64_t n = std::min(kSumBlock, width - o);
+            T* block_out = dst + row * width + o;
+            if (!outer.Start(row)) {
+              std::fill_n(block_out, n, fill_value);
               continue;
             }
-            const int64_t* index = &inner.index[o * inner.width];
-            const double* weight = &inner.weight[o * inner.width];
-            double sum = 0;
-            for (const Term& term : terms) {
-              double part = 0;
-              for (int32_t t = 0; t < count; ++t) {
-                part += weight[t] * static_cast<double>(ToCompute(src[term.offset + index[t]]));
-              }
-              sum += term.weight * part;
+            SumBlock(src, outer, inner, o, n, sums.data());
+            for (int64_t i = 0; i < n; ++i) {
+              block_out[i] = inner.count[o + i] == 0 ? fill_value
+                                                     : FromCompute<T>(static_cast<ComputeType<T>>(sums[i]));
             }
-            row_out[o] = FromCompute<T>(static_cast<ComputeType<T>>(sum));
           }
         }
       });
@@ -332,7 +383,10 @@ class Resize final : public OpKernel {
                                                      " to ", ShapeToString(out_shape)));
     }
     std::vector<AxisTaps> taps;
-    for (const AxisPlan& axis : plan) taps.push_back(BuildTaps(opt_, axis));
+    for (const AxisPlan& axis : plan) {
+      ASSIGN_OR_RETURN(AxisTaps axis_taps, BuildTaps(opt_, axis));
+      taps.push_back(std::move(axis_taps));
+    }
     if (opt_.mode != Mode::kNearest) return Interpolate(x, y, taps, opt_.extrapolation_value, ctx.pool());
     Tensor fill(x.dtype(), {1});
     if (x.dtype() != DataType::kString) std::memset(fill.raw_data(), 0, fill.ByteSize());

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,8 @@ size_t DecodeUtf8(absl::string_view s, size_t i, char32_t& cp) {
   return len;
 }
 
+int64_t Utf8Length(char32_t cp) { return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4; }
+
 void AppendUtf8(char32_t cp, std::string& out) {
   if (cp < 0x80) {
     out.push_back(static_cast<char>(cp));
@@ -101,17 +104,16 @@ bool IsDefaultLocale(const std::string& locale) {
   return false;
 }
 
-// Writes `in` with its case changed to `out` (replacing its contents). ASCII goes byte by byte; other code
-// points through the locale. False when `in` is not well-formed UTF-8.
-bool ChangeCase(absl::string_view in, CaseChange change, locale_t locale, std::string& out) {
-  out.clear();
-  out.reserve(in.size());
+// Calls emit(cp) for each code point of `in` with its case changed: ASCII directly, others through the
+// locale. False when `in` is not well-formed UTF-8.
+template <typename Emit>
+bool ForEachChangedCodePoint(absl::string_view in, CaseChange change, locale_t locale, const Emit& emit) {
   const bool upper = change == CaseChange::kUpper;
   for (size_t i = 0; i < in.size();) {
     const unsigned char c = static_cast<unsigned char>(in[i]);
     if (c < 0x80) {
       const bool lower_letter = c >= 'a' && c <= 'z', upper_letter = c >= 'A' && c <= 'Z';
-      out.push_back(static_cast<char>(upper && lower_letter ? c - 32 : !upper && upper_letter ? c + 32 : c));
+      emit(static_cast<char32_t>(upper && lower_letter ? c - 32 : !upper && upper_letter ? c + 32 : c));
       ++i;
       continue;
     }
@@ -120,10 +122,28 @@ bool ChangeCase(absl::string_view in, CaseChange change, locale_t locale, std::s
     if (len == 0) return false;
     const wint_t mapped = upper ? towupper_l(static_cast<wint_t>(cp), locale)
                                 : towlower_l(static_cast<wint_t>(cp), locale);
-    AppendUtf8(static_cast<char32_t>(mapped), out);
+    emit(static_cast<char32_t>(mapped));
     i += len;
   }
   return true;
+}
+
+// Writes `in` with its case changed to `out` (replacing its contents). False when `in` is not well-formed
+// UTF-8.
+bool ChangeCase(absl::string_view in, CaseChange change, locale_t locale, std::string& out) {
+  out.clear();
+  out.reserve(in.size());
+  return ForEachChangedCodePoint(in, change, locale, [&](char32_t cp) { AppendUtf8(cp, out); });
+}
+
+// The bytes of `in` with its case changed, which need not be its own: a code point and its other case can
+// differ in UTF-8 length (U+023F is 2 bytes, its uppercase U+2C7E 3). Nullopt when `in` is not UTF-8.
+std::optional<int64_t> ChangedCaseLength(absl::string_view in, CaseChange change, locale_t locale) {
+  int64_t length = 0;
+  if (!ForEachChangedCodePoint(in, change, locale, [&](char32_t cp) { length += Utf8Length(cp); })) {
+    return std::nullopt;
+  }
+  return length;
 }
 
 // Y = the elements of X that are not stopwords, in order, with their case changed. X is [C] or [1, C]; when
@@ -190,6 +210,7 @@ class StringNormalizer final : public OpKernel {
       }
       if (!stopwords_.contains(*key)) kept.push_back(static_cast<int64_t>(i));
     }
+    RETURN_IF_ERROR(CheckOutputChars(in, kept));
     const int64_t count = std::max<int64_t>(static_cast<int64_t>(kept.size()), 1);
     Tensor& y = ctx.Output(0, DataType::kString, x.rank() == 1 ? Shape{count} : Shape{1, count});
     std::string* out = y.data<std::string>();
@@ -205,6 +226,21 @@ class StringNormalizer final : public OpKernel {
   }
 
  private:
+  // The kept elements' characters after the case change, against the limits, before Y is built.
+  absl::Status CheckOutputChars(absl::Span<const std::string> in, const std::vector<int64_t>& kept) const {
+    int64_t chars = 0;
+    for (const int64_t i : kept) {
+      if (case_change_ == CaseChange::kNone) {
+        chars += static_cast<int64_t>(in[i].size());
+        continue;
+      }
+      const std::optional<int64_t> length = ChangedCaseLength(in[i], case_change_, locale_);
+      if (!length) return NotUtf8(i);
+      chars += *length;
+    }
+    return CheckStringChars(chars);
+  }
+
   static absl::Status NotUtf8(int64_t i) {
     return absl::InvalidArgumentError(absl::StrCat("element ", i, " of X is not valid UTF-8"));
   }

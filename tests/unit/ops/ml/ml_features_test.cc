@@ -79,6 +79,22 @@ TEST(ArrayFeatureExtractorTest, PicksFeaturesOfTheLastAxis) {
   EXPECT_NE(out.status().message().find("index 3, outside [0, 3)"), std::string::npos) << out.status();
 }
 
+// Y may pick one feature many times, and both come from the request: a 4 KiB string picked 1024 times is
+// 4 MiB of characters in a Z whose byte size counts only its 1024 string objects, past a 1 MiB limit.
+TEST(ArrayFeatureExtractorTest, AStringPickedManyTimesMustFitTheLimits) {
+  const auto run = [](size_t picks) {
+    return OpTest("ArrayFeatureExtractor", 1, "ai.onnx.ml")
+        .Input("X", Strings({std::string(4096, 'x'), "b"}))
+        .Input("Y", Int64s(std::vector<int64_t>(picks, 0)))
+        .Output("Z")
+        .Run()
+        .status();
+  };
+  ScopedSizeLimits limits(1 << 20);
+  EXPECT_EQ(run(1024).code(), absl::StatusCode::kResourceExhausted) << run(1024);
+  EXPECT_TRUE(run(200).ok()) << run(200);  // 800 KiB fits
+}
+
 TEST(LabelEncoderTest, Opset1MapsStringsToIndicesAndBack) {
   const std::vector<std::string> classes = {"cat", "dog", "emu"};
   auto y = RunOne(OpTest("LabelEncoder", 1, "ai.onnx.ml").Attr("classes_strings", classes).Attr("default_int64",

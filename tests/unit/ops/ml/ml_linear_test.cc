@@ -14,6 +14,7 @@ namespace {
 
 using testing::FailsWith;
 using testing::OpTest;
+using testing::ScopedSizeLimits;
 using testing::TensorsClose;
 
 double Sigmoid(double v) { return 1 / (1 + std::exp(-v)); }
@@ -144,6 +145,23 @@ TEST(LinearClassifierTest, LabelsAndRowsThatDisagreeFailNamingTheAttribute) {
   OpTest transform = ThreeClasses("SQUASH");
   transform.Input("X", Tensor::FromVector<float>({1, 2}, {1, 2}));
   EXPECT_TRUE(FailsWith(transform.Run(), "post_transform \"SQUASH\""));
+}
+
+// Each row of Y is a copy of a class label from the model, and a string tensor's byte size counts only its
+// string objects: a 4 KiB label chosen for 1024 rows is 4 MiB of characters, past a 1 MiB limit.
+TEST(LinearClassifierTest, ALongLabelOverManyRowsMustFitTheLimits) {
+  const auto run = [](int64_t rows) {
+    OpTest test("LinearClassifier", 1, "ai.onnx.ml");
+    test.Attr("classlabels_strings", std::vector<std::string>{std::string(4096, 'x'), "b"})
+        .Attr("coefficients", std::vector<float>{1, -1})
+        .Attr("intercepts", std::vector<float>{0, 0})
+        .Input("X", Tensor::FromVector<float>({rows, 1}, std::vector<float>(rows, 1)))  // scores (1, -1)
+        .Output("Y");
+    return test.Run().status();
+  };
+  ScopedSizeLimits limits(1 << 20);
+  EXPECT_EQ(run(1024).code(), absl::StatusCode::kResourceExhausted) << run(1024);
+  EXPECT_TRUE(run(200).ok()) << run(200);  // 800 KiB fits
 }
 
 }  // namespace

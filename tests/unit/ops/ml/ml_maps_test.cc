@@ -159,6 +159,23 @@ TEST(DictVectorizerTest, ARepeatedVocabularyEntryFillsEachOfItsPositions) {
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1, 3}, {2, -1, 2}), (*out)[0]));
 }
 
+// A vocabulary that repeats a key copies its value to each position: a 4 KiB string value under a key the
+// model's vocabulary lists 1024 times is 4 MiB of characters, past a 1 MiB limit (Y's byte size counts only
+// its string objects); listed 200 times, 800 KiB, it fits.
+TEST(DictVectorizerTest, AStringValueCopiedToManyPositionsMustFitTheLimits) {
+  const auto run = [](size_t repeats) {
+    return OpTest("DictVectorizer", 1, kMl)
+        .ValueInput("x", MapOf<int64_t, std::string>({5}, {std::string(4096, 'x')}))
+        .Attr("int64_vocabulary", std::vector<int64_t>(repeats, 5))
+        .Output("y")
+        .Run()
+        .status();
+  };
+  testing::ScopedSizeLimits limits(1 << 20);
+  EXPECT_EQ(run(1024).code(), absl::StatusCode::kResourceExhausted) << run(1024);
+  EXPECT_TRUE(run(200).ok()) << run(200);
+}
+
 TEST(DictVectorizerTest, KeysMustBeOfTheVocabularysType) {
   auto out = OpTest("DictVectorizer", 1, kMl)
                  .ValueInput("x", MapOf<int64_t, float>({1}, {1.0f}))

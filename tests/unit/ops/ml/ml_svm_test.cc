@@ -14,6 +14,7 @@ namespace {
 
 using testing::FailsWith;
 using testing::OpTest;
+using testing::ScopedSizeLimits;
 using testing::TensorsClose;
 
 Tensor Floats(Shape shape, const std::vector<float>& v) { return Tensor::FromVector<float>(std::move(shape), v); }
@@ -175,6 +176,23 @@ TEST(SVMClassifierTest, LinearModelOneRowPerClass) {
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<int64_t>({1}, {1}), (*out)[0]));
   EXPECT_TRUE(TensorsClose(Floats({1, 3}, {1.25f, 3.25f, -3.75f}), (*out)[1], 1e-6));
+}
+
+// Each row of Y is a copy of a class label from the model: a 4 KiB label chosen for 1024 rows is 4 MiB of
+// characters, past a 1 MiB limit (the output's byte size counts only its 1024 string objects).
+TEST(SVMClassifierTest, ALongLabelOverManyRowsMustFitTheLimits) {
+  const auto run = [](int64_t rows) {
+    OpTest test("SVMClassifier", 1, "ai.onnx.ml");
+    test.Attr("classlabels_strings", std::vector<std::string>{std::string(4096, 'x'), "b", "c"})
+        .Attr("coefficients", std::vector<float>{1, 0, 0, 1, -1, -1})
+        .Attr("rho", std::vector<float>{0.25f})
+        .Input("X", Floats({rows, 2}, std::vector<float>(2 * rows, 0)))  // scores (0.25, 0.25, 0.25): class 0
+        .Output("Y");
+    return test.Run().status();
+  };
+  ScopedSizeLimits limits(1 << 20);
+  EXPECT_EQ(run(1024).code(), absl::StatusCode::kResourceExhausted) << run(1024);
+  EXPECT_TRUE(run(200).ok()) << run(200);  // 800 KiB fits
 }
 
 TEST(SVMClassifierTest, HostileSizesFailNamingTheAttribute) {

@@ -14,6 +14,7 @@ namespace {
 
 using testing::FailsWith;
 using testing::OpTest;
+using testing::ScopedSizeLimits;
 using testing::TensorsClose;
 
 Tensor Floats(Shape shape, const std::vector<float>& v) { return Tensor::FromVector<float>(std::move(shape), v); }
@@ -100,6 +101,20 @@ TEST(TreeEnsembleClassifierTest, OneMarginForTwoClassesGoesThroughLogistic) {
   EXPECT_TRUE(TensorsClose(Floats({2, 2}, {static_cast<float>(Sigmoid(0.625)), static_cast<float>(Sigmoid(-0.625)),
                                            static_cast<float>(Sigmoid(-0.875)), static_cast<float>(Sigmoid(0.875))}),
                            (*out)[1], 1e-6));
+}
+
+// Each row of Y is a copy of a class label from the model: a 4 KiB label chosen for 1024 rows is 4 MiB of
+// characters, past a 1 MiB limit (the output's byte size counts only its 1024 string objects).
+TEST(TreeEnsembleClassifierTest, ALongLabelOverManyRowsMustFitTheLimits) {
+  const auto run = [](int64_t rows) {
+    OpTest test = ThreeClasses();
+    test.Attr("classlabels_strings", std::vector<std::string>{std::string(4096, 'x'), "b", "c"});
+    test.Input("X", Floats({rows, 2}, std::vector<float>(2 * rows, 0)));  // (0, 0) votes for class 0
+    return test.Run().status();
+  };
+  ScopedSizeLimits limits(1 << 20);
+  EXPECT_EQ(run(1024).code(), absl::StatusCode::kResourceExhausted) << run(1024);
+  EXPECT_TRUE(run(200).ok()) << run(200);  // 800 KiB fits
 }
 
 TEST(TreeEnsembleClassifierTest, BadClassesAndBaseValuesFailToLoad) {

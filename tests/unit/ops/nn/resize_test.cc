@@ -238,5 +238,27 @@ TEST(ResizeTest, RefusesStringOutputsPastTheByteLimit) {
   EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted) << out.status();
 }
 
+// An antialiased filter is stretched by 1 / scale: cubic resizing [2^16] to [1] weighs 2^18 taps, a 2 MiB
+// table of input indices (and one of weights) for a 256 KiB X and a one-element Y. The tables are bounded
+// like tensors (and charged to the run's budget): past a 1 MiB limit they are refused, not built.
+TEST(ResizeTest, RefusesAntialiasTapTablesPastTheByteLimit) {
+  testing::ScopedSizeLimits limits(int64_t{1} << 20);
+  const auto to_one = [](int64_t n) {
+    return OpTest("Resize", 19)
+        .Input("x", Floats({n}, std::vector<float>(n, 1)))
+        .NoInput()
+        .Input("scales", Scales({1.5f / static_cast<float>(n)}))
+        .Attr("mode", std::string("cubic"))
+        .Attr("antialias", int64_t{1})
+        .Output("y")
+        .Run();
+  };
+  auto wide = to_one(int64_t{1} << 16);
+  EXPECT_EQ(wide.status().code(), absl::StatusCode::kResourceExhausted) << wide.status();
+  auto narrow = to_one(int64_t{1} << 12);  // 128 KiB tables
+  ASSERT_TRUE(narrow.ok()) << narrow.status();
+  EXPECT_EQ((*narrow)[0].shape(), Shape{1});
+}
+
 }  // namespace
 }  // namespace onnxserve

@@ -101,6 +101,22 @@ TEST(StringNormalizerTest, ChangesCaseByUnicodeSimpleMappings) {
   EXPECT_TRUE(TensorsClose(Str({"σασ", "привет", "àéî"}), *y));
 }
 
+// A case change can lengthen a string: U+023F (2 bytes in UTF-8) uppercases to U+2C7E (3 bytes). X's 840 KiB
+// (320 x 2 KiB of U+023F, 200 KiB of 'a') fit a 1 MiB limit, and so does its lowercase (U+023F is lowercase
+// already), but its uppercase is 1160 KiB: the output's characters are counted after the change.
+TEST(StringNormalizerTest, RefusesACaseChangeThatGrowsPastTheByteLimit) {
+  testing::ScopedSizeLimits limits(int64_t{1} << 20);
+  std::string grows;
+  for (int i = 0; i < 1024; ++i) grows += "\u023F";  // 2 KiB
+  Strings x(320, grows);
+  x.push_back(std::string(200 * 1024, 'a'));
+  auto upper = RunOne(Normalizer().Attr("case_change_action", std::string("UPPER")), Str(x));
+  EXPECT_EQ(upper.status().code(), absl::StatusCode::kResourceExhausted) << upper.status();
+  auto lower = RunOne(Normalizer().Attr("case_change_action", std::string("LOWER")), Str(x));
+  ASSERT_TRUE(lower.ok()) << lower.status();
+  EXPECT_EQ(lower->values<std::string>()[0], grows);
+}
+
 TEST(StringNormalizerTest, RejectsWhatItCannotHonour) {
   ExpectError(RunOne(Normalizer().Attr("locale", std::string("tr_TR")), Str({"i"})).status(), "locale \"tr_TR\"");
   ExpectError(RunOne(Normalizer().Attr("case_change_action", std::string("TITLE")), Str({"i"})).status(),
