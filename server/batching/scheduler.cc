@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "runtime/core/checked_size.h"
+#include "runtime/core/exception_status.h"
 #include "server/batching/arrival_forecast.h"
 
 namespace onnxserve::server {
@@ -318,10 +319,14 @@ absl::Duration Scheduler::State::Execute(Batch batch) {
   int64_t rows = 0;
   for (const auto& r : live) rows += r->rows();
 
-  ServableRequest merged = BatchRequest(live, rows);
-  const absl::Time computed_input = absl::Now();
-  ServableResponse response = RunAndWait(*model, std::move(merged));
-  absl::StatusOr<std::vector<Tensor>>& outputs = response.outputs;
+  // On this worker thread an exception (a batch's inputs too big to concatenate, a servable that throws)
+  // would end the process and leave the batch unanswered: it becomes the batch's answer instead.
+  absl::Time computed_input = start;
+  absl::StatusOr<std::vector<Tensor>> outputs = CatchExceptions([&]() -> absl::StatusOr<std::vector<Tensor>> {
+    ServableRequest merged = BatchRequest(live, rows);
+    computed_input = absl::Now();
+    return RunAndWait(*model, std::move(merged)).outputs;
+  });
   const absl::Time computed = absl::Now();
   if (!outputs.ok()) {
     Fail(std::move(live), outputs.status(), {start, computed - start, rows});

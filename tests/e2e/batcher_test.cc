@@ -192,6 +192,31 @@ std::map<uint64_t, uint64_t> Executions(const VersionStats& stats) {
   return by_size;
 }
 
+// A batch that throws on the worker thread (a servable's allocation failing, as a batch's concatenated
+// inputs can) answers its requests with the error; it ended the process before, unanswered.
+TEST(SchedulerTest, AnExceptionWhileABatchRunsIsItsRequestsAnswer) {
+  std::promise<void> started, release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<bool> first{true};
+  auto model = std::make_shared<FnServable>([&](const std::vector<Tensor>& inputs) -> absl::StatusOr<std::vector<Tensor>> {
+    if (!first.exchange(false)) throw std::bad_alloc();
+    started.set_value();
+    released.wait();
+    return inputs;
+  });
+  VersionStats stats("m", "1");
+  Scheduler scheduler(OneInstance(8, absl::Seconds(10)), model, &stats, nullptr);
+  std::future<absl::StatusOr<float>> held = SendAside(scheduler, 0);
+  started.get_future().wait();
+  std::future<absl::StatusOr<float>> queued[] = {Send(scheduler, 1), Send(scheduler, 2)};
+  release.set_value();
+  ExpectAnswered(held, 0);
+  for (auto& answer : queued) {
+    ASSERT_EQ(answer.wait_for(kAnswerWithin), std::future_status::ready);
+    EXPECT_EQ(answer.get().status().code(), absl::StatusCode::kResourceExhausted);
+  }
+}
+
 // The configured delay is 10 s: every answer within 5 s shows that no request waited it out.
 TEST(SchedulerTest, ALoneRequestRunsAtOnceWhateverTheQueueDelay) {
   GatedModel model(/*hold_first=*/false);
