@@ -398,6 +398,24 @@ absl::StatusOr<json> EncodeTensor(const Tensor& tensor, const std::string& raw, 
   return encoded;
 }
 
+// An element written as JSON costs the server a document node (16 bytes) and up to 25 bytes of text, where
+// binary data costs it 1 to 8: a request asking for a model's large output as JSON (a uint8 mask of 1 G
+// elements: some 40 GB) could exhaust the server's memory. Past this many JSON elements per response the
+// outputs must be asked for as binary data.
+constexpr int64_t kMaxJsonOutputElements = int64_t{1} << 24;
+
+// Adds `output`'s elements to `total`; RESOURCE_EXHAUSTED once that passes kMaxJsonOutputElements.
+absl::Status CountJsonElements(const inference::ModelInferResponse::InferOutputTensor& output, int64_t& total) {
+  const absl::StatusOr<int64_t> elements = CheckedElementCount(output.shape(), kMaxJsonOutputElements);
+  if (elements.ok() && *elements <= kMaxJsonOutputElements - total) {
+    total += *elements;
+    return absl::OkStatus();
+  }
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "output \"", output.name(), "\" brings the elements answered as JSON past ", kMaxJsonOutputElements,
+      "; ask for it as binary data (parameters binary_data_output or binary_data)"));
+}
+
 // `doc` as text, followed by `binary` when some tensor went as binary data (even an empty one: the reader then
 // still gets the Inference-Header-Content-Length it looks for).
 RestBody JoinBody(const json& doc, const std::string& binary, bool any_binary) {
@@ -448,10 +466,12 @@ absl::StatusOr<RestBody> EncodeRestInferResponse(const inference::ModelInferResp
   json outputs = json::array();
   std::string binary;
   bool any_binary = false;
+  int64_t json_elements = 0;
   for (int i = 0; i < response.outputs_size(); ++i) {
     const auto& output = response.outputs(i);
     const bool as_binary = request.OutputIsBinary(output.name());
     any_binary |= as_binary;
+    if (!as_binary) RETURN_IF_ERROR(CountJsonElements(output, json_elements));
     ASSIGN_OR_RETURN(json encoded, EncodeTensor(output, response.raw_output_contents(i), as_binary, binary));
     outputs.push_back(std::move(encoded));
   }

@@ -198,6 +198,25 @@ TEST(RestJsonTest, BinaryOutputsFollowTheJsonInOutputOrder) {
             Bytes("\x00\x00\xc0\x3f\x00\x00\x00\xc0\x02\0\0\0ab\x00\0\0\0\xff\xff\xff\xff\xff\xff\xff\xff"));
 }
 
+// As JSON each element costs the server a document node and its text, some 40 times a uint8's byte: past
+// 2^24 elements per response the answer must be asked for as binary data, which carries it as it is.
+TEST(RestJsonTest, OutputsTooLargeForJsonMustBeAskedForAsBinary) {
+  inference::ModelInferResponse response;
+  auto* out = response.add_outputs();
+  out->set_name("mask");
+  out->set_datatype("UINT8");
+  out->add_shape((int64_t{1} << 24) + 1);
+  response.add_raw_output_contents(std::string((size_t{1} << 24) + 1, '\1'));
+  RestInferRequest request;
+  const absl::StatusOr<RestBody> as_json = EncodeRestInferResponse(response, request);
+  EXPECT_EQ(as_json.status().code(), absl::StatusCode::kResourceExhausted) << as_json.status();
+  EXPECT_NE(as_json.status().message().find("binary data"), std::string::npos) << as_json.status();
+  request.binary_outputs["mask"] = true;
+  const absl::StatusOr<RestBody> as_binary = EncodeRestInferResponse(response, request);
+  ASSERT_TRUE(as_binary.ok()) << as_binary.status();
+  EXPECT_EQ(as_binary->body.size() - *as_binary->json_bytes, (size_t{1} << 24) + 1);
+}
+
 TEST(RestJsonTest, HalfPrecisionOutputsMustBeAskedForAsBinary) {
   inference::ModelInferResponse response;
   auto* out = response.add_outputs();
