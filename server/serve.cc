@@ -329,6 +329,7 @@ absl::Status Start(Server& s) {
   options.mode = *mode;
   options.intra_op_threads = s.options.threads;
   options.memory_budget_bytes = s.options.model_memory_budget_bytes;
+  options.max_request_bytes = s.options.max_request_bytes;
   options.metrics = s.metrics.get();
   if (const int64_t bytes = s.options.response_cache_byte_size; bytes > 0) {
     s.cache = std::make_unique<ResponseCache>(static_cast<size_t>(bytes));

@@ -438,7 +438,7 @@ absl::StatusOr<std::shared_ptr<ModelVersion>> ModelRepository::BuildVersion(cons
   mv->stats = std::make_unique<VersionStats>(name, mv->version_str);
   std::shared_ptr<Servable> model = ModelServableOf(*mv);
   const absl::Time warmup_start = absl::Now();
-  RETURN_IF_ERROR(Warmup(mv->config, *model));
+  RETURN_IF_ERROR(Warmup(mv->config, *model, options_.max_request_bytes));
   if (!mv->config.model_warmup().empty()) {
     Log(LogLevel::kInfo, "model_warmed_up",
         {{"model", name},

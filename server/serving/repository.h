@@ -86,6 +86,7 @@ struct RepositoryOptions {
   ControlMode mode = ControlMode::kNone;
   int intra_op_threads = 1;
   int64_t memory_budget_bytes = 0;  // per execution, for models whose config sets none; 0: no budget
+  int64_t max_request_bytes = 64 << 20;  // the server's bound on a request, and so on a warmup sample's inputs
   ServerMetrics* metrics = nullptr;  // may be null; must outlive the repository
   // The server's response cache, or null: a model enabling one without it is served uncached, with a warning.
   // Must outlive the repository.

@@ -3,6 +3,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/core/checked_size.h"
 #include "runtime/core/status_macros.h"
 #include "server/serving/datatype.h"
 #include "server/serving/sample_tensors.h"
@@ -37,8 +38,11 @@ absl::Status CheckCount(const Sample& sample) {
 }
 
 // The sample's tensor for config input `spec`: its dims, after the batch dimension when the model batches.
+// `bytes_left` of the sample's allowance are taken by the tensor's bytes, checked before it is made: dims from
+// the config (a [1e9, 3] float sample of a dynamic input: 12 GB, within the tensor limits) were zeroed.
 absl::StatusOr<Tensor> SampleInput(const inference::ModelConfig& config, const Sample& sample,
-                                   const inference::ModelInput& spec, int64_t batch, std::mt19937& rng) {
+                                   const inference::ModelInput& spec, int64_t batch, std::mt19937& rng,
+                                   int64_t& bytes_left) {
   auto it = sample.inputs().find(spec.name());
   if (it == sample.inputs().end()) return SampleError(sample, absl::StrCat("no data for input \"", spec.name(), "\""));
   const Sample::Input& input = it->second;
@@ -61,6 +65,12 @@ absl::StatusOr<Tensor> SampleInput(const inference::ModelConfig& config, const S
   if (config.max_batch_size() > 0) shape.push_back(batch);
   shape.insert(shape.end(), input.dims().begin(), input.dims().end());
   ASSIGN_OR_RETURN(DataType dtype, DataTypeFromConfig(input.data_type()));
+  const absl::StatusOr<int64_t> bytes = CheckedByteSize(dtype, shape);
+  if (!bytes.ok() || *bytes > bytes_left) {
+    return SampleError(sample, absl::StrCat(label, ShapeToString(shape), " brings the sample's inputs past ",
+                                            "the bytes a request may carry (--max-request-bytes)"));
+  }
+  bytes_left -= *bytes;
   switch (input.input_data_type_case()) {
     case Sample::Input::kZeroData: return ZeroTensor(dtype, std::move(shape));
     case Sample::Input::kRandomData: return RandomTensor(dtype, std::move(shape), rng);
@@ -72,7 +82,8 @@ absl::StatusOr<Tensor> SampleInput(const inference::ModelConfig& config, const S
 }
 
 // The sample's inputs in config input order, as the model takes them.
-absl::StatusOr<std::vector<Tensor>> SampleInputs(const inference::ModelConfig& config, const Sample& sample) {
+absl::StatusOr<std::vector<Tensor>> SampleInputs(const inference::ModelConfig& config, const Sample& sample,
+                                                  int64_t max_sample_bytes) {
   ASSIGN_OR_RETURN(int64_t batch, BatchSize(config, sample));
   RETURN_IF_ERROR(CheckCount(sample));
   for (const auto& [name, input] : sample.inputs()) {
@@ -82,8 +93,9 @@ absl::StatusOr<std::vector<Tensor>> SampleInputs(const inference::ModelConfig& c
   }
   std::mt19937 rng(static_cast<uint32_t>(sample.batch_size()));
   std::vector<Tensor> inputs;
+  int64_t bytes_left = max_sample_bytes;
   for (const auto& spec : config.input()) {
-    ASSIGN_OR_RETURN(Tensor tensor, SampleInput(config, sample, spec, batch, rng));
+    ASSIGN_OR_RETURN(Tensor tensor, SampleInput(config, sample, spec, batch, rng, bytes_left));
     inputs.push_back(std::move(tensor));
   }
   return inputs;
@@ -91,9 +103,9 @@ absl::StatusOr<std::vector<Tensor>> SampleInputs(const inference::ModelConfig& c
 
 }  // namespace
 
-absl::Status Warmup(const inference::ModelConfig& config, Servable& model) {
+absl::Status Warmup(const inference::ModelConfig& config, Servable& model, int64_t max_sample_bytes) {
   for (const Sample& sample : config.model_warmup()) {
-    ASSIGN_OR_RETURN(std::vector<Tensor> inputs, SampleInputs(config, sample));
+    ASSIGN_OR_RETURN(std::vector<Tensor> inputs, SampleInputs(config, sample, max_sample_bytes));
     for (uint32_t i = 0; i < std::max<uint32_t>(sample.count(), 1); ++i) {
       ServableRequest request;
       request.inputs = inputs;

@@ -131,6 +131,25 @@ TEST(WarmupTest, WithoutBatchingTheSampleIsTheWholeInputAndBatchSizeOne) {
   EXPECT_NE(status.message().find("batch_size must be in [1, 1] (no batching)"), std::string::npos) << status;
 }
 
+// A sample's inputs are what a request would carry, so they are bounded like one, before any is made: a
+// [1e9, 3] zero sample of the dynamic input x was 12 GB (within the tensor limits) to zero at load.
+TEST(WarmupTest, InputsPastWhatARequestMayCarryAreRefusedBeforeTheyAreMade) {
+  auto sample = [](int64_t rows) {
+    return absl::StrCat(R"(model_warmup [ { name: "big" batch_size: 1
+      inputs { key: "x" value { data_type: TYPE_FP32 dims: [ )", rows, R"(, 3 ] zero_data: true } }
+      inputs { key: "n" value { data_type: TYPE_INT64 dims: [ 2 ] zero_data: true } } } ])");
+  };
+  Recorder model;
+  // 12 bytes a row of x plus the 16 of n: 100 rows take 1216 bytes.
+  EXPECT_TRUE(Warmup(Config(sample(100)), model, 1216).ok());
+  const absl::Status over = Warmup(Config(sample(100)), model, 1215);
+  EXPECT_EQ(over.code(), absl::StatusCode::kInvalidArgument) << over;
+  EXPECT_NE(over.message().find("--max-request-bytes"), std::string::npos) << over;
+  const absl::Status huge = Warmup(Config(sample(1000000000)), model);
+  EXPECT_NE(huge.message().find("input \"x\""), std::string::npos) << huge;
+  EXPECT_EQ(model.runs.size(), 1u);  // the one that fit
+}
+
 TEST(WarmupTest, AFailedRunFailsTheWarmupWithItsCode) {
   Recorder model;
   model.answer = absl::ResourceExhaustedError("over budget");
