@@ -18,10 +18,14 @@ std::atomic<int>& MinLevel() {
   return level;
 }
 
+// Control bytes (a client's model name can hold any) would let a value end the line or forge the next one
+// ("m\rts=... level=error"), so they are written escaped, inside quotes.
+bool IsControl(char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }
+
 bool NeedsQuotes(std::string_view value) {
   if (value.empty()) return true;
   for (char c : value) {
-    if (c == ' ' || c == '"' || c == '=' || c == '\n' || c == '\t') return true;
+    if (c == ' ' || c == '"' || c == '=' || IsControl(c)) return true;
   }
   return false;
 }
@@ -33,8 +37,12 @@ void AppendValue(std::string& line, std::string_view value) {
   }
   line.push_back('"');
   for (char c : value) {
+    if (IsControl(c)) {
+      absl::StrAppend(&line, "\\x", absl::Hex(static_cast<unsigned char>(c), absl::kZeroPad2));
+      continue;
+    }
     if (c == '"' || c == '\\') line.push_back('\\');
-    line.push_back(c == '\n' ? ' ' : c);
+    line.push_back(c);
   }
   line.push_back('"');
 }
