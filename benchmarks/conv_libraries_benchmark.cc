@@ -50,8 +50,10 @@ struct ConvShape {
 benchmark::internal::Benchmark* ConvLayers(benchmark::internal::Benchmark* b, int64_t threads) {
   b->ArgNames({"C", "H", "W", "M", "k", "s", "group", "threads"});
   const std::vector<std::vector<int64_t>> layers = {
-      // light_resnet50: the 7x7/2 stem, each stage's 3x3, a 1x1 reduction and expansion.
+      // light_resnet50: the 7x7/2 stem, each stage's 3x3, a 1x1 reduction and expansion; MobileNet's
+      // 3x3/2 stem.
       {3, 224, 224, 64, 7, 2, 1},
+      {3, 224, 224, 32, 3, 2, 1},
       {64, 56, 56, 64, 3, 1, 1},
       {128, 28, 28, 128, 3, 1, 1},
       {256, 14, 14, 256, 3, 1, 1},

@@ -1,4 +1,5 @@
-// 2-D float convolutions of one group with a kernel larger than 1x1 (ResNet's 3x3s and 7x7/2 stem) on
+// 2-D float convolutions of one group with a kernel larger than 1x1 and at least 128 multiply-adds per
+// output (ResNet's 3x3s and 7x7/2 stem) on
 // oneDNN's direct JIT convolution, which beats im2col + packed GEMM on them on both ISA paths even with
 // the reorders to and from its blocked layout timed (benchmarks/conv_libraries_benchmark.cc; the table is
 // in docs/benchmarks.md). 1x1, grouped and depthwise convolutions stay on our kernels, which win there.
@@ -37,7 +38,8 @@ struct DnnlConvShape {
 class DnnlConv {
  public:
   // The convolution of weights of `dims`, or null when oneDNN is not built in, the CPU has no AVX2, or
-  // the convolution is not one it runs better (1x1).
+  // the convolution is not one it runs better: 1x1, or fewer than 128 multiply-adds per output
+  // (MobileNet's and the keyword spotter's stems).
   static std::unique_ptr<DnnlConv> Create(const DnnlConvWeights& dims);
   virtual ~DnnlConv() = default;
 

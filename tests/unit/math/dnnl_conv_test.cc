@@ -63,7 +63,7 @@ std::unique_ptr<DnnlConv> Make(const Case& c) {
 class DnnlConvTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (DnnlConv::Create({.maps = 8, .channels = 8, .kernel_h = 3, .kernel_w = 3}) == nullptr) {
+    if (DnnlConv::Create({.maps = 16, .channels = 16, .kernel_h = 3, .kernel_w = 3}) == nullptr) {
       GTEST_SKIP() << "built without oneDNN (ONNXSERVE_DNNL=OFF), or the CPU has no AVX2";
     }
   }
@@ -124,16 +124,16 @@ TEST_F(DnnlConvTest, MatchesTheDefinitionOnResNetShapes) {
       {.batch = 1, .channels = 3, .maps = 16, .in_h = 23, .in_w = 23, .kernel = 7, .stride = 2, .pad_top = 3,
        .pad_left = 3, .pad_bottom = 2, .pad_right = 2},
       // Channels and maps off the blocks, a batch, two and three threads over fewer bands than products.
-      {.batch = 2, .channels = 5, .maps = 7, .in_h = 9, .in_w = 11, .kernel = 3, .pad_top = 1, .pad_left = 1,
+      {.batch = 2, .channels = 15, .maps = 7, .in_h = 9, .in_w = 11, .kernel = 3, .pad_top = 1, .pad_left = 1,
        .pad_bottom = 1, .pad_right = 1, .threads = 2},
       {.batch = 3, .channels = 17, .maps = 20, .in_h = 7, .in_w = 7, .kernel = 3, .pad_top = 1, .pad_left = 1,
        .pad_bottom = 1, .pad_right = 1, .threads = 3},
       // Stride 2 with pads on one side, dilation 2, no pads at all, a 5x5 taller than wide.
       {.batch = 1, .channels = 16, .maps = 24, .in_h = 15, .in_w = 12, .kernel = 3, .stride = 2, .pad_top = 1,
        .pad_left = 0, .pad_bottom = 0, .pad_right = 1, .threads = 2},
-      {.batch = 1, .channels = 8, .maps = 8, .in_h = 12, .in_w = 10, .kernel = 3, .dilation = 2, .pad_top = 2,
+      {.batch = 1, .channels = 16, .maps = 8, .in_h = 12, .in_w = 10, .kernel = 3, .dilation = 2, .pad_top = 2,
        .pad_left = 2, .pad_bottom = 2, .pad_right = 2, .threads = 2},
-      {.batch = 2, .channels = 4, .maps = 9, .in_h = 6, .in_w = 6, .kernel = 3},
+      {.batch = 2, .channels = 20, .maps = 9, .in_h = 6, .in_w = 6, .kernel = 3},
       {.batch = 1, .channels = 6, .maps = 10, .in_h = 20, .in_w = 9, .kernel = 5, .pad_top = 2, .pad_left = 2,
        .pad_bottom = 2, .pad_right = 2, .threads = 2},
   };
@@ -211,21 +211,21 @@ TEST_F(DnnlConvTest, ConcurrentCallsShareOnePlan) {
 
 TEST_F(DnnlConvTest, DeclinesWhatItShouldNotRun) {
   ThreadPool pool(1);
-  const std::vector<float> w = RandomFloats(8 * 8 * 9, 2), x = RandomFloats(8 * 16 * 16, 1);
+  const std::vector<float> w = RandomFloats(8 * 16 * 9, 2), x = RandomFloats(16 * 16 * 16, 1);
   std::vector<float> y(8 * 16 * 16, 7.0f);
-  const auto conv = Make({.batch = 1, .channels = 8, .maps = 8, .in_h = 1, .in_w = 1, .kernel = 3});
+  const auto conv = Make({.batch = 1, .channels = 16, .maps = 8, .in_h = 1, .in_w = 1, .kernel = 3});
   // Plans for a few input sizes; the next size is our kernel's.
   for (int64_t size = 8; size < 12; ++size) {
-    const Case c{.batch = 1, .channels = 8, .maps = 8, .in_h = size, .in_w = size, .kernel = 3};
+    const Case c{.batch = 1, .channels = 16, .maps = 8, .in_h = size, .in_w = size, .kernel = 3};
     EXPECT_TRUE(*conv->TryRun(ShapeOf(c), x.data(), w.data(), nullptr, {}, y.data(), pool)) << size;
   }
   std::fill(y.begin(), y.end(), 7.0f);
-  const Case fifth{.batch = 1, .channels = 8, .maps = 8, .in_h = 16, .in_w = 16, .kernel = 3};
+  const Case fifth{.batch = 1, .channels = 16, .maps = 8, .in_h = 16, .in_w = 16, .kernel = 3};
   EXPECT_FALSE(*conv->TryRun(ShapeOf(fifth), x.data(), w.data(), nullptr, {}, y.data(), pool));
   EXPECT_EQ(y, std::vector<float>(y.size(), 7.0f)) << "declined, but wrote Y";
   // A pad as wide as the kernel makes windows of zeros only.
-  const auto other = Make({.batch = 1, .channels = 8, .maps = 8, .in_h = 1, .in_w = 1, .kernel = 3});
-  const Case padded{.batch = 1, .channels = 8, .maps = 8, .in_h = 8, .in_w = 8, .kernel = 3, .pad_top = 3,
+  const auto other = Make({.batch = 1, .channels = 16, .maps = 8, .in_h = 1, .in_w = 1, .kernel = 3});
+  const Case padded{.batch = 1, .channels = 16, .maps = 8, .in_h = 8, .in_w = 8, .kernel = 3, .pad_top = 3,
                     .pad_left = 3, .pad_bottom = 3, .pad_right = 3};
   EXPECT_FALSE(*other->TryRun(ShapeOf(padded), x.data(), w.data(), nullptr, {}, y.data(), pool));
   // One output row of 512 x 512 x 9 x 1000 multiply-adds is past what one band may take.
@@ -234,8 +234,12 @@ TEST_F(DnnlConvTest, DeclinesWhatItShouldNotRun) {
   const std::vector<float> wide_w(512 * 512 * 9, 0.5f), wide_x(512 * 1000, 0.5f);
   std::vector<float> wide_y(512 * 1000);
   EXPECT_FALSE(*Make(wide)->TryRun(ShapeOf(wide), wide_x.data(), wide_w.data(), nullptr, {}, wide_y.data(), pool));
-  EXPECT_EQ(DnnlConv::Create({.maps = 8, .channels = 8, .kernel_h = 1, .kernel_w = 1}), nullptr)
+  EXPECT_EQ(DnnlConv::Create({.maps = 64, .channels = 256, .kernel_h = 1, .kernel_w = 1}), nullptr)
       << "1x1 convolutions stay on the packed GEMM";
+  EXPECT_EQ(DnnlConv::Create({.maps = 32, .channels = 3, .kernel_h = 3, .kernel_w = 3}), nullptr)
+      << "MobileNet's stem: 27 multiply-adds per output";
+  EXPECT_EQ(DnnlConv::Create({.maps = 64, .channels = 1, .kernel_h = 10, .kernel_w = 4}), nullptr)
+      << "the keyword spotter's stem: 40 multiply-adds per output";
 }
 
 TEST_F(DnnlConvTest, StopsBetweenBandsWhenTheRunEnds) {
