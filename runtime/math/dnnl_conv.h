@@ -1,8 +1,8 @@
 // 2-D float convolutions of one group with a kernel larger than 1x1 and at least 128 multiply-adds per
-// output (ResNet's 3x3s and 7x7/2 stem) on
-// oneDNN's direct JIT convolution, which beats im2col + packed GEMM on them on both ISA paths even with
-// the reorders to and from its blocked layout timed (benchmarks/conv_libraries_benchmark.cc; the table is
-// in docs/benchmarks.md). 1x1, grouped and depthwise convolutions stay on our kernels, which win there.
+// output (ResNet's 3x3s and 7x7/2 stem) on oneDNN's direct JIT convolution, which beats im2col + packed
+// GEMM on them on both ISA paths even with the reorders to and from its blocked layout timed
+// (benchmarks/conv_libraries_benchmark.cc; the table is in docs/benchmarks.md). 1x1, grouped and
+// depthwise convolutions and shallow stems stay on our kernels, which win there.
 //
 // oneDNN (Debian's libdnnl 2.6) threads with OpenMP, which cannot run on our pool. So every call of it
 // runs on one thread (omp_set_num_threads(1) on the thread that calls it: no OpenMP thread is ever
