@@ -1,14 +1,13 @@
 // The BLAS wrapper and the MatMul/Gemm kernels on the shapes of the acceptance MLP (batch 64,
 // 784-512-512-10) and of the transformer's MatMuls, reporting GFLOP/s and pct_peak (benchmarks/fma_peak.h).
 // Args: shape, threads.
-#include <random>
 #include <string>
 #include <vector>
 
 #include "benchmark/benchmark.h"
 #include "benchmarks/fma_peak.h"
+#include "benchmarks/node_runner.h"
 #include "onnx/onnx_pb.h"
-#include "runtime/ir/builder.h"
 #include "runtime/core/thread_pool.h"
 #include "runtime/ops/blas.h"
 #include "runtime/registry/registry.h"
@@ -16,13 +15,7 @@
 namespace onnxserve {
 namespace {
 
-Tensor RandomFloats(const Shape& shape) {
-  Tensor t(DataType::kFloat, shape);
-  std::mt19937 rng(1);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  for (float& v : t.mutable_values<float>()) v = dist(rng);
-  return t;
-}
+using bench::RandomFloats;
 
 // Raw sgemm through the wrapper: C[m,n] = A[m,k] * B[n,k]^T (the Gemm transB=1 layout of PyTorch exports).
 void BM_SgemmTransB(benchmark::State& state) {
@@ -43,36 +36,20 @@ BENCHMARK(BM_SgemmTransB)
     ->Args({64, 512, 784, 2})
     ->Unit(benchmark::kMicrosecond);
 
-// One node through the registry, created once, run per iteration; with `constant_weights` it sees inputs
+// One Gemm or MatMul node through the registry (bench::RunNode); with `constant_weights` it sees inputs
 // 1.. (the weight and bias) as initializers, so a float weight is packed at load.
 void RunNode(benchmark::State& state, const char* op, int opset, std::vector<Tensor> inputs, double flops,
              bool trans_b, bool constant_weights, int threads = 1) {
   onnx::NodeProto node;
   node.set_op_type(op);
   for (size_t i = 0; i < inputs.size(); ++i) node.add_input(std::string(1, static_cast<char>('a' + i)));
-  node.add_output(std::string(1, 'y'));  // a literal trips g++ 12's -Wrestrict false positive
   if (trans_b) {
     auto* attr = node.add_attribute();
     attr->set_name("transB");
     attr->set_type(onnx::AttributeProto::INT);
     attr->set_i(1);
   }
-  std::vector<const Tensor*> constants(inputs.size(), nullptr);
-  for (size_t i = 1; constant_weights && i < inputs.size(); ++i) constants[i] = &inputs[i];
-  ir::Graph graph("benchmark");
-  KernelInfo info(*ir::AddNodeFromProto(graph, node, opset), constants, {});
-  auto kernel = KernelRegistry::Global().Find(kOnnx, op, opset)->create(info);
-  if (!kernel.ok()) return state.SkipWithError(std::string(kernel.status().message()).c_str());
-  ThreadPool pool(threads);
-  std::vector<const Tensor*> in;
-  for (const Tensor& t : inputs) in.push_back(&t);
-  for (auto _ : state) {
-    std::vector<Tensor> outputs(1);
-    KernelContext ctx(in, &outputs, {true}, &pool, {});
-    absl::Status status = (*kernel)->Compute(ctx);
-    if (!status.ok()) return state.SkipWithError(std::string(status.message()).c_str());
-    benchmark::DoNotOptimize(outputs[0].raw_data());
-  }
+  bench::RunNode(state, kOnnx, opset, node, inputs, threads, constant_weights);
   bench::ReportFlops(state, flops, threads);
 }
 

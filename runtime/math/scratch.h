@@ -7,7 +7,17 @@
 namespace onnxserve {
 
 // Who uses a scratch buffer; each has its own per thread, so one caller's buffer survives another's use.
-enum class ScratchSlot { kPackedBlock, kMadeRow, kSharedColumns, kGroupPlanes, kFlatMap, kCount };
+enum class ScratchSlot {
+  kPackedBlock,
+  kMadeRow,
+  kSharedColumns,
+  kGroupPlanes,
+  kFlatMap,
+  kDnnlSource,       // a band of X in oneDNN's layout (dnnl_conv.cc)
+  kDnnlDestination,  // its output band before the reorder into Y
+  kDnnlScratchpad,   // the primitive's own scratchpad
+  kCount
+};
 
 // At least `floats` floats (at most 2^60), 64-byte aligned, owned by the calling thread and valid until its
 // next call with the same slot. Contents are unspecified. Throws std::bad_alloc when memory runs out.

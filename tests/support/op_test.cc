@@ -247,4 +247,9 @@ Tensor RandomTensor(const Shape& shape, uint32_t seed) {
   return Tensor::FromVector<float>(shape, RandomFloats(NumElements(shape), seed));
 }
 
+int64_t ConvOutputSize(int64_t in, int64_t pad_begin, int64_t pad_end, int64_t kernel, int64_t dilation,
+                       int64_t stride) {
+  return (in + pad_begin + pad_end - (kernel - 1) * dilation - 1) / stride + 1;
+}
+
 }  // namespace onnxserve::testing

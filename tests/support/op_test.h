@@ -92,4 +92,8 @@ std::vector<float> RandomFloats(int64_t n, uint32_t seed);
 // A float tensor of `shape` holding RandomFloats.
 Tensor RandomTensor(const Shape& shape, uint32_t seed);
 
+// The output size of a convolution's spatial axis as the ONNX spec gives it for explicit pads.
+int64_t ConvOutputSize(int64_t in, int64_t pad_begin, int64_t pad_end, int64_t kernel, int64_t dilation,
+                       int64_t stride);
+
 }  // namespace onnxserve::testing

@@ -6,13 +6,16 @@
 // node (runtime/ops/fused_activation.h names the activations).
 //
 // Constant float weights are packed at load for PackedGemm (on CPUs it has micro-kernels for), which adds
-// bias and Z and applies the activation as each tile leaves the registers or while it is in L1. Otherwise
+// bias and Z and applies the activation as each tile leaves the registers or while it is in L1. A 2-D
+// convolution of one group with a kernel larger than 1x1 and no Z runs on oneDNN instead when it is built
+// in (runtime/math/dnnl_conv.h: its direct convolution beats im2col + GEMM there). Otherwise
 // the OpenBLAS GEMM accumulates onto bias + Z, and the activation runs on each block right after the GEMM
 // that wrote it, while it is in cache.
 #include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "runtime/math/dnnl_conv.h"
 #include "runtime/math/grouped_conv.h"
 #include "runtime/math/packed_gemm.h"
 #include "runtime/ops/blas.h"
@@ -168,8 +171,8 @@ class ConvKernel final : public OpKernel {
     if (IsHalfType(x.dtype())) {
       Tensor y_float(DataType::kFloat, y_shape);
       const Tensor b_float = WidenToFloat(b), z_float = WidenToFloat(z);
-      RunFloat(geo, WidenToFloat(&x), WidenToFloat(&w), b ? &b_float : nullptr, z ? &z_float : nullptr, y_float,
-               ctx.pool());
+      RETURN_IF_ERROR(RunFloat(geo, WidenToFloat(&x), WidenToFloat(&w), b ? &b_float : nullptr,
+                               z ? &z_float : nullptr, y_float, ctx.pool()));
       NarrowFromFloat(y_float, y);
     } else if (x.dtype() == DataType::kDouble) {
       // The pass fuses activations after float convolutions only; the vector kernels are float.
@@ -178,7 +181,7 @@ class ConvKernel final : public OpKernel {
       }
       Run<double>(geo, x, w, b, z, y, ctx.pool());
     } else {
-      RunFloat(geo, x, w, b, z, y, ctx.pool());
+      RETURN_IF_ERROR(RunFloat(geo, x, w, b, z, y, ctx.pool()));
     }
     return absl::OkStatus();
   }
@@ -208,16 +211,44 @@ class ConvKernel final : public OpKernel {
     return absl::OkStatus();
   }
 
-  // Small groups run directly; other constant weights on the packed path; the rest over OpenBLAS.
-  void RunFloat(const ConvGeometry& geo, const Tensor& x, const Tensor& w, const Tensor* b, const Tensor* z,
-                Tensor& y, ThreadPool& pool) const {
+  // Small groups run directly; constant weights of the shapes it takes on oneDNN, other constant
+  // weights on the packed path; the rest over OpenBLAS.
+  absl::Status RunFloat(const ConvGeometry& geo, const Tensor& x, const Tensor& w, const Tensor* b,
+                        const Tensor* z, Tensor& y, ThreadPool& pool) const {
     if (const std::optional<GroupedConvShape> direct = DirectShape(geo, x, w)) {
       const GroupedConvEpilogue epilogue{
           .bias = b ? b->data<float>() : nullptr, .z = z ? z->data<float>() : nullptr, .activation = activation_};
-      return GroupedConv2D(*direct, x.data<float>(), w.data<float>(), epilogue, y.data<float>(), pool);
+      GroupedConv2D(*direct, x.data<float>(), w.data<float>(), epilogue, y.data<float>(), pool);
+      return absl::OkStatus();
     }
-    if (!packed_weights_.empty() && w.raw_data() == packed_source_) return RunPacked(geo, x, b, z, y, pool);
-    Run<float>(geo, x, w, b, z, y, pool);
+    const bool constant = !packed_weights_.empty() && w.raw_data() == packed_source_;
+    if (constant && dnnl_ != nullptr && z == nullptr) {
+      ASSIGN_OR_RETURN(const bool ran, dnnl_->TryRun(DnnlShape(geo, x.dim(0)), x.data<float>(), w.data<float>(),
+                                                     b ? b->data<float>() : nullptr, activation_, y.data<float>(),
+                                                     pool));
+      if (ran) return absl::OkStatus();
+    }
+    if (constant) {
+      RunPacked(geo, x, b, z, y, pool);
+    } else {
+      Run<float>(geo, x, w, b, z, y, pool);
+    }
+    return absl::OkStatus();
+  }
+
+  // oneDNN's view of a 2-D geometry (dnnl_ exists only for 2-D weights).
+  static DnnlConvShape DnnlShape(const ConvGeometry& geo, int64_t batch) {
+    return {.batch = batch,
+            .in_h = geo.image[0],
+            .in_w = geo.image[1],
+            .out_h = geo.grid[0],
+            .out_w = geo.grid[1],
+            .stride_h = geo.strides[0],
+            .stride_w = geo.strides[1],
+            .dilation_h = geo.dilations[0],
+            .dilation_w = geo.dilations[1],
+            .pad_top = geo.pad_begin[0],
+            .pad_left = geo.pad_begin[1]};
   }
 
   // The shape GroupedConv2D takes when this 1-D or 2-D convolution's groups are small enough
@@ -310,6 +341,9 @@ class ConvKernel final : public OpKernel {
       packed_weights_.emplace_back(w->data<float>() + g * group_maps * depth, group_maps, depth, depth);
     }
     packed_source_ = w->raw_data();
+    if (group == 1 && w->rank() == 4) {
+      dnnl_ = DnnlConv::Create({.maps = maps, .channels = w->dim(1), .kernel_h = w->dim(2), .kernel_w = w->dim(3)});
+    }
   }
 
   // The packed path, per (image, group): X itself is the column matrix of a pointwise kernel; a 2-D
@@ -386,6 +420,7 @@ class ConvKernel final : public OpKernel {
   Activation activation_;
   std::vector<PackedRows> packed_weights_;  // one per group, or none
   const void* packed_source_ = nullptr;        // the W they were packed from
+  std::unique_ptr<DnnlConv> dnnl_;             // null unless oneDNN runs this node's shape class
 };
 
 using Conv = ConvKernel<false>;

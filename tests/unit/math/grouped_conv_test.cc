@@ -27,6 +27,7 @@ void PrintTo(Isa isa, std::ostream* os) { *os << IsaName(isa); }
 
 namespace {
 
+using testing::ConvOutputSize;
 using testing::DescribeActivation;
 using testing::EveryActivation;
 using testing::RandomFloats;
@@ -47,11 +48,6 @@ std::string Describe(const Case& c) {
   return ::testing::PrintToString(std::vector<int64_t>{
       c.batch, c.groups, c.group_channels, c.group_maps, c.in_h, c.in_w, c.kernel_h, c.kernel_w, c.stride_h,
       c.stride_w, c.dilation_h, c.dilation_w, c.pad_top, c.pad_left, c.pad_bottom, c.pad_right, c.threads});
-}
-
-// The output size the ONNX spec gives for explicit pads.
-int64_t OutputSize(int64_t in, int64_t pad_begin, int64_t pad_end, int64_t kernel, int64_t dilation, int64_t stride) {
-  return (in + pad_begin + pad_end - (kernel - 1) * dilation - 1) / stride + 1;
 }
 
 class GroupedConvTest : public ::testing::TestWithParam<Isa> {
@@ -77,8 +73,8 @@ class GroupedConvTest : public ::testing::TestWithParam<Isa> {
         .group_maps = c.group_maps,
         .in_h = c.in_h,
         .in_w = c.in_w,
-        .out_h = OutputSize(c.in_h, c.pad_top, c.pad_bottom, c.kernel_h, c.dilation_h, c.stride_h),
-        .out_w = OutputSize(c.in_w, c.pad_left, c.pad_right, c.kernel_w, c.dilation_w, c.stride_w),
+        .out_h = ConvOutputSize(c.in_h, c.pad_top, c.pad_bottom, c.kernel_h, c.dilation_h, c.stride_h),
+        .out_w = ConvOutputSize(c.in_w, c.pad_left, c.pad_right, c.kernel_w, c.dilation_w, c.stride_w),
         .kernel_h = c.kernel_h,
         .kernel_w = c.kernel_w,
         .stride_h = c.stride_h,

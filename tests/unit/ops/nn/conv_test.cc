@@ -174,6 +174,19 @@ TEST(ConvTest, WeightsPackedAtLoadCoverEveryTileAndBlock) {
   ExpectConvMatchesReference({2, 4, 50}, {9, 4, 5}, {.strides = {2}, .pads = {2, 2}});
 }
 
+TEST(ConvTest, DeepKernelsOfOneGroupMatchOverThreads) {
+  // 3x3s and 7x7s of at least 128 multiply-adds per output run on oneDNN when it is built in
+  // (runtime/math/dnnl_conv.h), in bands of output rows shared out over the pool: more bands than
+  // threads, batches, stride 2 with pads on one side only, and a stem whose last input rows no window reads.
+  for (int threads : {1, 2, 3}) {
+    ExpectConvMatchesReference({2, 16, 13, 11}, {24, 16, 3, 3}, {.pads = {1, 1, 1, 1}}, true, threads);
+    ExpectConvMatchesReference({1, 32, 9, 10}, {16, 32, 3, 3}, {.strides = {2, 2}, .pads = {1, 0, 0, 1}}, false,
+                               threads);
+    ExpectConvMatchesReference({1, 3, 40, 37}, {16, 3, 7, 7}, {.strides = {2, 2}, .pads = {3, 3, 2, 2}}, true,
+                               threads);
+  }
+}
+
 TEST(ConvTest, SameSizeGridsCopyEachTapAsOneShiftedPlane) {
   // Stride 1 and a grid as wide as the image: each im2col row is the plane shifted by the tap, with the
   // columns the tap puts outside zeroed. Pads on one side only (every tap reads left of the image), taps

@@ -1,0 +1,262 @@
+// DnnlConv against the definition, a plain loop in double over every output, channel and tap, on the ISA
+// the process dispatches on (ctest runs it again with ONNXSERVE_ISA=avx2, which oneDNN follows): ResNet's
+// 3x3 and 7x7/2 shapes scaled down, channel counts off oneDNN's blocks of 8 and 16, dilation, pads on one
+// side only and input rows no window reads, batches, one to three threads (bands of rows shared out),
+// images large enough to be cut into bands for the run limits, every fused activation, no bias. Then what
+// it must not do: start threads of its own, keep plans for unboundedly many shapes, take rows of output
+// too large to bound, or run past a run's end.
+#include "runtime/math/dnnl_conv.h"
+
+#include <dirent.h>
+
+#include <ostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "runtime/core/run_limits.h"
+#include "runtime/math/isa.h"
+#include "tests/support/activation_reference.h"
+#include "tests/support/op_test.h"
+
+namespace onnxserve {
+namespace {
+
+using testing::ConvOutputSize;
+using testing::DescribeActivation;
+using testing::EveryActivation;
+using testing::RandomFloats;
+using testing::ReferenceActivation;
+
+struct Case {
+  int64_t batch, channels, maps, in_h, in_w, kernel;
+  int64_t stride = 1, dilation = 1, pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  int threads = 1;
+};
+
+std::string Describe(const Case& c) {
+  return ::testing::PrintToString(std::vector<int64_t>{c.batch, c.channels, c.maps, c.in_h, c.in_w, c.kernel,
+                                                       c.stride, c.dilation, c.pad_top, c.pad_left, c.pad_bottom,
+                                                       c.pad_right, c.threads});
+}
+
+DnnlConvShape ShapeOf(const Case& c) {
+  return {.batch = c.batch,
+          .in_h = c.in_h,
+          .in_w = c.in_w,
+          .out_h = ConvOutputSize(c.in_h, c.pad_top, c.pad_bottom, c.kernel, c.dilation, c.stride),
+          .out_w = ConvOutputSize(c.in_w, c.pad_left, c.pad_right, c.kernel, c.dilation, c.stride),
+          .stride_h = c.stride,
+          .stride_w = c.stride,
+          .dilation_h = c.dilation,
+          .dilation_w = c.dilation,
+          .pad_top = c.pad_top,
+          .pad_left = c.pad_left};
+}
+
+std::unique_ptr<DnnlConv> Make(const Case& c) {
+  return DnnlConv::Create({.maps = c.maps, .channels = c.channels, .kernel_h = c.kernel, .kernel_w = c.kernel});
+}
+
+class DnnlConvTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (DnnlConv::Create({.maps = 16, .channels = 16, .kernel_h = 3, .kernel_w = 3}) == nullptr) {
+      GTEST_SKIP() << "built without oneDNN (ONNXSERVE_DNNL=OFF), or the CPU has no AVX2";
+    }
+  }
+
+  // Y = activation(conv(X, W) + bias) against the definition, with Y followed by sentinels oneDNN must not
+  // write.
+  static void Check(const Case& c, bool bias, const Activation& activation) {
+    SCOPED_TRACE(::testing::Message() << "case " << Describe(c) << " on " << IsaName(ActiveIsa())
+                                      << " bias=" << bias << " activation=" << DescribeActivation(activation));
+    const DnnlConvShape shape = ShapeOf(c);
+    const int64_t taps = c.channels * c.kernel * c.kernel, map_size = shape.out_h * shape.out_w;
+    const int64_t y_size = c.batch * c.maps * map_size;
+    const std::vector<float> x = RandomFloats(c.batch * c.channels * c.in_h * c.in_w, 1);
+    const std::vector<float> w = RandomFloats(c.maps * taps, 2), b = RandomFloats(c.maps, 3);
+    constexpr float kSentinel = 12345.0f;
+    constexpr int64_t kGuard = 32;
+    std::vector<float> y(static_cast<size_t>(y_size + kGuard), kSentinel);
+    ThreadPool pool(c.threads);
+    const auto conv = Make(c);
+    ASSERT_NE(conv, nullptr);
+    const absl::StatusOr<bool> ran =
+        conv->TryRun(shape, x.data(), w.data(), bias ? b.data() : nullptr, activation, y.data(), pool);
+    ASSERT_TRUE(ran.ok()) << ran.status();
+    ASSERT_TRUE(*ran);
+    for (int64_t n = 0; n < c.batch; ++n) {
+      for (int64_t m = 0; m < c.maps; ++m) {
+        for (int64_t oh = 0; oh < shape.out_h; ++oh) {
+          for (int64_t ow = 0; ow < shape.out_w; ++ow) {
+            double want = bias ? b[m] : 0.0;
+            for (int64_t ci = 0; ci < c.channels; ++ci) {
+              for (int64_t kh = 0; kh < c.kernel; ++kh) {
+                for (int64_t kw = 0; kw < c.kernel; ++kw) {
+                  const int64_t ih = oh * c.stride - c.pad_top + kh * c.dilation;
+                  const int64_t iw = ow * c.stride - c.pad_left + kw * c.dilation;
+                  if (ih < 0 || ih >= c.in_h || iw < 0 || iw >= c.in_w) continue;
+                  want += double{w[(m * c.channels + ci) * c.kernel * c.kernel + kh * c.kernel + kw]} *
+                          x[((n * c.channels + ci) * c.in_h + ih) * c.in_w + iw];
+                }
+              }
+            }
+            const double tolerance = (AppliedAfterStore(activation) ? 2e-5 : 1e-5) * (1 + taps);
+            const int64_t at = (n * c.maps + m) * map_size + oh * shape.out_w + ow;
+            ASSERT_NEAR(y[at], ReferenceActivation(activation, want), tolerance)
+                << "at n=" << n << " map=" << m << " (" << oh << "," << ow << ")";
+          }
+        }
+      }
+    }
+    for (int64_t i = y_size; i < y_size + kGuard; ++i) ASSERT_EQ(y[i], kSentinel) << "wrote past Y at " << i;
+  }
+};
+
+TEST_F(DnnlConvTest, MatchesTheDefinitionOnResNetShapes) {
+  const Case cases[] = {
+      // 3x3 "same", blocks of 16 channels; the 7x7/2 stem of 3 channels, whose last input row no window reads.
+      {.batch = 1, .channels = 32, .maps = 32, .in_h = 14, .in_w = 14, .kernel = 3, .pad_top = 1, .pad_left = 1,
+       .pad_bottom = 1, .pad_right = 1},
+      {.batch = 1, .channels = 3, .maps = 16, .in_h = 23, .in_w = 23, .kernel = 7, .stride = 2, .pad_top = 3,
+       .pad_left = 3, .pad_bottom = 2, .pad_right = 2},
+      // Channels and maps off the blocks, a batch, two and three threads over fewer bands than products.
+      {.batch = 2, .channels = 15, .maps = 7, .in_h = 9, .in_w = 11, .kernel = 3, .pad_top = 1, .pad_left = 1,
+       .pad_bottom = 1, .pad_right = 1, .threads = 2},
+      {.batch = 3, .channels = 17, .maps = 20, .in_h = 7, .in_w = 7, .kernel = 3, .pad_top = 1, .pad_left = 1,
+       .pad_bottom = 1, .pad_right = 1, .threads = 3},
+      // Stride 2 with pads on one side, dilation 2, no pads at all, a 5x5 taller than wide.
+      {.batch = 1, .channels = 16, .maps = 24, .in_h = 15, .in_w = 12, .kernel = 3, .stride = 2, .pad_top = 1,
+       .pad_left = 0, .pad_bottom = 0, .pad_right = 1, .threads = 2},
+      {.batch = 1, .channels = 16, .maps = 8, .in_h = 12, .in_w = 10, .kernel = 3, .dilation = 2, .pad_top = 2,
+       .pad_left = 2, .pad_bottom = 2, .pad_right = 2, .threads = 2},
+      {.batch = 2, .channels = 20, .maps = 9, .in_h = 6, .in_w = 6, .kernel = 3},
+      {.batch = 1, .channels = 6, .maps = 10, .in_h = 20, .in_w = 9, .kernel = 5, .pad_top = 2, .pad_left = 2,
+       .pad_bottom = 2, .pad_right = 2, .threads = 2},
+  };
+  for (const Case& c : cases) {
+    Check(c, true, {});
+    Check(c, false, {ActivationKind::kRelu});
+  }
+}
+
+TEST_F(DnnlConvTest, AppliesEveryFusedActivation) {
+  for (const Activation& activation : EveryActivation()) {
+    Check({.batch = 1, .channels = 16, .maps = 16, .in_h = 8, .in_w = 8, .kernel = 3, .pad_top = 1, .pad_left = 1,
+           .pad_bottom = 1, .pad_right = 1, .threads = 2},
+          true, activation);
+  }
+}
+
+TEST_F(DnnlConvTest, CutsLargeImagesIntoBands) {
+  // 64 x 64 x 9 multiply-adds per output, 64 x 64 outputs: past one band's work on one thread.
+  Check({.batch = 1, .channels = 64, .maps = 64, .in_h = 64, .in_w = 64, .kernel = 3, .pad_top = 1, .pad_left = 1,
+         .pad_bottom = 1, .pad_right = 1},
+        true, {});
+}
+
+int ThreadsOfThisProcess() {
+  int threads = 0;
+  DIR* tasks = opendir("/proc/self/task");
+  if (tasks == nullptr) return -1;
+  while (const dirent* entry = readdir(tasks)) threads += entry->d_name[0] != '.';
+  closedir(tasks);
+  return threads;
+}
+
+TEST_F(DnnlConvTest, StartsNoThreadsOfItsOwn) {
+  // OpenMP would start a team for oneDNN on the first parallel region of a thread that allows more than
+  // one; every call runs with one, on our pool's threads.
+  const Case c{.batch = 2, .channels = 32, .maps = 32, .in_h = 28, .in_w = 28, .kernel = 3, .pad_top = 1,
+               .pad_left = 1, .pad_bottom = 1, .pad_right = 1, .threads = 2};
+  ThreadPool pool(2);
+  const int before = ThreadsOfThisProcess();
+  const std::vector<float> x = RandomFloats(2 * 32 * 28 * 28, 1), w = RandomFloats(32 * 32 * 9, 2);
+  std::vector<float> y(2 * 32 * 28 * 28);
+  const auto conv = Make(c);
+  for (int run = 0; run < 3; ++run) {
+    ASSERT_TRUE(*conv->TryRun(ShapeOf(c), x.data(), w.data(), nullptr, {}, y.data(), pool));
+  }
+  EXPECT_EQ(ThreadsOfThisProcess(), before);
+}
+
+TEST_F(DnnlConvTest, ConcurrentCallsShareOnePlan) {
+  // Requests run one node's kernel at once: each call needs its own scratchpad and blocked copies.
+  const Case c{.batch = 1, .channels = 16, .maps = 16, .in_h = 20, .in_w = 20, .kernel = 3, .pad_top = 1,
+               .pad_left = 1, .pad_bottom = 1, .pad_right = 1};
+  const auto conv = Make(c);
+  const std::vector<float> w = RandomFloats(16 * 16 * 9, 2);
+  const std::vector<float> x0 = RandomFloats(16 * 20 * 20, 5), x1 = RandomFloats(16 * 20 * 20, 6);
+  auto run = [&](const std::vector<float>& x, int times) {
+    ThreadPool pool(1);
+    std::vector<float> y(16 * 20 * 20), first;
+    for (int i = 0; i < times; ++i) {
+      if (!*conv->TryRun(ShapeOf(c), x.data(), w.data(), nullptr, {}, y.data(), pool)) return std::vector<float>{};
+      if (i == 0) first = y;
+      if (y != first) return std::vector<float>{};  // another call's bytes
+    }
+    return y;
+  };
+  const std::vector<float> alone0 = run(x0, 1), alone1 = run(x1, 1);
+  std::vector<float> together0, together1;
+  std::thread other([&] { together1 = run(x1, 200); });
+  together0 = run(x0, 200);
+  other.join();
+  EXPECT_EQ(together0, alone0);
+  EXPECT_EQ(together1, alone1);
+}
+
+TEST_F(DnnlConvTest, DeclinesWhatItShouldNotRun) {
+  ThreadPool pool(1);
+  const std::vector<float> w = RandomFloats(8 * 16 * 9, 2), x = RandomFloats(16 * 16 * 16, 1);
+  std::vector<float> y(8 * 16 * 16, 7.0f);
+  const auto conv = Make({.batch = 1, .channels = 16, .maps = 8, .in_h = 1, .in_w = 1, .kernel = 3});
+  // Plans for a few input sizes; the next size is our kernel's.
+  for (int64_t size = 8; size < 12; ++size) {
+    const Case c{.batch = 1, .channels = 16, .maps = 8, .in_h = size, .in_w = size, .kernel = 3};
+    EXPECT_TRUE(*conv->TryRun(ShapeOf(c), x.data(), w.data(), nullptr, {}, y.data(), pool)) << size;
+  }
+  std::fill(y.begin(), y.end(), 7.0f);
+  const Case fifth{.batch = 1, .channels = 16, .maps = 8, .in_h = 16, .in_w = 16, .kernel = 3};
+  EXPECT_FALSE(*conv->TryRun(ShapeOf(fifth), x.data(), w.data(), nullptr, {}, y.data(), pool));
+  EXPECT_EQ(y, std::vector<float>(y.size(), 7.0f)) << "declined, but wrote Y";
+  // A pad as wide as the kernel makes windows of zeros only.
+  const auto other = Make({.batch = 1, .channels = 16, .maps = 8, .in_h = 1, .in_w = 1, .kernel = 3});
+  const Case padded{.batch = 1, .channels = 16, .maps = 8, .in_h = 8, .in_w = 8, .kernel = 3, .pad_top = 3,
+                    .pad_left = 3, .pad_bottom = 3, .pad_right = 3};
+  EXPECT_FALSE(*other->TryRun(ShapeOf(padded), x.data(), w.data(), nullptr, {}, y.data(), pool));
+  // One output row of 512 x 512 x 9 x 1000 multiply-adds is past what one band may take.
+  const Case wide{.batch = 1, .channels = 512, .maps = 512, .in_h = 1, .in_w = 1000, .kernel = 3, .pad_top = 1,
+                  .pad_left = 1, .pad_bottom = 1, .pad_right = 1};
+  const std::vector<float> wide_w(512 * 512 * 9, 0.5f), wide_x(512 * 1000, 0.5f);
+  std::vector<float> wide_y(512 * 1000);
+  EXPECT_FALSE(*Make(wide)->TryRun(ShapeOf(wide), wide_x.data(), wide_w.data(), nullptr, {}, wide_y.data(), pool));
+  EXPECT_EQ(DnnlConv::Create({.maps = 64, .channels = 256, .kernel_h = 1, .kernel_w = 1}), nullptr)
+      << "1x1 convolutions stay on the packed GEMM";
+  EXPECT_EQ(DnnlConv::Create({.maps = 32, .channels = 3, .kernel_h = 3, .kernel_w = 3}), nullptr)
+      << "MobileNet's stem: 27 multiply-adds per output";
+  EXPECT_EQ(DnnlConv::Create({.maps = 64, .channels = 1, .kernel_h = 10, .kernel_w = 4}), nullptr)
+      << "the keyword spotter's stem: 40 multiply-adds per output";
+}
+
+TEST_F(DnnlConvTest, StopsBetweenBandsWhenTheRunEnds) {
+  const Case c{.batch = 4, .channels = 64, .maps = 64, .in_h = 64, .in_w = 64, .kernel = 3, .pad_top = 1,
+               .pad_left = 1, .pad_bottom = 1, .pad_right = 1, .threads = 2};
+  const std::vector<float> x = RandomFloats(4 * 64 * 64 * 64, 1), w = RandomFloats(64 * 64 * 9, 2);
+  std::vector<float> y(4 * 64 * 64 * 64);
+  ThreadPool pool(2);
+  const RunLimits ended(absl::InfinitePast());
+  ScopedRunLimits scope(&ended);
+  try {
+    (void)Make(c)->TryRun(ShapeOf(c), x.data(), w.data(), nullptr, {}, y.data(), pool);
+    FAIL() << "ran to the end past its deadline";
+  } catch (const RunStopped& stopped) {
+    EXPECT_EQ(stopped.status().code(), absl::StatusCode::kDeadlineExceeded);
+  }
+}
+
+}  // namespace
+}  // namespace onnxserve
