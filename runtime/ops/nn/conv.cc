@@ -11,6 +11,7 @@
 // in (runtime/math/dnnl_conv.h: its direct convolution beats im2col + GEMM there). Otherwise
 // the OpenBLAS GEMM accumulates onto bias + Z, and the activation runs on each block right after the GEMM
 // that wrote it, while it is in cache.
+#include <mutex>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -221,7 +222,7 @@ class ConvKernel final : public OpKernel {
       GroupedConv2D(*direct, x.data<float>(), w.data<float>(), epilogue, y.data<float>(), pool);
       return absl::OkStatus();
     }
-    const bool constant = !packed_weights_.empty() && w.raw_data() == packed_source_;
+    const bool constant = packed_source_ != nullptr && w.raw_data() == packed_source_;
     if (constant && dnnl_ != nullptr && z == nullptr) {
       ASSIGN_OR_RETURN(const bool ran, dnnl_->TryRun(DnnlShape(geo, x.dim(0)), x.data<float>(), w.data<float>(),
                                                      b ? b->data<float>() : nullptr, activation_, y.data<float>(),
@@ -229,7 +230,7 @@ class ConvKernel final : public OpKernel {
       if (ran) return absl::OkStatus();
     }
     if (constant) {
-      RunPacked(geo, x, b, z, y, pool);
+      RunPacked(geo, x, PackedWeights(w), b, z, y, pool);
     } else {
       Run<float>(geo, x, w, b, z, y, pool);
     }
@@ -336,14 +337,24 @@ class ConvKernel final : public OpKernel {
     const int64_t maps = w->dim(0), group = attrs_.group;
     if (maps % group != 0) return;  // Compute reports the bad shape
     if (ConvolvesDirectly(group, w->dim(1), maps / group, w->rank() - 2)) return;
-    const int64_t group_maps = maps / group, depth = w->NumElements() / maps;
-    for (int64_t g = 0; g < group; ++g) {
-      packed_weights_.emplace_back(w->data<float>() + g * group_maps * depth, group_maps, depth, depth);
-    }
     packed_source_ = w->raw_data();
     if (group == 1 && w->rank() == 4) {
       dnnl_ = DnnlConv::Create({.maps = maps, .channels = w->dim(1), .kernel_h = w->dim(2), .kernel_w = w->dim(3)});
     }
+    // A node oneDNN runs keeps W in oneDNN's layout; ours is packed only if some shape falls back to us, so
+    // that a ResNet does not hold every 3x3 weight three times (W, oneDNN's copy and ours: +53 MB RSS).
+    if (dnnl_ == nullptr) PackedWeights(*w);
+  }
+
+  // W packed per group, made once, on the first call that needs it.
+  const std::vector<PackedRows>& PackedWeights(const Tensor& w) const {
+    std::call_once(packed_once_, [&] {
+      const int64_t maps = w.dim(0), group_maps = maps / attrs_.group, depth = w.NumElements() / maps;
+      for (int64_t g = 0; g < attrs_.group; ++g) {
+        packed_weights_.emplace_back(w.data<float>() + g * group_maps * depth, group_maps, depth, depth);
+      }
+    });
+    return packed_weights_;
   }
 
   // The packed path, per (image, group): X itself is the column matrix of a pointwise kernel; a 2-D
@@ -352,12 +363,12 @@ class ConvKernel final : public OpKernel {
   // whole. PackedGemm adds B and Z and applies the activation as it stores. With at least two (image,
   // group) products per thread and no shared column buffer, whole products share out over the pool:
   // ResNeXt's 32 groups are each too small for PackedGemm to split.
-  void RunPacked(const ConvGeometry& geo, const Tensor& x, const Tensor* b, const Tensor* z, Tensor& y,
-                 ThreadPool& pool) const {
+  void RunPacked(const ConvGeometry& geo, const Tensor& x, const std::vector<PackedRows>& packed, const Tensor* b,
+                 const Tensor* z, Tensor& y, ThreadPool& pool) const {
     const int64_t batch = x.dim(0), channels = x.dim(1), group = attrs_.group;
     const int64_t group_channels = channels / group, maps = y.dim(1), group_maps = maps / group;
     const int64_t image_size = geo.ImageSize(), grid_size = geo.GridSize();
-    const int64_t depth = packed_weights_[0].depth();
+    const int64_t depth = packed[0].depth();
     const bool pointwise = geo.IsPointwise();
     const bool blockwise = !pointwise && geo.image.size() == 2 && depth * grid_size > kMaxWholeColumnFloats;
     Tensor col_buffer(DataType::kFloat, {pointwise || blockwise ? 0 : depth * grid_size});
@@ -374,10 +385,10 @@ class ConvKernel final : public OpKernel {
         auto im2col = [&](int64_t k, int64_t n_begin, int64_t columns, float* row) {
           Im2ColRow(geo, x_g, k, n_begin, columns, row);
         };
-        return PackedGemm(packed_weights_[g], grid_size, im2col, y_tile, grid_size, epilogue, gemm_pool);
+        return PackedGemm(packed[g], grid_size, im2col, y_tile, grid_size, epilogue, gemm_pool);
       }
       if (!pointwise) Im2Col(geo, group_channels, x_g, col_buffer.data<float>(), pool);
-      PackedGemm(packed_weights_[g], grid_size, pointwise ? x_g : col_buffer.data<float>(), grid_size, y_tile,
+      PackedGemm(packed[g], grid_size, pointwise ? x_g : col_buffer.data<float>(), grid_size, y_tile,
                  grid_size, epilogue, gemm_pool);
     };
     const int64_t products = batch * group;
@@ -418,8 +429,9 @@ class ConvKernel final : public OpKernel {
 
   ConvAttributes attrs_;
   Activation activation_;
-  std::vector<PackedRows> packed_weights_;  // one per group, or none
-  const void* packed_source_ = nullptr;        // the W they were packed from
+  const void* packed_source_ = nullptr;  // the constant W of the packed path, or null: W is not one
+  mutable std::once_flag packed_once_;
+  mutable std::vector<PackedRows> packed_weights_;  // one per group, from packed_source_ (PackedWeights)
   std::unique_ptr<DnnlConv> dnnl_;             // null unless oneDNN runs this node's shape class
 };
 

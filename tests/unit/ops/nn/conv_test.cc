@@ -187,6 +187,15 @@ TEST(ConvTest, DeepKernelsOfOneGroupMatchOverThreads) {
   }
 }
 
+TEST(ConvTest, ShapesOneDnnDeclinesRunOnWeightsPackedAtFirstNeed) {
+  // A node oneDNN runs packs no W of ours at load; a shape it declines (pads as wide as the kernel) packs
+  // it on that first call. Built without oneDNN these take the packed path from the start.
+  for (int threads : {1, 2}) {
+    ExpectConvMatchesReference({1, 16, 6, 7}, {8, 16, 3, 3}, {.pads = {3, 3, 3, 3}}, true, threads);
+    ExpectConvMatchesReference({2, 16, 9, 9}, {8, 16, 3, 3}, {.strides = {2, 2}, .pads = {1, 4, 1, 4}}, false, threads);
+  }
+}
+
 TEST(ConvTest, SameSizeGridsCopyEachTapAsOneShiftedPlane) {
   // Stride 1 and a grid as wide as the image: each im2col row is the plane shifted by the tap, with the
   // columns the tap puts outside zeroed. Pads on one side only (every tap reads left of the image), taps
