@@ -94,9 +94,10 @@ double Imbalance(int64_t size, int64_t panel, int64_t unit, int threads) {
 // Whether an [m x n] product splits over its column panels (else its row panels). Columns are
 // preferred (a row split has each thread pack or stream all of B) unless rows share out clearly more
 // evenly, as with a 7x7 map's 49 columns (48 + 1).
-bool SplitColumns(int64_t m, int64_t n, int threads) {
+// `column_unit` is what a share of columns is made of: whole panels, or (B packed at load) whole vectors.
+bool SplitColumns(int64_t m, int64_t n, int threads, int64_t column_unit) {
   constexpr double kColumnPreference = 1.25;
-  return Imbalance(n, kPanelColumns, kPanelAlignment, threads) <=
+  return Imbalance(n, column_unit, kPanelAlignment, threads) <=
          kColumnPreference * Imbalance(m, kPanelRows, kPanelRows, threads);
 }
 
@@ -280,7 +281,7 @@ void MultiplyOverPool(const PackedRows& a, int64_t n, const ColumnSource& b, flo
   // Columns split best (each thread packs only its own B), unless rows share out more evenly (a 7x7
   // map's 2 column panels, 48 + 1 columns): B is then packed once for all threads when it is big enough
   // to be worth it, else by each thread.
-  if (SplitColumns(a.rows(), n, threads)) {
+  if (SplitColumns(a.rows(), n, threads, kPanelColumns)) {
     pool->ParallelFor(column_panels, 1, [&](int64_t begin, int64_t end) {
       MultiplyRange(a, 0, panels, begin * kPanelColumns, std::min(n, end * kPanelColumns), b, c, ldc, epilogue);
     });
@@ -293,10 +294,12 @@ void MultiplyOverPool(const PackedRows& a, int64_t n, const ColumnSource& b, flo
   }
 }
 
-// C rows [row_begin, row_end) x B's column panels [panel_begin, panel_end), B packed at load. Per depth
-// block, A's rows are packed once; each B panel's slice then stays in L1/L2 while every A panel passes.
+// C rows [row_begin, row_end) x columns [column_begin, column_end) (column_begin a multiple of
+// kPanelAlignment), B packed at load. Per depth block, A's rows are packed once; each B panel's slice then
+// stays in L1/L2 while every A panel passes. A tile never crosses a panel: a share that starts inside one
+// (512 columns split 256 + 256 over 48-column panels) reads it from there, at the panel's width.
 void MultiplyColumnRange(const float* a, int64_t lda, bool transposed_a, int64_t row_begin, int64_t row_end,
-                         const PackedColumns& b, int64_t panel_begin, int64_t panel_end, float* c, int64_t ldc,
+                         const PackedColumns& b, int64_t column_begin, int64_t column_end, float* c, int64_t ldc,
                          const GemmEpilogue& epilogue) {
   const int64_t depth = b.depth(), depth_block = DepthBlock(depth);
   const int64_t row_panels = CeilDiv(row_end - row_begin, kPanelRows);
@@ -306,17 +309,18 @@ void MultiplyColumnRange(const float* a, int64_t lda, bool transposed_a, int64_t
     const int64_t block_depth = std::min(depth_block, depth - k);
     Kernels().pack_rows(transposed_a ? a + k * lda + row_begin : a + row_begin * lda + k, lda, transposed_a,
                         row_end - row_begin, block_depth, packed);
-    StopIfRunEnded(block_depth * (row_end - row_begin) * (panel_end - panel_begin) * kPanelColumns);
+    StopIfRunEnded(block_depth * (row_end - row_begin) * (column_end - column_begin));
     const bool first = k == 0, last = k + block_depth == depth;
-    for (int64_t j = panel_begin; j < panel_end; ++j) {
-      const int64_t column = j * kPanelColumns, columns = std::min<int64_t>(kPanelColumns, b.columns() - column);
+    for (int64_t column = column_begin, columns = 0; column < column_end; column += columns) {
+      const int64_t panel = column / kPanelColumns * kPanelColumns;
+      const int64_t width = PanelWidth(std::min<int64_t>(kPanelColumns, b.columns() - panel));
+      columns = std::min(panel + kPanelColumns, column_end) - column;
+      const float* b_tile = b.data() + panel * depth + k * width + (column - panel);
       for (int64_t p = 0; p < row_panels; ++p) {
         const int64_t row = row_begin + p * kPanelRows;
         const int rows = static_cast<int>(std::min<int64_t>(kPanelRows, row_end - row));
-        const int64_t width = PanelWidth(columns);
-        MultiplyTile(packed + p * kPanelRows * block_depth, b.data() + column * depth + k * width, width,
-                     block_depth, columns, rows, OutputAt(c, ldc, row, column, epilogue, first, last), epilogue,
-                     last);
+        MultiplyTile(packed + p * kPanelRows * block_depth, b_tile, width, block_depth, columns, rows,
+                     OutputAt(c, ldc, row, column, epilogue, first, last), epilogue, last);
       }
     }
     k += block_depth;
@@ -367,23 +371,27 @@ PackedColumns::PackedColumns(const float* b, int64_t depth, int64_t columns, int
 
 void PackedGemm(const float* a, int64_t m, int64_t lda, bool transposed_a, const PackedColumns& b, float* c,
                 int64_t ldc, const GemmEpilogue& epilogue, ThreadPool* pool) {
-  const int64_t panels = CeilDiv(b.columns(), kPanelColumns), row_panels = CeilDiv(m, kPanelRows);
-  if (m == 0 || panels == 0) return;
+  const int64_t n = b.columns(), row_panels = CeilDiv(m, kPanelRows);
+  if (m == 0 || n == 0) return;
   const int threads = pool != nullptr ? pool->num_threads() : 1;
-  const int64_t weights = b.columns() * b.depth();
+  const int64_t weights = n * b.depth();
   if (threads == 1 || (m * weights < kMinParallelWork && weights < kMinParallelWeights)) {
-    return MultiplyColumnRange(a, lda, transposed_a, 0, m, b, 0, panels, c, ldc, epilogue);
+    return MultiplyColumnRange(a, lda, transposed_a, 0, m, b, 0, n, c, ldc, epilogue);
   }
-  // B's panels split best (each thread streams only its share of the weights), unless rows, in whole
-  // panels, share out more evenly.
-  if (SplitColumns(m, b.columns(), threads)) {
-    pool->ParallelFor(panels, 1, [&](int64_t begin, int64_t end) {
-      MultiplyColumnRange(a, lda, transposed_a, 0, m, b, begin, end, c, ldc, epilogue);
+  // B's columns split best (each thread streams only its share of the weights), in whole vectors rather
+  // than panels (an MLP's 512 columns go 256 + 256, not 240 + 272), unless rows share out more evenly. The
+  // last share takes the columns past the last whole vector: cut off alone, a few would go to the narrow
+  // kernel, whose separate sums change the last bits against one thread's.
+  if (SplitColumns(m, n, threads, kPanelAlignment)) {
+    const int64_t vectors = std::max<int64_t>(1, n / kPanelAlignment);
+    pool->ParallelFor(vectors, 1, [&](int64_t begin, int64_t end) {
+      MultiplyColumnRange(a, lda, transposed_a, 0, m, b, begin * kPanelAlignment,
+                          end == vectors ? n : end * kPanelAlignment, c, ldc, epilogue);
     });
   } else {
     pool->ParallelFor(row_panels, 1, [&](int64_t begin, int64_t end) {
-      MultiplyColumnRange(a, lda, transposed_a, begin * kPanelRows, std::min(m, end * kPanelRows), b, 0, panels,
-                          c, ldc, epilogue);
+      MultiplyColumnRange(a, lda, transposed_a, begin * kPanelRows, std::min(m, end * kPanelRows), b, 0, n, c,
+                          ldc, epilogue);
     });
   }
 }

@@ -207,8 +207,10 @@ TEST_F(PackedGemmTest, ThreadCountNeverChangesABit) {
   // ones (49: rows split over B packed once for all threads, in two depth blocks), 20 columns (rows split,
   // each thread packing B), a keyword spotter's 25x5 (125) and a 28x28 map (784: 17 panels), under a bias,
   // a residual and Relu, B given whole or made row by row as im2col's is, and an LSTM step's recurrent
-  // matrix-vector product. Threads never see a column panel cut in two, where the narrow kernel's separate
-  // sums would change the last bits.
+  // matrix-vector product. A packed W's columns split in whole panels; a packed B's in whole vectors, so a
+  // share can start inside a panel (512 columns: 256 + 256, 784 over 3 threads: 256 + 256 + 272), and
+  // the last share keeps the columns past the last whole vector (20: no split): cut off alone they would go
+  // to the narrow kernel, whose separate sums change the last bits.
   for (const auto& shape : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
            {256, 196, 300}, {512, 49, 600}, {600, 20, 400}, {64, 125, 64}, {128, 784, 100}, {24, 196, 40},
            {1, 512, 128}}) {
