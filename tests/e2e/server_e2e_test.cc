@@ -602,18 +602,22 @@ TEST_F(ServerTest, FullQueueRejectsWithResourceExhausted) {
     }));
   }
   int ok = 0, exhausted = 0;
+  std::string others;
   for (auto& call : calls) {
     grpc::Status status = call.get();
     if (status.ok()) ++ok;
     if (status.error_code() == grpc::RESOURCE_EXHAUSTED) {
       ++exhausted;
       EXPECT_NE(status.error_message().find("queue full"), std::string::npos) << status.error_message();
+    } else if (!status.ok()) {
+      others += status.error_message() + "; ";
     }
   }
   // Two wait behind the running request and are answered once it stops; the other four are turned away.
-  EXPECT_EQ(ok, 2);
-  EXPECT_EQ(exhausted, 4);
-  EXPECT_EQ(blocker.get().error_code(), grpc::DEADLINE_EXCEEDED);
+  EXPECT_EQ(ok, 2) << others;
+  EXPECT_EQ(exhausted, 4) << others;
+  const grpc::Status blocked = blocker.get();
+  EXPECT_EQ(blocked.error_code(), grpc::DEADLINE_EXCEEDED) << blocked.error_message();
 }
 
 TEST_F(ServerTest, QueueTimeoutAndClientDeadlineAreDeadlineExceeded) {
