@@ -11,7 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "grpc_service.pb.h"
-#include "server/loadgen.h"
+#include "server/load_options.h"
 #include "server/loadgen_run.h"
 #include "server/protocol/rest_json.h"
 

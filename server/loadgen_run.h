@@ -9,7 +9,7 @@
 #include <optional>
 #include <vector>
 
-#include "server/loadgen.h"
+#include "server/load_options.h"
 
 namespace onnxserve::server {
 
