@@ -13,6 +13,7 @@ packages=(
   libonnx-dev libopenblas-dev libre2-dev prometheus-cpp-dev libmicrohttpd-dev libgnutls28-dev libcurl4-openssl-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
   libjpeg62-turbo-dev libpng-dev libtiff-dev libwebp-dev libopenjp2-7-dev  # ImageDecoder
   libdnnl-dev  # ResNet-style 3x3 and 7x7 convolutions on oneDNN (runtime/math/dnnl_conv.h; ONNXSERVE_DNNL)
+  ocl-icd-opencl-dev  # dnnl's CMake config finds OpenCL (its GPU runtime); libdnnl-dev only recommends it
   python3 python3-onnx python3-numpy python3-sklearn python3-grpcio python3-grpc-tools python3-yaml
   openssl curl  # tls_test.py: certificates made at test time, HTTPS requests
   docker-compose
