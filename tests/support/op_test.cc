@@ -252,4 +252,23 @@ int64_t ConvOutputSize(int64_t in, int64_t pad_begin, int64_t pad_end, int64_t k
   return (in + pad_begin + pad_end - (kernel - 1) * dilation - 1) / stride + 1;
 }
 
+double ReferenceConvAt(const ReferenceConvGeometry& g, const float* x, const float* w, int64_t n, int64_t m,
+                       int64_t oh, int64_t ow) {
+  const int64_t first_channel = m / g.group_maps * g.group_channels;
+  const int64_t taps = g.group_channels * g.kernel_h * g.kernel_w;
+  double sum = 0.0;
+  for (int64_t ci = 0; ci < g.group_channels; ++ci) {
+    for (int64_t kh = 0; kh < g.kernel_h; ++kh) {
+      for (int64_t kw = 0; kw < g.kernel_w; ++kw) {
+        const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
+        const int64_t iw = ow * g.stride_w - g.pad_left + kw * g.dilation_w;
+        if (ih < 0 || ih >= g.in_h || iw < 0 || iw >= g.in_w) continue;
+        sum += double{w[m * taps + (ci * g.kernel_h + kh) * g.kernel_w + kw]} *
+               x[((n * g.channels + first_channel + ci) * g.in_h + ih) * g.in_w + iw];
+      }
+    }
+  }
+  return sum;
+}
+
 }  // namespace onnxserve::testing

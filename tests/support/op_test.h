@@ -96,4 +96,16 @@ Tensor RandomTensor(const Shape& shape, uint32_t seed);
 int64_t ConvOutputSize(int64_t in, int64_t pad_begin, int64_t pad_end, int64_t kernel, int64_t dilation,
                        int64_t stride);
 
+// One 2-D convolution's geometry for ReferenceConvAt: X is [batch, channels, in_h, in_w], W [maps,
+// group_channels, kernel_h, kernel_w], each group of group_maps maps reading its group_channels channels.
+struct ReferenceConvGeometry {
+  int64_t channels, group_channels, group_maps, in_h, in_w, kernel_h, kernel_w;
+  int64_t stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1, pad_top = 0, pad_left = 0;
+};
+
+// Y[n, m, oh, ow] of that convolution by its definition, in double, without bias: what kernels are checked
+// against.
+double ReferenceConvAt(const ReferenceConvGeometry& g, const float* x, const float* w, int64_t n, int64_t m,
+                       int64_t oh, int64_t ow);
+
 }  // namespace onnxserve::testing

@@ -29,6 +29,8 @@ using testing::DescribeActivation;
 using testing::EveryActivation;
 using testing::RandomFloats;
 using testing::ReferenceActivation;
+using testing::ReferenceConvAt;
+using testing::ReferenceConvGeometry;
 
 struct Case {
   int64_t batch, channels, maps, in_h, in_w, kernel;
@@ -88,22 +90,15 @@ class DnnlConvTest : public ::testing::Test {
         conv->TryRun(shape, x.data(), w.data(), bias ? b.data() : nullptr, activation, y.data(), pool);
     ASSERT_TRUE(ran.ok()) << ran.status();
     ASSERT_TRUE(*ran);
+    const ReferenceConvGeometry geometry{.channels = c.channels, .group_channels = c.channels, .group_maps = c.maps,
+                                         .in_h = c.in_h, .in_w = c.in_w, .kernel_h = c.kernel, .kernel_w = c.kernel,
+                                         .stride_h = c.stride, .stride_w = c.stride, .dilation_h = c.dilation,
+                                         .dilation_w = c.dilation, .pad_top = c.pad_top, .pad_left = c.pad_left};
     for (int64_t n = 0; n < c.batch; ++n) {
       for (int64_t m = 0; m < c.maps; ++m) {
         for (int64_t oh = 0; oh < shape.out_h; ++oh) {
           for (int64_t ow = 0; ow < shape.out_w; ++ow) {
-            double want = bias ? b[m] : 0.0;
-            for (int64_t ci = 0; ci < c.channels; ++ci) {
-              for (int64_t kh = 0; kh < c.kernel; ++kh) {
-                for (int64_t kw = 0; kw < c.kernel; ++kw) {
-                  const int64_t ih = oh * c.stride - c.pad_top + kh * c.dilation;
-                  const int64_t iw = ow * c.stride - c.pad_left + kw * c.dilation;
-                  if (ih < 0 || ih >= c.in_h || iw < 0 || iw >= c.in_w) continue;
-                  want += double{w[(m * c.channels + ci) * c.kernel * c.kernel + kh * c.kernel + kw]} *
-                          x[((n * c.channels + ci) * c.in_h + ih) * c.in_w + iw];
-                }
-              }
-            }
+            const double want = (bias ? b[m] : 0.0) + ReferenceConvAt(geometry, x.data(), w.data(), n, m, oh, ow);
             const double tolerance = (AppliedAfterStore(activation) ? 2e-5 : 1e-5) * (1 + taps);
             const int64_t at = (n * c.maps + m) * map_size + oh * shape.out_w + ow;
             ASSERT_NEAR(y[at], ReferenceActivation(activation, want), tolerance)

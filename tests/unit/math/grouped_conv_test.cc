@@ -32,6 +32,8 @@ using testing::DescribeActivation;
 using testing::EveryActivation;
 using testing::RandomFloats;
 using testing::ReferenceActivation;
+using testing::ReferenceConvAt;
+using testing::ReferenceConvGeometry;
 
 struct Case {
   int64_t batch, groups, group_maps;
@@ -103,23 +105,17 @@ class GroupedConvTest : public ::testing::TestWithParam<Isa> {
     GroupedConv2D(shape, x.data(), w.data(),
                   {.bias = bias ? b.data() : nullptr, .z = z ? residual.data() : nullptr, .activation = activation},
                   y.data(), pool, GetParam());
+    const ReferenceConvGeometry geometry{
+        .channels = channels, .group_channels = c.group_channels, .group_maps = c.group_maps, .in_h = c.in_h,
+        .in_w = c.in_w, .kernel_h = c.kernel_h, .kernel_w = c.kernel_w, .stride_h = c.stride_h,
+        .stride_w = c.stride_w, .dilation_h = c.dilation_h, .dilation_w = c.dilation_w, .pad_top = c.pad_top,
+        .pad_left = c.pad_left};
     for (int64_t n = 0; n < c.batch; ++n) {
       for (int64_t m = 0; m < maps; ++m) {
-        const int64_t first_channel = m / c.group_maps * c.group_channels, out = (n * maps + m) * map_size;
+        const int64_t out = (n * maps + m) * map_size;
         for (int64_t oh = 0; oh < shape.out_h; ++oh) {
           for (int64_t ow = 0; ow < shape.out_w; ++ow) {
-            double want = bias ? b[m] : 0.0;
-            for (int64_t ci = 0; ci < c.group_channels; ++ci) {
-              for (int64_t kh = 0; kh < c.kernel_h; ++kh) {
-                for (int64_t kw = 0; kw < c.kernel_w; ++kw) {
-                  const int64_t ih = oh * c.stride_h - c.pad_top + kh * c.dilation_h;
-                  const int64_t iw = ow * c.stride_w - c.pad_left + kw * c.dilation_w;
-                  if (ih < 0 || ih >= c.in_h || iw < 0 || iw >= c.in_w) continue;
-                  want += double{w[m * taps + (ci * c.kernel_h + kh) * c.kernel_w + kw]} *
-                          x[((n * channels + first_channel + ci) * c.in_h + ih) * c.in_w + iw];
-                }
-              }
-            }
+            double want = (bias ? b[m] : 0.0) + ReferenceConvAt(geometry, x.data(), w.data(), n, m, oh, ow);
             const int64_t at = out + oh * shape.out_w + ow;
             if (z) want += residual[at];
             // The activations' slopes stay below 1.5: twice the sum's tolerance covers them.
