@@ -157,8 +157,32 @@ absl::StatusOr<DecodedInfer> DecodeInfer(const ModelVersion& mv,
   return decoded;
 }
 
-void EncodeInferResponse(const ModelVersion& mv, const std::string& id, const std::vector<size_t>& picked,
-                         const std::vector<Tensor>& outputs, ModelInferResponse& response) {
+namespace {
+
+// The bytes `tensor` takes in raw form (a BYTES element: its 4-byte length, then its characters).
+size_t RawBytes(const Tensor& tensor) {
+  if (tensor.dtype() != DataType::kString) return static_cast<size_t>(tensor.ByteSize());
+  size_t bytes = 0;
+  for (const auto& s : tensor.values<std::string>()) bytes += 4 + s.size();
+  return bytes;
+}
+
+absl::Status TooLargeToSend(size_t bytes, size_t max_bytes) {
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "the response takes ", bytes, " bytes, more than the ", max_bytes,
+      " one response of this protocol can carry; ask for fewer outputs, or over REST with binary data"));
+}
+
+}  // namespace
+
+absl::Status EncodeInferResponse(const ModelVersion& mv, const std::string& id, const std::vector<size_t>& picked,
+                                 const std::vector<Tensor>& outputs, size_t max_bytes,
+                                 ModelInferResponse& response) {
+  size_t raw_bytes = 0;
+  for (size_t k : picked) {
+    raw_bytes += RawBytes(outputs[k]);  // each within the tensor limits, so the sum cannot wrap
+    if (raw_bytes > max_bytes) return TooLargeToSend(raw_bytes, max_bytes);
+  }
   response.set_model_name(mv.name);
   response.set_model_version(mv.version_str);
   response.set_id(id);
@@ -168,8 +192,17 @@ void EncodeInferResponse(const ModelVersion& mv, const std::string& id, const st
     out->set_name(mv.outputs[k].name);
     out->set_datatype(KServeDataType(tensor.dtype()));
     for (int64_t d : tensor.shape()) out->add_shape(d);
-    AppendRaw(tensor, *response.add_raw_output_contents());
+    if (absl::Status appended = AppendRaw(tensor, *response.add_raw_output_contents()); !appended.ok()) {
+      response.Clear();
+      return appended;
+    }
   }
+  // Names, shapes and the client's id come on top of the raw contents.
+  if (const size_t bytes = response.ByteSizeLong(); bytes > max_bytes) {
+    response.Clear();
+    return TooLargeToSend(bytes, max_bytes);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace onnxserve::server

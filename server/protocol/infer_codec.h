@@ -38,8 +38,10 @@ absl::StatusOr<DecodedInfer> DecodeInfer(const ModelVersion& mv,
                                          CallControl control, absl::Time arrival);
 
 // Fills `response` with the `picked` outputs (DecodedInfer::outputs) of `outputs` (every output of `mv`, in its
-// order) as raw contents.
-void EncodeInferResponse(const ModelVersion& mv, const std::string& id, const std::vector<size_t>& picked,
-                         const std::vector<Tensor>& outputs, inference::ModelInferResponse& response);
+// order) as raw contents. RESOURCE_EXHAUSTED, `response` left empty, when they would take more than
+// `max_bytes` (checked before they are copied) or raw form cannot hold one (AppendRaw).
+absl::Status EncodeInferResponse(const ModelVersion& mv, const std::string& id, const std::vector<size_t>& picked,
+                                 const std::vector<Tensor>& outputs, size_t max_bytes,
+                                 inference::ModelInferResponse& response);
 
 }  // namespace onnxserve::server

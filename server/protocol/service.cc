@@ -1,7 +1,9 @@
 #include "server/protocol/service.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <deque>
+#include <limits>
 #include <mutex>
 #include <thread>
 
@@ -29,6 +31,10 @@ void FillTensorMetadata(const std::vector<TensorSpec>& specs,
     for (int64_t d : spec.dims) meta->add_shape(d);
   }
 }
+
+// Protobuf refuses to serialize a message of 2 GiB or more, and gRPC's unary path aborts the process when it
+// cannot serialize its response; the stream's envelope around a ModelInferResponse takes a few bytes more.
+constexpr size_t kMaxGrpcResponseBytes = std::numeric_limits<int32_t>::max() - 64;
 
 // Calls `finish` the first time it is called, and never again.
 class FinishOnce {
@@ -351,6 +357,7 @@ void InferenceService::LogRequest(const std::string& model, const std::string& v
 
 CallControl ControlOf(grpc::CallbackServerContext* ctx) {
   CallControl control;
+  control.max_response_bytes = kMaxGrpcResponseBytes;
   const auto grpc_deadline = ctx->deadline();
   if (grpc_deadline < std::chrono::system_clock::now() + std::chrono::hours(24 * 365)) {
     control.deadline = absl::FromChrono(grpc_deadline);
@@ -390,6 +397,7 @@ void InferenceService::Run(const std::shared_ptr<const ModelInferRequest>& share
   }
   std::shared_ptr<const ModelVersion> mv = *std::move(found);
   std::optional<TraceContext> trace = control.trace;
+  const size_t max_response_bytes = control.max_response_bytes;
   absl::StatusOr<DecodedInfer> decoded = DecodeInfer(*mv, shared_wire, std::move(control), arrival);
   if (!decoded.ok()) {
     mv->stats->RecordRequest(false, absl::Now() - arrival, 0);
@@ -399,16 +407,17 @@ void InferenceService::Run(const std::shared_ptr<const ModelInferRequest>& share
   auto inflight = std::make_shared<InFlight>(metrics_, mv->name, mv->version_str);
   // The done callback holds `mv`: the version stays alive until its servable has answered.
   ServableDone done = [this, mv, id = wire.id(), picked = std::move(decoded->outputs), rows = decoded->request.rows,
-                       response, arrival, inflight, trace = std::move(trace),
+                       response, arrival, inflight, trace = std::move(trace), max_response_bytes,
                        finish = std::move(finish)](ServableResponse answer) {
     RequestTimes times = TimesOf(answer.timing, arrival);
     const absl::Time encode_start = absl::Now();
-    if (answer.outputs.ok()) EncodeInferResponse(*mv, id, picked, *answer.outputs, *response);
+    absl::Status status = answer.outputs.status();
+    if (status.ok()) status = EncodeInferResponse(*mv, id, picked, *answer.outputs, max_response_bytes, *response);
     times.encode = absl::Now() - encode_start;
-    mv->stats->RecordRequest(answer.outputs.ok(), absl::Now() - arrival, rows);
-    Reply(mv->name, mv->version_str, arrival, answer.outputs.status(), trace, times);
+    mv->stats->RecordRequest(status.ok(), absl::Now() - arrival, rows);
+    Reply(mv->name, mv->version_str, arrival, status, trace, times);
     inflight->End();  // before finish: a client that sees its answer must not then scrape itself in flight
-    finish(answer.outputs.status());
+    finish(status);
   };
   mv->servable->Run(std::move(decoded->request), std::move(done));
 }

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -26,6 +27,9 @@ struct CallControl {
   absl::Time deadline = absl::InfiniteFuture();
   std::function<bool()> cancelled;  // may be empty (never cancelled); called from batch workers
   std::optional<TraceContext> trace;  // the caller's valid traceparent, for the request's log line
+  // The largest response the caller's transport can send (gRPC: a protobuf message, under 2 GiB); a larger
+  // answer fails RESOURCE_EXHAUSTED rather than reaching a transport that cannot carry it.
+  size_t max_response_bytes = std::numeric_limits<size_t>::max();
 };
 
 struct ServableRequest {

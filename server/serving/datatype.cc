@@ -194,18 +194,26 @@ absl::StatusOr<Tensor> TensorFromContents(const std::string& name, DataType type
   }
 }
 
-void AppendRaw(const Tensor& tensor, std::string& out) {
+absl::Status AppendRaw(const Tensor& tensor, std::string& out) {
   if (tensor.dtype() != DataType::kString) {
     out.append(static_cast<const char*>(tensor.raw_data()), tensor.ByteSize());
-    return;
+    return absl::OkStatus();
   }
-  for (const auto& s : tensor.values<std::string>()) {
+  const auto strings = tensor.values<std::string>();
+  for (const auto& s : strings) {
+    if (s.size() > std::numeric_limits<uint32_t>::max()) {
+      return absl::ResourceExhaustedError(absl::StrCat("a BYTES element of ", s.size(),
+                                                       " bytes is longer than its 4-byte length can say"));
+    }
+  }
+  for (const auto& s : strings) {
     const uint32_t n = static_cast<uint32_t>(s.size());
     const char length[4] = {static_cast<char>(n), static_cast<char>(n >> 8), static_cast<char>(n >> 16),
                             static_cast<char>(n >> 24)};
     out.append(length, 4);
     out.append(s);
   }
+  return absl::OkStatus();
 }
 
 }  // namespace onnxserve::server

@@ -34,7 +34,8 @@ absl::StatusOr<Tensor> TensorFromRaw(const std::string& name, DataType type, con
 // Typed form: the InferTensorContents field matching `type` (FP16 and BF16 have none: raw only).
 absl::StatusOr<Tensor> TensorFromContents(const std::string& name, DataType type, const Shape& shape,
                                           const inference::InferTensorContents& contents);
-// Appends `tensor` in raw form.
-void AppendRaw(const Tensor& tensor, std::string& out);
+// Appends `tensor` in raw form; RESOURCE_EXHAUSTED, with nothing appended, for a BYTES element longer than
+// its 4-byte length prefix can say (a model's output can be: StringConcat doubles a string per node).
+absl::Status AppendRaw(const Tensor& tensor, std::string& out);
 
 }  // namespace onnxserve::server

@@ -37,19 +37,20 @@ void AppendTensor(std::string& key, const std::string& name, const Tensor& tenso
   for (int64_t d : tensor.shape()) AppendNumber(key, static_cast<uint64_t>(d));
   const size_t length_at = key.size();
   AppendNumber(key, 0);
-  AppendRaw(tensor, key);
+  // A request's BYTES elements are shorter than the largest request, so none is refused here.
+  AppendRaw(tensor, key).IgnoreError();
   const uint64_t raw_bytes = key.size() - length_at - sizeof(uint64_t);
   std::memcpy(key.data() + length_at, &raw_bytes, sizeof raw_bytes);
 }
 
-// Every output, named as the version names them, in raw form.
-CachedAnswer AnswerOf(const ModelVersion& mv, const std::vector<Tensor>& outputs) {
+// Every output, named as the version names them, in raw form; an error for outputs raw form cannot hold.
+absl::StatusOr<CachedAnswer> AnswerOf(const ModelVersion& mv, const std::vector<Tensor>& outputs) {
   CachedAnswer answer(outputs.size());
   for (size_t k = 0; k < outputs.size(); ++k) {
     answer[k].name = mv.outputs[k].name;
     answer[k].datatype = KServeDataType(outputs[k].dtype());
     answer[k].shape = outputs[k].shape();
-    AppendRaw(outputs[k], answer[k].raw);
+    RETURN_IF_ERROR(AppendRaw(outputs[k], answer[k].raw));
   }
   return answer;
 }
@@ -193,7 +194,10 @@ void CachingServable::Run(ServableRequest request, ServableDone done) {
 
 void CachingServable::Store(std::string key, const std::vector<Tensor>& outputs) {
   try {
-    cache_.Insert(std::move(key), AnswerOf(mv_, outputs));
+    // Not cached when raw form cannot hold it: the request's own encoding reports that.
+    if (absl::StatusOr<CachedAnswer> answer = AnswerOf(mv_, outputs); answer.ok()) {
+      cache_.Insert(std::move(key), *std::move(answer));
+    }
   } catch (const std::bad_alloc&) {
     // Not cached; the request itself has its answer.
   }

@@ -106,5 +106,26 @@ TEST(DatatypeTest, BytesElementsAreCopiedWhateverTheOwner) {
   EXPECT_EQ(tensor->values<std::string>()[0], "hi");
 }
 
+TEST(DatatypeTest, AppendRawWritesEachBytesElementAfterItsLittleEndianLength) {
+  auto tensor = TensorFromRaw("s", DataType::kString, {2}, std::string("\x02\x00\x00\x00hi\x00\x00\x00\x00", 10));
+  ASSERT_TRUE(tensor.ok()) << tensor.status();
+  tensor->mutable_values<std::string>()[1] = std::string(258, 'x');
+  std::string out = "head";
+  ASSERT_TRUE(AppendRaw(*tensor, out).ok());
+  EXPECT_EQ(out, std::string("head\x02\x00\x00\x00hi\x02\x01\x00\x00", 14) + std::string(258, 'x'));
+}
+
+// A model's output can hold a BYTES element of 4 GiB or more (StringConcat doubles one per node); its length
+// went out truncated to 32 bits, so a client read its characters as the following elements.
+TEST(DatatypeTest, ABytesElementLongerThanItsLengthCanSayIsRefusedAndNothingAppended) {
+  auto tensor = TensorFromRaw("s", DataType::kString, {2}, std::string("\x00\x00\x00\x00\x00\x00\x00\x00", 8));
+  ASSERT_TRUE(tensor.ok()) << tensor.status();
+  tensor->mutable_values<std::string>()[1].resize(size_t{1} << 32);
+  std::string out = "head";
+  const absl::Status appended = AppendRaw(*tensor, out);
+  EXPECT_EQ(appended.code(), absl::StatusCode::kResourceExhausted) << appended;
+  EXPECT_EQ(out, "head");
+}
+
 }  // namespace
 }  // namespace onnxserve::server

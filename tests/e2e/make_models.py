@@ -115,6 +115,8 @@ def main(root):
     # A run may hold 64 KiB of tensors: an output of 16K floats or more is refused.
     save(root, "budgeted", expand_graph(),
          'parameters { key: "memory_budget_bytes" value { string_value: "65536" } }\n')
+    # No budget: its output may pass what one gRPC response can carry.
+    save(root, "unbounded", expand_graph())
     # Warmed up before it serves: two samples, the first run three times.
     save(root, "warmed", add_graph(),
          'max_batch_size: 8\nmodel_warmup [\n'

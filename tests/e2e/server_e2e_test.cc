@@ -1,5 +1,6 @@
 // End-to-end tests of `onnxserve serve`: every RPC, input validation, batching, queue limits, timeouts,
 // repository control modes and graceful shutdown, against the real binary through the generated stubs.
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -107,10 +108,10 @@ ModelInferRequest SpinRequest(const std::string& model, int64_t trips) {
 
 constexpr int64_t kForever = 10'000'000'000'000;  // Loop trips: hours of work
 
-// A request for the "budgeted" model: x = 3 broadcast to `rows` x `cols`.
-ModelInferRequest ExpandRequest(int64_t rows, int64_t cols) {
+// A request for an Expand model ("budgeted", "unbounded"): x = 3 broadcast to `rows` x `cols`.
+ModelInferRequest ExpandRequest(int64_t rows, int64_t cols, const std::string& model = "budgeted") {
   ModelInferRequest req;
-  req.set_model_name("budgeted");
+  req.set_model_name(model);
   AddRawInput(req, "x", {1}, {3.f});
   auto* shape = req.add_inputs();
   shape->set_name("shape");
@@ -215,8 +216,8 @@ TEST_F(ServerTest, RepositoryIndexListsEveryModelReady) {
     EXPECT_EQ(m.version(), "1");
   }
   EXPECT_EQ(names, (std::vector<std::string>{"add", "batched", "budgeted", "fixed", "held", "prioritized", "renamed",
-                                             "spin", "spin_limited", "strings", "timeout", "tiny_queue", "warmed",
-                                             "with_sequence"}));
+                                             "spin", "spin_limited", "strings", "timeout", "tiny_queue", "unbounded",
+                                             "warmed", "with_sequence"}));
 }
 
 TEST_F(ServerTest, InferRawAddsAndEchoesId) {
@@ -461,6 +462,38 @@ TEST_F(ServerTest, MaxTensorElementsBoundsWhatAModelComputes) {
   grpc::Status status = Infer(*stub_, ExpandRequest(2000, 1000), &resp);  // past --max-tensor-elements 1000000
   EXPECT_EQ(status.error_code(), grpc::RESOURCE_EXHAUSTED) << status.error_message();
   EXPECT_NE(status.error_message().find("more than 1000000 elements"), std::string::npos) << status.error_message();
+}
+
+// Protobuf cannot serialize a message of 2 GiB, and gRPC's unary path aborted the server when its response
+// could not be serialized: one request for a 2.4 GB output ended it.
+TEST(LargeResponseTest, AnAnswerPastWhatGrpcCarriesIsResourceExhaustedAndTheServerServesOn) {
+  auto server = ServerProcess::Start(MakeRepository("large-response"), {});
+  ASSERT_NE(server, nullptr);
+  auto stub = GRPCInferenceService::NewStub(server->channel());
+  const ModelInferRequest too_large = ExpandRequest(600'000, 1'000, "unbounded");  // 2.4 GB of floats
+  ModelInferResponse resp;
+  grpc::Status status = Infer(*stub, too_large, &resp, std::chrono::seconds(60));
+  EXPECT_EQ(status.error_code(), grpc::RESOURCE_EXHAUSTED) << status.error_message();
+  EXPECT_NE(status.error_message().find("REST with binary data"), std::string::npos) << status.error_message();
+
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  auto stream = stub->ModelStreamInfer(&ctx);
+  ASSERT_TRUE(stream->Write(too_large));
+  ASSERT_TRUE(stream->Write(ExpandRequest(2, 3, "unbounded")));
+  ASSERT_TRUE(stream->WritesDone());
+  std::vector<inference::ModelStreamInferResponse> answers(2);
+  ASSERT_TRUE(stream->Read(&answers[0]));
+  ASSERT_TRUE(stream->Read(&answers[1]));
+  EXPECT_TRUE(stream->Finish().ok());
+  std::sort(answers.begin(), answers.end(),
+            [](const auto& a, const auto& b) { return a.error_message() < b.error_message(); });
+  EXPECT_EQ(RawFloats(answers[0].infer_response(), 0), std::vector<float>(6, 3.f));
+  EXPECT_NE(answers[1].error_message().find("more than the"), std::string::npos) << answers[1].error_message();
+
+  status = Infer(*stub, ExpandRequest(2, 3, "unbounded"), &resp);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(RawFloats(resp, 0), std::vector<float>(6, 3.f));
 }
 
 TEST(LimitFlagsTest, AnInvalidLimitIsAStartupErrorNamingItsFlag) {
