@@ -60,6 +60,7 @@ struct ServeOptions {
   int repository_poll_secs = 0;
   int shutdown_grace_secs = 0;
   int64_t max_request_bytes = 0;
+  int64_t max_held_request_bytes = 0;
   bool exit_on_error = false;
   int threads = 0;
   int64_t model_memory_budget_bytes = 0;
@@ -92,6 +93,10 @@ cli::OptionTable ServeOptionTable() {
       {.name = "max-request-bytes", .kind = ValueKind::kInt, .value_name = "N",
        .help = "largest accepted request message; bigger ones get RESOURCE_EXHAUSTED",
        .default_value = absl::StrCat(64 << 20), .min = 1, .max = INT32_MAX},
+      {.name = "max-held-request-bytes", .kind = ValueKind::kInt, .value_name = "N",
+       .help = "most bytes of inference requests (gRPC and REST) held at once, queued or running; a request that "
+               "would pass it gets RESOURCE_EXHAUSTED (HTTP 429), a request alone is always taken; 0: no bound",
+       .default_value = absl::StrCat(int64_t{2} << 30), .min = 0, .max = INT64_MAX},
       {.name = "exit-on-error", .kind = ValueKind::kBool,
        .help = "exit when a model fails to load at startup; by default the server starts with the models that "
                "loaded and lists the others as UNAVAILABLE"},
@@ -124,6 +129,7 @@ ServeOptions ServeOptionsFromArgs(const cli::Args& args) {
   options.repository_poll_secs = static_cast<int>(args.Int("repository-poll-secs"));
   options.shutdown_grace_secs = static_cast<int>(args.Int("shutdown-grace-secs"));
   options.max_request_bytes = args.Int("max-request-bytes");
+  options.max_held_request_bytes = args.Int("max-held-request-bytes");
   options.exit_on_error = args.Bool("exit-on-error");
   options.threads = static_cast<int>(args.Int("threads"));
   options.model_memory_budget_bytes = args.Int("model-memory-budget-bytes");
@@ -341,7 +347,8 @@ absl::Status Start(Server& s) {
   s.repository = std::make_unique<ModelRepository>(std::move(options));
   s.grpc_access = std::make_unique<GrpcAccess>(s.security.grpc_access);
   s.service =
-      std::make_unique<InferenceService>(*s.repository, s.metrics.get(), s.grpc_access.get());
+      std::make_unique<InferenceService>(*s.repository, s.metrics.get(), s.grpc_access.get(),
+                                         s.options.max_held_request_bytes);
   s.service->SetLogRequests(s.options.log_requests);
   s.rest = std::make_unique<RestApi>(*s.service);
   int grpc_port = 0, http_port = -1, metrics_port = -1;

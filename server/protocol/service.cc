@@ -314,8 +314,9 @@ void LoadQueue::Work() {
   }
 }
 
-InferenceService::InferenceService(ModelRepository& repository, ServerMetrics* metrics, const GrpcAccess* access)
-    : repository_(repository), metrics_(metrics), access_(access),
+InferenceService::InferenceService(ModelRepository& repository, ServerMetrics* metrics, const GrpcAccess* access,
+                                   int64_t max_held_request_bytes)
+    : repository_(repository), metrics_(metrics), access_(access), held_requests_(max_held_request_bytes),
       loads_([&repository](const std::string& model) { return repository.Load(model); }) {
   SetMessageAllocatorFor_ModelInfer(&infer_messages_);
 }
@@ -398,6 +399,16 @@ void InferenceService::Run(const std::shared_ptr<const ModelInferRequest>& share
   std::shared_ptr<const ModelVersion> mv = *std::move(found);
   std::optional<TraceContext> trace = control.trace;
   const size_t max_response_bytes = control.max_response_bytes;
+  const int64_t bytes = static_cast<int64_t>(wire.ByteSizeLong());
+  std::shared_ptr<const void> hold = held_requests_.TryHold(bytes);
+  if (hold == nullptr) {
+    const absl::Status refused = absl::ResourceExhaustedError(
+        absl::StrCat("the server holds ", held_requests_.held_bytes(), " bytes of requests and this one's ", bytes,
+                     " would pass --max-held-request-bytes ", held_requests_.max_bytes(), "; retry later"));
+    mv->stats->RecordRequest(false, absl::Now() - arrival, 0);
+    Reply(mv->name, mv->version_str, arrival, refused, trace);
+    return finish(refused);
+  }
   absl::StatusOr<DecodedInfer> decoded = DecodeInfer(*mv, shared_wire, std::move(control), arrival);
   if (!decoded.ok()) {
     mv->stats->RecordRequest(false, absl::Now() - arrival, 0);
@@ -407,7 +418,7 @@ void InferenceService::Run(const std::shared_ptr<const ModelInferRequest>& share
   auto inflight = std::make_shared<InFlight>(metrics_, mv->name, mv->version_str);
   // The done callback holds `mv`: the version stays alive until its servable has answered.
   ServableDone done = [this, mv, id = wire.id(), picked = std::move(decoded->outputs), rows = decoded->request.rows,
-                       response, arrival, inflight, trace = std::move(trace), max_response_bytes,
+                       response, arrival, inflight, trace = std::move(trace), max_response_bytes, hold,
                        finish = std::move(finish)](ServableResponse answer) {
     RequestTimes times = TimesOf(answer.timing, arrival);
     const absl::Time encode_start = absl::Now();

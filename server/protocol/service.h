@@ -20,6 +20,7 @@
 #include "server/observability/metrics.h"
 #include "server/observability/trace_context.h"
 #include "server/protocol/grpc_access.h"
+#include "server/protocol/held_requests.h"
 #include "server/protocol/infer_codec.h"
 #include "server/serving/repository.h"
 #include "server/servable/servable.h"
@@ -86,7 +87,9 @@ class InferenceService final : public internal::CallbackServiceWithRawStream {
  public:
   // `repository`, `metrics` and `access` (both may be null: no metrics, no access control) must outlive the
   // service.
-  InferenceService(ModelRepository& repository, ServerMetrics* metrics, const GrpcAccess* access = nullptr);
+  // At most `max_held_request_bytes` of inference requests held at once (HeldRequests; 0: no bound).
+  InferenceService(ModelRepository& repository, ServerMetrics* metrics, const GrpcAccess* access = nullptr,
+                   int64_t max_held_request_bytes = 0);
 
   // ServerReady's answer: false until the repository has started, and again once shutdown begins.
   void SetReady(bool ready) { ready_.store(ready); }
@@ -179,6 +182,7 @@ class InferenceService final : public internal::CallbackServiceWithRawStream {
   const GrpcAccess* access_;
   std::atomic<bool> ready_{false};
   std::atomic<bool> log_requests_{false};
+  HeldRequests held_requests_;
   LoadQueue loads_;
   ArenaInferMessages infer_messages_;
 };

@@ -496,6 +496,43 @@ TEST(LargeResponseTest, AnAnswerPastWhatGrpcCarriesIsResourceExhaustedAndTheServ
   EXPECT_EQ(RawFloats(resp, 0), std::vector<float>(6, 3.f));
 }
 
+// Clients sending many large requests to a busy model made the server hold every one of them while they
+// queued: nothing bounded the total short of the machine's memory.
+TEST(MaxHeldRequestBytesTest, ARequestThatWouldPassItIsRefusedUntilTheHeldOneIsAnswered) {
+  auto server = ServerProcess::Start(MakeRepository("held-requests"), {"--max-held-request-bytes", "60000"});
+  ASSERT_NE(server, nullptr);
+  auto stub = GRPCInferenceService::NewStub(server->channel());
+  const std::string large_id(40'000, 'i');  // the id makes each request about 40 KB
+  auto held = std::async(std::launch::async, [&stub, &large_id] {
+    ModelInferRequest req = SpinRequest("spin", kForever);
+    req.set_id(large_id);
+    ModelInferResponse resp;
+    return Infer(*stub, req, &resp, std::chrono::milliseconds(3000));
+  });
+  ModelInferRequest second = SpinRequest("spin", 5);
+  second.set_id(large_id);
+  // Until the held request has arrived the second one is answered; from then on it is refused.
+  grpc::Status refused;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(2500);
+  while (refused.ok() && std::chrono::steady_clock::now() < give_up) {
+    ModelInferResponse resp;
+    refused = Infer(*stub, second, &resp);
+  }
+  EXPECT_EQ(refused.error_code(), grpc::RESOURCE_EXHAUSTED) << refused.error_message();
+  EXPECT_NE(refused.error_message().find("--max-held-request-bytes 60000"), std::string::npos)
+      << refused.error_message();
+  EXPECT_EQ(held.get().error_code(), grpc::DEADLINE_EXCEEDED);
+  // The client sees its deadline pass before the server has stopped the run and let go of its bytes.
+  ModelInferResponse resp;
+  grpc::Status after = Infer(*stub, second, &resp);
+  for (int retry = 0; retry < 100 && after.error_code() == grpc::RESOURCE_EXHAUSTED; ++retry) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    after = Infer(*stub, second, &resp);
+  }
+  ASSERT_TRUE(after.ok()) << after.error_message();
+  EXPECT_EQ(RawFloats(resp, 0), std::vector<float>{5});
+}
+
 TEST(LimitFlagsTest, AnInvalidLimitIsAStartupErrorNamingItsFlag) {
   const std::string repo = MakeRepository("limit-flags");
   for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
@@ -844,7 +881,7 @@ TEST(ExplicitModeTest, LoadAndUnloadDriveReadinessAndHealth) {
 
   inference::RepositoryIndexResponse index;
   ASSERT_TRUE(stub->RepositoryIndex(Context().get(), {}, &index).ok());
-  EXPECT_EQ(index.models_size(), 14);  // listed, none loaded
+  EXPECT_EQ(index.models_size(), 15);  // listed, none loaded
   ModelInferResponse resp;
   EXPECT_EQ(Infer(*stub, AddRequest("add", 1, 0), &resp).error_code(), grpc::NOT_FOUND);
 
