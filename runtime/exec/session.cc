@@ -43,7 +43,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const M
   ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, CatchExceptions([&] { return ir::BuildGraph(*model); }));
   std::vector<passes::PassReport> reports;
   if (options.optimize) {
-    ASSIGN_OR_RETURN(reports, CatchExceptions([&] { return passes::Optimize(*graph, passes::DefaultPasses()); }));
+    ASSIGN_OR_RETURN(reports, CatchExceptions([&] { return passes::Optimize(*graph, passes::DefaultPasses(*graph)); }));
   }
   ASSIGN_OR_RETURN(auto plan, CatchExceptions([&] { return ExecutionPlan::Compile(*graph); }));
   return std::unique_ptr<Session>(new Session(std::move(model), std::move(graph), std::move(reports),

@@ -3,16 +3,22 @@
 // shapes from constants). A node that fails on its constants, or throws (say, an allocation too big to
 // make), stays in the graph, so that the error surfaces, naming the node, when the model runs.
 //
-// Folding has a time budget: a model can spell hours of work on constants (a chain of large MatMuls of
-// ConstantOfShape outputs, or one), and a load cannot be cancelled, so an unbounded fold would keep a model,
-// or a starting server, LOADING forever. The budget is the folding kernels' run limits, so a long kernel
-// stops inside its work once it is spent; that node and the rest stay in the graph and run per request,
-// where deadlines and execution_timeout_ms reach them.
+// Folding has budgets, one pass object's for the whole model (its graph and every subgraph): a few hundred
+// bytes of model can spell hours of work on constants (a chain of large MatMuls of ConstantOfShape outputs)
+// or tens of gigabytes of them (ConstantOfShape of 2^32 bytes, a dozen times), and a load cannot be cancelled,
+// so an unbounded fold would keep a model, or a starting server, LOADING forever, or end the server's
+// process. The time budget is the folding kernels' run limits, so a long kernel stops inside its work once it
+// is spent; the memory budget is a run's memory account (runtime/core/memory_budget.h) over every fold, so
+// the folded constants kept and a kernel's scratch count until freed. A node past either budget stays in the
+// graph and runs per request, where deadlines, execution_timeout_ms and the run's memory budget reach it.
 
 #include "absl/time/clock.h"
 
 #include "absl/strings/str_cat.h"
+#include <algorithm>
+
 #include "runtime/core/exception_status.h"
+#include "runtime/core/memory_budget.h"
 #include "runtime/core/run_limits.h"
 #include "runtime/ir/determinism.h"
 #include "runtime/passes/pass.h"
@@ -53,17 +59,19 @@ std::optional<std::vector<Tensor>> Evaluate(const ir::Node& node, const RunLimit
 
 class ConstantFolding final : public Pass {
  public:
-  explicit ConstantFolding(absl::Duration budget) : budget_(budget) {}
+  ConstantFolding(absl::Duration budget, int64_t memory_bytes)
+      : budget_(budget), limits_(absl::Now() + budget),
+        account_(std::make_shared<MemoryAccount>(memory_bytes)) {}
 
   std::string_view name() const override { return "constant-folding"; }
 
   absl::Status Run(ir::Graph& graph, std::vector<std::string>& changes) const override {
-    const RunLimits budget(absl::Now() + budget_);
+    const ScopedMemoryAccount charge_the_folds(account_);
     for (ir::Node* node : graph.nodes()) {
       if (!node->subgraphs().empty() || ir::IsRandomOp(*node) || !InputsAreConstant(*node)) continue;
       std::optional<std::vector<Tensor>> outputs;
-      if (budget.Check().ok()) outputs = Evaluate(*node, budget);
-      if (!budget.Check().ok()) {
+      if (limits_.Check().ok()) outputs = Evaluate(*node, limits_);
+      if (!limits_.Check().ok()) {
         changes.push_back(absl::StrCat("stopped at ", node->Label(), ": the ", absl::FormatDuration(budget_),
                                        " budget is spent, the rest runs per request"));
         break;
@@ -81,10 +89,18 @@ class ConstantFolding final : public Pass {
 
  private:
   const absl::Duration budget_;
+  const RunLimits limits_;
+  const std::shared_ptr<MemoryAccount> account_;
 };
 
 }  // namespace
 
-std::unique_ptr<Pass> MakeConstantFolding(absl::Duration budget) { return std::make_unique<ConstantFolding>(budget); }
+int64_t ConstantFoldingMemoryBudget(int64_t constant_bytes) {
+  return std::max(kMinConstantFoldingBytes, 4 * constant_bytes);
+}
+
+std::unique_ptr<Pass> MakeConstantFolding(absl::Duration budget, int64_t memory_bytes) {
+  return std::make_unique<ConstantFolding>(budget, memory_bytes);
+}
 
 }  // namespace onnxserve::passes

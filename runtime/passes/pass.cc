@@ -14,13 +14,21 @@ absl::Status RunOnGraphAndSubgraphs(const Pass& pass, ir::Graph& graph, std::vec
   return pass.Run(graph, changes);
 }
 
+// Each constant is within the tensor limits (2^34 bytes), so for any count a model file can hold the sum, and
+// four times it, stay far from int64's end.
+int64_t ConstantBytes(const ir::Graph& graph) {
+  int64_t bytes = 0;
+  for (const ir::Value* value : graph.constants()) bytes += value->constant()->ByteSize();
+  return bytes;
+}
+
 }  // namespace
 
-std::vector<std::unique_ptr<Pass>> DefaultPasses() {
+std::vector<std::unique_ptr<Pass>> DefaultPasses(const ir::Graph& graph) {
   std::vector<std::unique_ptr<Pass>> passes;
   passes.push_back(MakeIdentityElimination());
   // Folding first: light models rebuild their weights with ConstantOfShape, and fusion needs them constant.
-  passes.push_back(MakeConstantFolding());
+  passes.push_back(MakeConstantFolding(kConstantFoldingBudget, ConstantFoldingMemoryBudget(ConstantBytes(graph))));
   passes.push_back(MakeTransposeReshapeElimination());
   passes.push_back(MakeGeluFusion());
   passes.push_back(MakeConvFusion());

@@ -3,6 +3,7 @@
 // executor plans it; `onnxserve check MODEL --plan` prints the reports.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -30,17 +31,25 @@ struct PassReport {
 
 // In order: identity elimination, constant folding, Transpose/Reshape elimination (so that fusion sees the
 // shortest chains), Gelu fusion (so that a Gelu can then fuse into the Conv or MatMul before it), Conv
-// fusion, Gemm fusion, LayerNormalization fusion, attention fusion, dead-node elimination.
-std::vector<std::unique_ptr<Pass>> DefaultPasses();
+// fusion, Gemm fusion, LayerNormalization fusion, attention fusion, dead-node elimination. For one model:
+// `graph` sets constant folding's memory budget, and the passes' budgets cover its subgraphs too.
+std::vector<std::unique_ptr<Pass>> DefaultPasses(const ir::Graph& graph);
 
 // Runs each pass over `graph`, subgraphs first; one report per pass.
 absl::StatusOr<std::vector<PassReport>> Optimize(ir::Graph& graph,
                                                  const std::vector<std::unique_ptr<Pass>>& passes);
 
 std::unique_ptr<Pass> MakeIdentityElimination();
-// Folding stops once `budget` of wall time is spent (see constant_folding.cc).
+// Folding stops once `budget` of wall time is spent, counted from the pass's creation, and leaves a node
+// unfolded when folding it would hold more than `memory_bytes` of folded constants and scratch at once (see
+// constant_folding.cc). One pass object serves one model.
 inline constexpr absl::Duration kConstantFoldingBudget = absl::Seconds(10);
-std::unique_ptr<Pass> MakeConstantFolding(absl::Duration budget = kConstantFoldingBudget);
+inline constexpr int64_t kMinConstantFoldingBytes = int64_t{1} << 30;
+// What folding a graph whose constants take `constant_bytes` may hold: 4x those (a quantized model's weights
+// dequantize to 4x theirs), and at least kMinConstantFoldingBytes.
+int64_t ConstantFoldingMemoryBudget(int64_t constant_bytes);
+std::unique_ptr<Pass> MakeConstantFolding(absl::Duration budget = kConstantFoldingBudget,
+                                          int64_t memory_bytes = kMinConstantFoldingBytes);
 std::unique_ptr<Pass> MakeConvFusion();
 std::unique_ptr<Pass> MakeGemmFusion();
 std::unique_ptr<Pass> MakeLayerNormFusion();

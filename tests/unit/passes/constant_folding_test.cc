@@ -121,5 +121,43 @@ TEST(ConstantFoldingTest, TheBudgetStopsAFoldInsideItsKernel) {
   EXPECT_LT(took, budget + absl::Seconds(3)) << "the MatMul's fold ran past the budget";
 }
 
+// A 284-byte model of three ConstantOfShape nodes of 2e9 bytes each held 5.9 GB after its load; a dozen would
+// have ended the server. Folding now has a memory budget over the model's folds: what passes it stays in the
+// graph, and the run's own limits meet it per request.
+TEST(ConstantFoldingTest, FoldsPastTheMemoryBudgetStayInTheGraph) {
+  auto model = GraphBuilder()
+                   .Input("x", {1})
+                   .Initializer("shape", Tensor::FromVector<int64_t>({1}, {150}))  // 600 bytes of float zeros
+                   .Node("ConstantOfShape", {"shape"}, "first")
+                   .Node("ConstantOfShape", {"shape"}, "second")
+                   .Node("Identity", {"x"}, "y")
+                   .Output("first")
+                   .Output("second")
+                   .Output("y")
+                   .Load();
+  auto result = RunPass(*model, *passes::MakeConstantFolding(passes::kConstantFoldingBudget, 1000));
+  // The first fold's 600 bytes stay charged while its constant lives, so the second would pass 1000.
+  EXPECT_EQ(result.ops, (std::vector<std::string>{"ConstantOfShape", "Identity"}));
+  EXPECT_NE(result.graph->FindValue("first")->constant(), nullptr);
+  EXPECT_EQ(result.graph->FindValue("second")->constant(), nullptr);
+
+  auto roomy = RunPass(*model, *passes::MakeConstantFolding(passes::kConstantFoldingBudget, 2000));
+  EXPECT_EQ(roomy.ops, (std::vector<std::string>{"Identity"}));
+
+  auto session = Session::Create(model);
+  ASSERT_TRUE(session.ok()) << session.status();
+  auto out = (*session)->Run({{"x", Tensor::FromVector<float>({1}, {1.f})}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({150}, std::vector<float>(150, 0.f)), (*out)[1]));
+}
+
+TEST(ConstantFoldingTest, TheMemoryBudgetIsFourTimesTheConstantsAndAtLeastTheMinimum) {
+  EXPECT_EQ(passes::ConstantFoldingMemoryBudget(0), passes::kMinConstantFoldingBytes);
+  EXPECT_EQ(passes::ConstantFoldingMemoryBudget(passes::kMinConstantFoldingBytes / 4),
+            passes::kMinConstantFoldingBytes);
+  const int64_t weights = passes::kMinConstantFoldingBytes / 4 + 1000;
+  EXPECT_EQ(passes::ConstantFoldingMemoryBudget(weights), 4 * weights);
+}
+
 }  // namespace
 }  // namespace onnxserve
