@@ -19,6 +19,7 @@
 #include "runtime/math/vector_kernels.h"
 #include "tests/support/activation_reference.h"
 #include "tests/support/op_test.h"
+#include "tests/support/sanitizer.h"
 
 namespace onnxserve {
 namespace {
@@ -299,18 +300,7 @@ TEST_F(PackedGemmTest, EqualRowsOfAGiveBitIdenticalRowsOfC) {
 
 // AddressSanitizer aborts on a request past its limit instead of returning null (scripts/sanitize.sh
 // leaves allocator_may_return_null off), so the failing allocation can only be asked for without it.
-constexpr bool kUnderAddressSanitizer =
-#if defined(__SANITIZE_ADDRESS__)
-    true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-    true;
-#else
-    false;
-#endif
-#else
-    false;
-#endif
+using testing::kUnderAddressSanitizer;
 
 TEST(ThreadScratchTest, AnAllocationThatFailsThrowsAndKeepsTheBuffer) {
   if (kUnderAddressSanitizer) GTEST_SKIP() << "AddressSanitizer aborts on the failing allocation";
