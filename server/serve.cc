@@ -32,6 +32,7 @@
 #include "health.pb.h"
 #include "cli/limit_options.h"
 #include "server/commands.h"
+#include "server/machine_memory.h"
 #include "server/observability/log.h"
 #include "server/observability/metrics.h"
 #include "server/protocol/grpc_access.h"
@@ -104,8 +105,9 @@ cli::OptionTable ServeOptionTable() {
        .default_value = "1", .min = 1, .max = 256},
       {.name = "model-memory-budget-bytes", .kind = ValueKind::kInt, .value_name = "N",
        .help = "most bytes of tensors one execution of a model may hold at once, for models whose config.pbtxt "
-               "sets no memory_budget_bytes; past it the request gets RESOURCE_EXHAUSTED; 0: no budget",
-       .default_value = "0", .min = 0, .max = INT64_MAX},
+               "sets no memory_budget_bytes; past it the request gets RESOURCE_EXHAUSTED; 0: no budget; -1: half "
+               "the memory the process may use (the machine's, or its cgroup's limit)",
+       .default_value = "-1", .min = -1, .max = INT64_MAX},
       {.name = "response-cache-byte-size", .kind = ValueKind::kInt, .value_name = "N",
        .help = "bytes of answers the response cache keeps for models whose config says "
                "response_cache { enable: true }; 0: no cache",
@@ -326,6 +328,16 @@ std::string UnavailableModels(const ModelRepository& repository) {
   return absl::StrJoin(names, ",");
 }
 
+// The run memory budget of models that set none: the flag's, or for -1 half the memory the process may use,
+// so that one run of a hostile model fails RESOURCE_EXHAUSTED before the kernel ends the server. No budget
+// when that memory is unknown.
+int64_t DefaultRunBudget(int64_t flag) {
+  if (flag >= 0) return flag;
+  const int64_t budget = UsableMemoryBytes().value_or(0) / 2;
+  Log(LogLevel::kInfo, "run_memory_budget", {{"bytes", absl::StrCat(budget)}});
+  return budget;
+}
+
 absl::Status Start(Server& s) {
   auto mode = ParseControlMode(s.options.model_control_mode);
   if (!mode.ok()) return mode.status();
@@ -334,7 +346,7 @@ absl::Status Start(Server& s) {
   options.root = s.options.model_repository;
   options.mode = *mode;
   options.intra_op_threads = s.options.threads;
-  options.memory_budget_bytes = s.options.model_memory_budget_bytes;
+  options.memory_budget_bytes = DefaultRunBudget(s.options.model_memory_budget_bytes);
   options.max_request_bytes = s.options.max_request_bytes;
   options.metrics = s.metrics.get();
   if (const int64_t bytes = s.options.response_cache_byte_size; bytes > 0) {

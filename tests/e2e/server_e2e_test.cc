@@ -467,7 +467,8 @@ TEST_F(ServerTest, MaxTensorElementsBoundsWhatAModelComputes) {
 // Protobuf cannot serialize a message of 2 GiB, and gRPC's unary path aborted the server when its response
 // could not be serialized: one request for a 2.4 GB output ended it.
 TEST(LargeResponseTest, AnAnswerPastWhatGrpcCarriesIsResourceExhaustedAndTheServerServesOn) {
-  auto server = ServerProcess::Start(MakeRepository("large-response"), {});
+  // No run memory budget: on a small machine the default one would refuse the run before its answer.
+  auto server = ServerProcess::Start(MakeRepository("large-response"), {"--model-memory-budget-bytes", "0"});
   ASSERT_NE(server, nullptr);
   auto stub = GRPCInferenceService::NewStub(server->channel());
   const ModelInferRequest too_large = ExpandRequest(600'000, 1'000, "unbounded");  // 2.4 GB of floats
@@ -491,6 +492,36 @@ TEST(LargeResponseTest, AnAnswerPastWhatGrpcCarriesIsResourceExhaustedAndTheServ
   EXPECT_EQ(RawFloats(answers[0].infer_response(), 0), std::vector<float>(6, 3.f));
   EXPECT_NE(answers[1].error_message().find("more than the"), std::string::npos) << answers[1].error_message();
 
+  status = Infer(*stub, ExpandRequest(2, 3, "unbounded"), &resp);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(RawFloats(resp, 0), std::vector<float>(6, 3.f));
+}
+
+// With no budget by default, one run of a model that allocates more than the machine has (within the tensor
+// limits: 16 GiB a tensor, any number of them) had the kernel end the server. By default a run may now hold
+// half the memory the process may use.
+TEST(RunMemoryBudgetTest, ByDefaultARunPastHalfTheMachinesMemoryFailsAndTheServerServesOn) {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  int64_t machine_kib = 0;
+  while (meminfo >> key && key != "MemTotal:") {}
+  if (!(meminfo >> machine_kib)) GTEST_SKIP() << "no MemTotal in /proc/meminfo";
+  auto server = ServerProcess::Start(MakeRepository("default-budget"), {});
+  ASSERT_NE(server, nullptr);
+  const std::string log = server->Log();
+  const size_t at = log.find("event=run_memory_budget bytes=");
+  ASSERT_NE(at, std::string::npos) << log;
+  const int64_t budget = std::stoll(log.substr(at + std::strlen("event=run_memory_budget bytes=")));
+  EXPECT_GT(budget, 0);
+  EXPECT_LE(budget, machine_kib * 1024 / 2);
+
+  constexpr int64_t kRows = 1'000'000, kCols = 4'000;  // 16e9 bytes of floats, within the tensor limits
+  if (budget >= kRows * kCols * 4) GTEST_SKIP() << "a machine this large lets the run hold 16 GB";
+  auto stub = GRPCInferenceService::NewStub(server->channel());
+  ModelInferResponse resp;
+  grpc::Status status = Infer(*stub, ExpandRequest(kRows, kCols, "unbounded"), &resp);
+  EXPECT_EQ(status.error_code(), grpc::RESOURCE_EXHAUSTED) << status.error_message();
+  EXPECT_NE(status.error_message().find("memory budget"), std::string::npos) << status.error_message();
   status = Infer(*stub, ExpandRequest(2, 3, "unbounded"), &resp);
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(RawFloats(resp, 0), std::vector<float>(6, 3.f));
