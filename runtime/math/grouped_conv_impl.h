@@ -212,6 +212,16 @@ inline void CopyImageFlat(const GroupGeometry& g, const float* x, float* source)
   }
 }
 
+// Asks for the first kMaxPrefetchBytes of `floats` floats from `x` (the next group's planes) while this
+// group convolves from its copy: the copies were bound by the image's misses (MobileNet's 96 x 112 x 112
+// layer is the previous layer's 4.8 MB output, past L2), which the prefetchers of the plane-by-plane
+// stream did not hide; fetched during the convolution, the 3x3/2 layer took a quarter less time.
+inline void PrefetchPlanes(const float* x, int64_t floats) {
+  constexpr int64_t kLineFloats = 64 / sizeof(float), kMaxPrefetchBytes = int64_t{1} << 17;
+  const int64_t end = floats < kMaxPrefetchBytes / 4 ? floats : kMaxPrefetchBytes / 4;
+  for (int64_t i = 0; i < end; i += kLineFloats) __builtin_prefetch(x + i);
+}
+
 template <class V>
 void ConvolveGroup(const GroupGeometry& g, const GroupData& d) {
   for (int64_t c = 0; c < g.channels; ++c) {
@@ -223,6 +233,7 @@ void ConvolveGroup(const GroupGeometry& g, const GroupData& d) {
       CopyImage<V>(g, x, source);
     }
   }
+  if (d.next_x != nullptr) PrefetchPlanes(d.next_x, g.channels * g.in_h * g.in_w);
   const int64_t map_size = g.out_h * g.out_w;
   for (int64_t m = 0; m < g.maps; ++m) {
     const MapOutput<V> out{
