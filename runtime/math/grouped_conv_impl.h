@@ -74,12 +74,41 @@ struct MapOutput {
   float* y;
 };
 
+// Adds Z to the sums of output rows [oh, oh + rows) x columns [ow, ow + kVectors * kLanes) (`lanes` of the
+// last vector's columns are real), applies Relu and stores them. A partial last vector is stored whole
+// (masked stores are slow on AMD's cores) while that stays inside the map: its extra lanes land on the first
+// columns of the next rows, which ConvolveMap writes later. Always inlined: a call would take `acc`'s
+// address and keep the sums in memory.
+template <class V, int kRows, int kVectors>
+[[gnu::always_inline]] inline void StoreBlock(const GroupGeometry& g, const MapOutput<V>& out,
+                                              typename V::T (&acc)[kRows][kVectors], int64_t oh, int rows,
+                                              int64_t ow, int64_t lanes) {
+  constexpr int kLanes = V::kLanes;
+  const float* y_end = out.y + g.out_h * g.out_w;
+#pragma GCC unroll 4
+  for (int r = 0; r < kRows; ++r) {
+    if (r >= rows) break;
+    const int64_t row = (oh + r) * g.out_w;
+#pragma GCC unroll 2
+    for (int v = 0; v < kVectors; ++v) {
+      const int64_t at = row + ow + v * kLanes, left = v + 1 < kVectors ? kLanes : lanes - v * kLanes;
+      const bool full = left >= kLanes;
+      if (out.z != nullptr) {
+        acc[r][v] = V::Add(acc[r][v], full ? V::Load(out.z + at) : V::LoadPartial(out.z + at, left));
+      }
+      if (out.relu) acc[r][v] = V::Max(V::Zero(), acc[r][v]);
+      if (full || out.y + at + kLanes <= y_end) {
+        V::Store(out.y + at, acc[r][v]);
+      } else {
+        V::StorePartial(out.y + at, acc[r][v], left);
+      }
+    }
+  }
+}
+
 // Output rows [oh, oh + rows) x columns [ow, ow + kVectors * kLanes) (rows <= kRows; `lanes` of the last
-// vector's columns are real): bias, each tap in kernel order, Z, then Relu. kTaps 0: g.taps, not unrolled.
-// kRows x kVectors independent sums hide the FMA latency; rows past the last repeat it, unstored.
-//
-// A partial last vector is stored whole (masked stores are slow on AMD's cores) while that stays inside
-// the map: its extra lanes land on the first columns of the next rows, which ConvolveMap writes later.
+// vector's columns are real): bias, each tap in kernel order, then StoreBlock. kTaps 0: g.taps, not
+// unrolled. kRows x kVectors independent sums hide the FMA latency; rows past the last repeat it, unstored.
 template <class V, int kTaps, int kRows, int kVectors>
 void ConvolveBlock(const GroupGeometry& g, const float* source, const MapOutput<V>& out, int64_t oh, int rows,
                    int64_t ow, int64_t lanes) {
@@ -106,26 +135,57 @@ void ConvolveBlock(const GroupGeometry& g, const float* source, const MapOutput<
       }
     }
   }
-  const float* y_end = out.y + g.out_h * g.out_w;
+  StoreBlock<V, kRows, kVectors>(g, out, acc, oh, rows, ow, lanes);
+}
+
+// ConvolveBlock for a depthwise kK x kK kernel over adjacent rows (g.adjacent_rows): each source row's
+// vector is loaded once for every output row of the block that reads it (up to kK of them), not once per
+// output row and kernel row. ConvolveBlock loads a vector per multiply-add, most of them across two cache
+// lines, and the loads bound it; here they are half as many for 3x3, 0.4 for 5x5. Each sum still adds its
+// taps in W's order (kernel row, then column), so the results are ConvolveBlock's to the bit.
+template <class V, int kK, int kRows, int kVectors>
+void ConvolveBlockReusingRows(const GroupGeometry& g, const float* source, const MapOutput<V>& out, int64_t oh,
+                              int rows, int64_t ow, int64_t lanes) {
+  using T = typename V::T;
+  constexpr int kLanes = V::kLanes;
+  T acc[kRows][kVectors];
 #pragma GCC unroll 4
   for (int r = 0; r < kRows; ++r) {
-    if (r >= rows) break;
-    const int64_t row = (oh + r) * g.out_w;
 #pragma GCC unroll 2
-    for (int v = 0; v < kVectors; ++v) {
-      const int64_t at = row + ow + v * kLanes, left = v + 1 < kVectors ? kLanes : lanes - v * kLanes;
-      const bool full = left >= kLanes;
-      if (out.z != nullptr) {
-        acc[r][v] = V::Add(acc[r][v], full ? V::Load(out.z + at) : V::LoadPartial(out.z + at, left));
-      }
-      if (out.relu) acc[r][v] = V::Max(V::Zero(), acc[r][v]);
-      if (full || out.y + at + kLanes <= y_end) {
-        V::Store(out.y + at, acc[r][v]);
-      } else {
-        V::StorePartial(out.y + at, acc[r][v], left);
+    for (int v = 0; v < kVectors; ++v) acc[r][v] = out.bias;
+  }
+  // Rows past the last stored output row's reach feed only unstored rows: they repeat that reach's last.
+  const int64_t last_row = oh + rows - 1 + kK - 1;
+#pragma GCC unroll 8
+  for (int i = 0; i < kRows + kK - 1; ++i) {
+    const float* src = source + (oh + i < last_row ? oh + i : last_row) * g.row_stride + ow;
+#pragma GCC unroll 5
+    for (int kw = 0; kw < kK; ++kw) {
+#pragma GCC unroll 2
+      for (int v = 0; v < kVectors; ++v) {
+        const T in = V::Load(src + g.tap_offsets[kw] + v * kLanes);
+#pragma GCC unroll 4
+        for (int r = 0; r < kRows; ++r) {
+          const int kh = i - r;
+          if (kh >= 0 && kh < kK) acc[r][v] = V::MulAdd(V::Broadcast(out.w[kh * kK + kw]), in, acc[r][v]);
+        }
       }
     }
   }
+  StoreBlock<V, kRows, kVectors>(g, out, acc, oh, rows, ow, lanes);
+}
+
+// ConvolveBlockReusingRows where it applies (3x3 and 5x5 over adjacent rows), else ConvolveBlock.
+template <class V, int kTaps, int kRows, int kVectors>
+void ConvolveBlockOf(const GroupGeometry& g, const float* source, const MapOutput<V>& out, int64_t oh, int rows,
+                     int64_t ow, int64_t lanes) {
+  if constexpr (kTaps == 9 || kTaps == 25) {
+    if (g.adjacent_rows) {
+      constexpr int kK = kTaps == 9 ? 3 : 5;
+      return ConvolveBlockReusingRows<V, kK, kRows, kVectors>(g, source, out, oh, rows, ow, lanes);
+    }
+  }
+  ConvolveBlock<V, kTaps, kRows, kVectors>(g, source, out, oh, rows, ow, lanes);
 }
 
 // One output map from the filled source, in blocks of 4 rows x 2 vectors (8 independent sums), each block
@@ -145,12 +205,12 @@ void ConvolveMap(const GroupGeometry& g, const float* source, const MapOutput<V>
     int64_t v = vectors;
     if (v % 2 != 0) {
       v -= 1;
-      ConvolveBlock<V, kTaps, kRows, 1>(g, source, out, oh, rows, v * kLanes, last_lanes);
+      ConvolveBlockOf<V, kTaps, kRows, 1>(g, source, out, oh, rows, v * kLanes, last_lanes);
     } else {
       v -= 2;
-      ConvolveBlock<V, kTaps, kRows, 2>(g, source, out, oh, rows, v * kLanes, kLanes + last_lanes);
+      ConvolveBlockOf<V, kTaps, kRows, 2>(g, source, out, oh, rows, v * kLanes, kLanes + last_lanes);
     }
-    for (; v > 0; v -= 2) ConvolveBlock<V, kTaps, kRows, 2>(g, source, out, oh, rows, (v - 2) * kLanes, 2 * kLanes);
+    for (; v > 0; v -= 2) ConvolveBlockOf<V, kTaps, kRows, 2>(g, source, out, oh, rows, (v - 2) * kLanes, 2 * kLanes);
     const int64_t done = oh + rows;
     if (out.vec != nullptr && ((done - activated) * g.out_w >= kActivationRun || done == g.out_h)) {
       ApplyActivation(*out.vec, out.activation, out.y + activated * g.out_w, (done - activated) * g.out_w);
