@@ -95,7 +95,7 @@ grouped::GroupGeometry GeometryOf(const GroupedConvShape& s, Isa isa) {
       .taps = s.group_channels * s.kernel_h * s.kernel_w,
       .depthwise3 = depthwise && s.kernel_h == 3 && s.kernel_w == 3,
       .depthwise5 = depthwise && s.kernel_h == 5 && s.kernel_w == 5,
-      .adjacent_rows = s.stride_h == 1 && s.dilation_h == 1,
+      .row_step = s.dilation_h == 1 ? s.stride_h : 0,
       .flat = flat,
       .tap_offsets = nullptr,
   };

@@ -138,12 +138,13 @@ void ConvolveBlock(const GroupGeometry& g, const float* source, const MapOutput<
   StoreBlock<V, kRows, kVectors>(g, out, acc, oh, rows, ow, lanes);
 }
 
-// ConvolveBlock for a depthwise kK x kK kernel over adjacent rows (g.adjacent_rows): each source row's
-// vector is loaded once for every output row of the block that reads it (up to kK of them), not once per
-// output row and kernel row. ConvolveBlock loads a vector per multiply-add, most of them across two cache
-// lines, and the loads bound it; here they are half as many for 3x3, 0.4 for 5x5. Each sum still adds its
-// taps in W's order (kernel row, then column), so the results are ConvolveBlock's to the bit.
-template <class V, int kK, int kRows, int kVectors>
+// ConvolveBlock for a depthwise kK x kK kernel whose output rows are kStrideH source rows apart
+// (g.row_step): each source row's vector is loaded once for every output row of the block that reads it
+// (up to kK / kStrideH of them), not once per output row and kernel row. ConvolveBlock loads a vector per
+// multiply-add, most of them across two cache lines, and the loads bound it; a block of 4 rows loads half
+// as many for 3x3 at stride 1, 0.4 for 5x5, three quarters and 0.55 at stride 2. Each sum still adds its
+// taps in W's order (kernel row, then column), as ConvolveBlock does.
+template <class V, int kK, int kStrideH, int kRows, int kVectors>
 void ConvolveBlockReusingRows(const GroupGeometry& g, const float* source, const MapOutput<V>& out, int64_t oh,
                               int rows, int64_t ow, int64_t lanes) {
   using T = typename V::T;
@@ -155,10 +156,10 @@ void ConvolveBlockReusingRows(const GroupGeometry& g, const float* source, const
     for (int v = 0; v < kVectors; ++v) acc[r][v] = out.bias;
   }
   // Rows past the last stored output row's reach feed only unstored rows: they repeat that reach's last.
-  const int64_t last_row = oh + rows - 1 + kK - 1;
-#pragma GCC unroll 8
-  for (int i = 0; i < kRows + kK - 1; ++i) {
-    const float* src = source + (oh + i < last_row ? oh + i : last_row) * g.row_stride + ow;
+  const int64_t first_row = oh * kStrideH, last_row = (oh + rows - 1) * kStrideH + kK - 1;
+#pragma GCC unroll 11
+  for (int i = 0; i < (kRows - 1) * kStrideH + kK; ++i) {
+    const float* src = source + (first_row + i < last_row ? first_row + i : last_row) * g.row_stride + ow;
 #pragma GCC unroll 5
     for (int kw = 0; kw < kK; ++kw) {
 #pragma GCC unroll 2
@@ -166,7 +167,7 @@ void ConvolveBlockReusingRows(const GroupGeometry& g, const float* source, const
         const T in = V::Load(src + g.tap_offsets[kw] + v * kLanes);
 #pragma GCC unroll 4
         for (int r = 0; r < kRows; ++r) {
-          const int kh = i - r;
+          const int kh = i - r * kStrideH;
           if (kh >= 0 && kh < kK) acc[r][v] = V::MulAdd(V::Broadcast(out.w[kh * kK + kw]), in, acc[r][v]);
         }
       }
@@ -175,15 +176,15 @@ void ConvolveBlockReusingRows(const GroupGeometry& g, const float* source, const
   StoreBlock<V, kRows, kVectors>(g, out, acc, oh, rows, ow, lanes);
 }
 
-// ConvolveBlockReusingRows where it applies (3x3 and 5x5 over adjacent rows), else ConvolveBlock.
+// ConvolveBlockReusingRows where it applies (3x3 and 5x5, output rows 1 or 2 source rows apart), else
+// ConvolveBlock.
 template <class V, int kTaps, int kRows, int kVectors>
 void ConvolveBlockOf(const GroupGeometry& g, const float* source, const MapOutput<V>& out, int64_t oh, int rows,
                      int64_t ow, int64_t lanes) {
   if constexpr (kTaps == 9 || kTaps == 25) {
-    if (g.adjacent_rows) {
-      constexpr int kK = kTaps == 9 ? 3 : 5;
-      return ConvolveBlockReusingRows<V, kK, kRows, kVectors>(g, source, out, oh, rows, ow, lanes);
-    }
+    constexpr int kK = kTaps == 9 ? 3 : 5;
+    if (g.row_step == 1) return ConvolveBlockReusingRows<V, kK, 1, kRows, kVectors>(g, source, out, oh, rows, ow, lanes);
+    if (g.row_step == 2) return ConvolveBlockReusingRows<V, kK, 2, kRows, kVectors>(g, source, out, oh, rows, ow, lanes);
   }
   ConvolveBlock<V, kTaps, kRows, kVectors>(g, source, out, oh, rows, ow, lanes);
 }

@@ -35,7 +35,8 @@ struct GroupGeometry {
   int64_t out_h, out_w;
   int64_t taps;                 // channels * kernel_h * kernel_w
   bool depthwise3, depthwise5;  // one channel, 3x3 / 5x5: the kernels unroll these
-  bool adjacent_rows;           // stride and dilation 1 down: output row r's kernel row k reads row r + k
+  int64_t row_step;             // dilation 1 down: stride_h (output row r's kernel row k reads row r * step +
+                                // k); else 0
   bool flat;                    // the narrow-map layout above
   const int64_t* tap_offsets;   // taps of them, in W's order
 };
