@@ -280,7 +280,9 @@ void GroupedConv2D(const GroupedConvShape& shape, const float* x, const float* w
                                     .y = y + out,
                                     .source = source,
                                     .flat_out = flat_out,
-                                    .next_x = i + 1 < end ? group_x + shape.group_channels * in_size : nullptr,
+                                    .next_x = i + 1 < end && shape.stride_w > 1
+                                                  ? group_x + shape.group_channels * in_size
+                                                  : nullptr,
                                 });
     }
   };

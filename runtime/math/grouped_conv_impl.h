@@ -176,14 +176,23 @@ void ConvolveBlockReusingRows(const GroupGeometry& g, const float* source, const
   StoreBlock<V, kRows, kVectors>(g, out, acc, oh, rows, ow, lanes);
 }
 
-// ConvolveBlockReusingRows where it applies (3x3 and 5x5, output rows 1 or 2 source rows apart), else
+// Whether ConvolveBlockReusingRows pays for a kTaps kernel at kStrideH on V: with AVX-512's 32 registers
+// the sums and the weights all stay in them. With 16 (AVX2, SSE2) each multiply-add reloads its weight,
+// which eats the image loads saved except for 5x5 at stride 1 (0.4 of them left): in MobileNet on AVX2 that
+// one ran 12-16% faster, the 3x3 ones and the 5x5/2 8-18% slower.
+template <class V, int kTaps, int kStrideH>
+inline constexpr bool kReusesRows = (kTaps == 9 || kTaps == 25) && (V::kLanes >= 16 || (kTaps == 25 && kStrideH == 1));
+
+// ConvolveBlockReusingRows where it applies (kReusesRows, output rows 1 or 2 source rows apart), else
 // ConvolveBlock.
 template <class V, int kTaps, int kRows, int kVectors>
 void ConvolveBlockOf(const GroupGeometry& g, const float* source, const MapOutput<V>& out, int64_t oh, int rows,
                      int64_t ow, int64_t lanes) {
-  if constexpr (kTaps == 9 || kTaps == 25) {
-    constexpr int kK = kTaps == 9 ? 3 : 5;
+  constexpr int kK = kTaps == 9 ? 3 : 5;
+  if constexpr (kReusesRows<V, kTaps, 1>) {
     if (g.row_step == 1) return ConvolveBlockReusingRows<V, kK, 1, kRows, kVectors>(g, source, out, oh, rows, ow, lanes);
+  }
+  if constexpr (kReusesRows<V, kTaps, 2>) {
     if (g.row_step == 2) return ConvolveBlockReusingRows<V, kK, 2, kRows, kVectors>(g, source, out, oh, rows, ow, lanes);
   }
   ConvolveBlock<V, kTaps, kRows, kVectors>(g, source, out, oh, rows, ow, lanes);
@@ -276,7 +285,8 @@ inline void CopyImageFlat(const GroupGeometry& g, const float* x, float* source)
 // Asks for the first kMaxPrefetchBytes of `floats` floats from `x` (the next group's planes) while this
 // group convolves from its copy: the copies were bound by the image's misses (MobileNet's 96 x 112 x 112
 // layer is the previous layer's 4.8 MB output, past L2), which the prefetchers of the plane-by-plane
-// stream did not hide; fetched during the convolution, the 3x3/2 layer took a quarter less time.
+// stream did not hide; fetched during the convolution, the 3x3/2 layer took a quarter less time. Stride-1
+// copies stream at full speed: prefetching for them gained nothing, and on AVX2 cost a 56x56 layer 20%.
 inline void PrefetchPlanes(const float* x, int64_t floats) {
   constexpr int64_t kLineFloats = 64 / sizeof(float), kMaxPrefetchBytes = int64_t{1} << 17;
   const int64_t end = floats < kMaxPrefetchBytes / 4 ? floats : kMaxPrefetchBytes / 4;

@@ -54,7 +54,7 @@ struct GroupData {
   float* y;           // maps maps of out_h x out_w
   float* source;      // channels * plane_floats floats, zero but where the images go
   float* flat_out;    // with geometry.flat: kFlatBlock-rounded out_h * row_stride floats for one map
-  const float* next_x;  // the planes of the group this thread convolves next, or null
+  const float* next_x;  // strided layers: the planes of the group this thread convolves next; else null
 };
 
 // Flat maps are computed in blocks of this many floats (4 vectors of the widest kernel).
