@@ -6,7 +6,8 @@
 // Each library gets what our kernel gets: NCHW in and out (any reorder or transpose to its own layout is
 // timed), weights reordered or packed once outside the timing, as we pack at load, and the same number of
 // threads (oneDNN's OpenMP team via omp_set_num_threads, XNNPACK's pthreadpool). BM_ConvXnnpack/nhwc times
-// XNNPACK's NHWC convolution without the transposes: what it would cost in a runtime that kept NHWC.
+// XNNPACK's NHWC convolution without the transposes: what it would cost in a runtime that kept NHWC;
+// BM_ConvOneDnn/blocked likewise times oneDNN's primitive without its reorders (a net kept in nChw16c).
 //
 // The ISA paths: ONNXSERVE_ISA=avx2 for ours, DNNL_MAX_CPU_ISA=AVX2 for oneDNN (the label names the
 // implementation it chose); XNNPACK picks its kernels from the CPU and has no such switch. "Ours" is Conv
@@ -65,6 +66,9 @@ benchmark::internal::Benchmark* ConvLayers(benchmark::internal::Benchmark* b, in
       {32, 112, 112, 32, 3, 1, 32},
       {144, 56, 56, 144, 3, 1, 144},
       {144, 56, 56, 144, 3, 2, 144},
+      {96, 112, 112, 96, 3, 2, 96},
+      {192, 28, 28, 192, 3, 2, 192},
+      {144, 56, 56, 144, 5, 2, 144},
       {192, 28, 28, 192, 3, 1, 192},
       {576, 14, 14, 576, 3, 1, 576},
       {960, 7, 7, 960, 3, 1, 960},
@@ -112,22 +116,25 @@ void FillRandom(const dnnl::memory& memory) {
 }
 
 // Runs `primitive` per iteration between the timed reorders of its source in and its destination out.
+// With `reorders` false the timed loop leaves out the reorders from and to NCHW: what the layer would cost
+// in a net kept in oneDNN's blocked layout end to end.
 void RunDnnl(benchmark::State& state, const dnnl::primitive& primitive, DnnlOperand& src, const dnnl::memory& weights,
              const dnnl::memory& bias, DnnlOperand& dst, const dnnl::engine& engine, double flops, int threads,
-             const std::string& impl) {
+             const std::string& impl, bool reorders) {
   dnnl::stream stream(engine);
   for (auto _ : state) {
-    if (src.reordered()) dnnl::reorder(src.user, src.own).execute(stream, src.user, src.own);
+    if (reorders && src.reordered()) dnnl::reorder(src.user, src.own).execute(stream, src.user, src.own);
     primitive.execute(stream, {{DNNL_ARG_SRC, src.own},
                                {DNNL_ARG_WEIGHTS, weights},
                                {DNNL_ARG_BIAS, bias},
                                {DNNL_ARG_DST, dst.own}});
-    if (dst.reordered()) dnnl::reorder(dst.own, dst.user).execute(stream, dst.own, dst.user);
+    if (reorders && dst.reordered()) dnnl::reorder(dst.own, dst.user).execute(stream, dst.own, dst.user);
     stream.wait();
     benchmark::DoNotOptimize(dst.user.get_data_handle());
   }
   bench::ReportFlops(state, flops, threads);
-  state.SetLabel(impl + (src.reordered() ? " +reorder src" : "") + (dst.reordered() ? " +reorder dst" : ""));
+  state.SetLabel(impl + (reorders && src.reordered() ? " +reorder src" : "") +
+                 (reorders && dst.reordered() ? " +reorder dst" : ""));
 }
 
 // Weights in the primitive's layout, reordered once from the plain one (not timed).
@@ -141,7 +148,7 @@ dnnl::memory DnnlWeights(const dnnl::memory::desc& chosen, const dnnl::memory::d
   return own;
 }
 
-void BM_ConvOneDnn(benchmark::State& state) {
+void BM_ConvOneDnn(benchmark::State& state, bool reorders) {
   using tag = dnnl::memory::format_tag;
   using dt = dnnl::memory::data_type;
   const ConvShape shape(state);
@@ -167,10 +174,11 @@ void BM_ConvOneDnn(benchmark::State& state) {
   dnnl::memory bias(bias_md, engine);
   FillRandom(bias);
   RunDnnl(state, dnnl::convolution_forward(pd), src, weights, bias, dst, engine, shape.flops(), shape.threads,
-          pd.impl_info_str());
+          pd.impl_info_str(), reorders);
 }
-BENCHMARK(BM_ConvOneDnn)->Apply(OneThread);
-BENCHMARK(BM_ConvOneDnn)->Apply(TwoThreads);
+BENCHMARK_CAPTURE(BM_ConvOneDnn, nchw, true)->Apply(OneThread);
+BENCHMARK_CAPTURE(BM_ConvOneDnn, nchw, true)->Apply(TwoThreads);
+BENCHMARK_CAPTURE(BM_ConvOneDnn, blocked, false)->Apply(OneThread);
 
 // [rows x cols] -> [cols x rows], 8 x 8 tiles at a time, rows split over `pool`: NCHW <-> NHWC of one image.
 void Transpose(const float* src, int64_t rows, int64_t cols, float* dst, ThreadPool& pool) {
@@ -303,7 +311,8 @@ void BM_GemmOneDnn(benchmark::State& state) {
   const dnnl::memory weights = DnnlWeights(pd.weights_desc(), dnnl::memory::desc({k, n}, dt::f32, tag::ba), engine);
   dnnl::memory bias(bias_md, engine);
   FillRandom(bias);
-  RunDnnl(state, dnnl::matmul(pd), src, weights, bias, dst, engine, 2.0 * m * n * k, threads, pd.impl_info_str());
+  RunDnnl(state, dnnl::matmul(pd), src, weights, bias, dst, engine, 2.0 * m * n * k, threads, pd.impl_info_str(),
+          true);
 }
 BENCHMARK(BM_GemmOneDnn)->Apply(GemmOneThread);
 BENCHMARK(BM_GemmOneDnn)->Apply(GemmTwoThreads);

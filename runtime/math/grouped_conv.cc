@@ -95,6 +95,7 @@ grouped::GroupGeometry GeometryOf(const GroupedConvShape& s, Isa isa) {
       .taps = s.group_channels * s.kernel_h * s.kernel_w,
       .depthwise3 = depthwise && s.kernel_h == 3 && s.kernel_w == 3,
       .depthwise5 = depthwise && s.kernel_h == 5 && s.kernel_w == 5,
+      .row_step = s.dilation_h == 1 ? s.stride_h : 0,
       .flat = flat,
       .tap_offsets = nullptr,
   };
@@ -266,8 +267,10 @@ void GroupedConv2D(const GroupedConvShape& shape, const float* x, const float* w
       StopIfRunEnded(WorkOf({shape.group_maps, map_size, g.taps}));
       const int64_t n = i / shape.groups, group = i % shape.groups, map = group * shape.group_maps;
       const int64_t out = (n * maps + map) * map_size;
+      // Unit i + 1's planes follow unit i's: the groups' channels, then the next image's.
+      const float* group_x = x + (n * channels + group * shape.group_channels) * in_size;
       kernels.convolve_group(g, {
-                                    .x = x + (n * channels + group * shape.group_channels) * in_size,
+                                    .x = group_x,
                                     .w = w + map * g.taps,
                                     .bias = epilogue.bias != nullptr ? epilogue.bias + map : nullptr,
                                     .z = epilogue.z != nullptr ? epilogue.z + out : nullptr,
@@ -277,6 +280,9 @@ void GroupedConv2D(const GroupedConvShape& shape, const float* x, const float* w
                                     .y = y + out,
                                     .source = source,
                                     .flat_out = flat_out,
+                                    .next_x = i + 1 < end && shape.stride_w > 1
+                                                  ? group_x + shape.group_channels * in_size
+                                                  : nullptr,
                                 });
     }
   };

@@ -35,6 +35,8 @@ struct GroupGeometry {
   int64_t out_h, out_w;
   int64_t taps;                 // channels * kernel_h * kernel_w
   bool depthwise3, depthwise5;  // one channel, 3x3 / 5x5: the kernels unroll these
+  int64_t row_step;             // dilation 1 down: stride_h (output row r's kernel row k reads row r * step +
+                                // k); else 0
   bool flat;                    // the narrow-map layout above
   const int64_t* tap_offsets;   // taps of them, in W's order
 };
@@ -52,6 +54,7 @@ struct GroupData {
   float* y;           // maps maps of out_h x out_w
   float* source;      // channels * plane_floats floats, zero but where the images go
   float* flat_out;    // with geometry.flat: kFlatBlock-rounded out_h * row_stride floats for one map
+  const float* next_x;  // strided layers: the planes of the group this thread convolves next; else null
 };
 
 // Flat maps are computed in blocks of this many floats (4 vectors of the widest kernel).

@@ -207,11 +207,41 @@ void ForEachDepthBlock(int64_t depth, Fn fn) {
   } while (k < depth);
 }
 
+// A product of a packed W and 1 to 8 columns of a stored B (a squeeze-and-excitation 1x1 Conv on a 1x1
+// map) streams W and takes as long as that stream. Depth block by depth block, every panel of W is read a
+// block's slice at a time, short runs 30 KiB apart that the prefetchers lost at each jump, and B, packed to
+// a vector a row, took 16 times its size. Panel by panel over all the depth blocks, W is one stream in
+// memory order and B is read where it lies (a 960-deep column: 4 KiB, in L1): MobileNet's 240 x 960 SE
+// Convs took 40% less time. Each element of C still sums the blocks in order, through the same tile
+// calls, so the results do not change. B must lie compact for that: rows at most a vector apart, and no
+// deeper than kMaxThinDepth.
+constexpr int64_t kMaxThinDepth = 4096;
+
+bool IsThin(const ColumnSource& source, int64_t columns, int64_t depth) {
+  return source.make == nullptr && source.ldb <= kPanelAlignment && columns <= packed::kMaxNarrowColumns &&
+         depth > DepthBlock(depth) && depth <= kMaxThinDepth;
+}
+
+// MultiplyRange of a thin product (IsThin): each A panel over all depth blocks, B read where it lies.
+void MultiplyThinRange(const PackedRows& a, int64_t panel_begin, int64_t panel_end, int64_t column_begin,
+                       int64_t column_end, const ColumnSource& source, float* c, int64_t ldc,
+                       const GemmEpilogue& epilogue) {
+  for (int64_t p = panel_begin; p < panel_end; ++p) {
+    ForEachDepthBlock(a.depth(), [&](int64_t k, int64_t block_depth) {
+      const BlockOfB stored{.data = source.b + k * source.ldb + column_begin, .ldb = source.ldb};
+      MultiplyBlock(a, p, p + 1, k, block_depth, column_begin, column_end - column_begin, stored, c, ldc, epilogue);
+    });
+  }
+}
+
 // C rows [panel_begin * 8, panel_end * 8) x columns [column_begin, column_end), each block of B packed
 // by the calling thread just before it is multiplied.
 void MultiplyRange(const PackedRows& a, int64_t panel_begin, int64_t panel_end, int64_t column_begin,
                    int64_t column_end, const ColumnSource& source, float* c, int64_t ldc,
                    const GemmEpilogue& epilogue) {
+  if (IsThin(source, column_end - column_begin, a.depth())) {
+    return MultiplyThinRange(a, panel_begin, panel_end, column_begin, column_end, source, c, ldc, epilogue);
+  }
   const int64_t depth_block = DepthBlock(a.depth()), column_block = ColumnBlock(depth_block);
   const bool in_place = source.make == nullptr && ReadsInPlace(a.depth(), column_end - column_begin);
   float* packed =

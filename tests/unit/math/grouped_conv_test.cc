@@ -2,10 +2,11 @@
 // each instruction set the CPU has (baseline SSE2, AVX2 + FMA, AVX-512F; a level the CPU lacks is skipped
 // and says so). Depthwise shapes cover 3x3 and 5x5 (the unrolled kernels) and other sizes (the general
 // one), strides 1, 2 and 3, dilation, symmetric, asymmetric and oversized padding, output widths that
-// leave every kind of tail (1 to 15 columns past the last whole vector, rows of several blocks), several
-// maps per channel, batches and two threads; many channels of small maps (the channel-blocked kernel) with
-// every kind of partial block; groups of 2 to 8 channels likewise; each with bias, Z and Relu on and off;
-// and every fused activation on the kernels' shapes.
+// leave every kind of tail (1 to 15 columns past the last whole vector, rows of several blocks), every
+// height of a 4-row block at stride 1 and 2 down (the kernels that share a row's loads), several maps per
+// channel, batches and two threads; many channels of small maps (the channel-blocked kernel) with every
+// kind of partial block; groups of 2 to 8 channels likewise; each with bias, Z and Relu on and off; and
+// every fused activation on the kernels' shapes.
 #include "runtime/math/grouped_conv.h"
 
 #include <algorithm>
@@ -221,6 +222,27 @@ TEST_P(GroupedConvTest, StrideTwoSplitsColumnsIntoPhases) {
   }
   CheckEveryEpilogue({.batch = 1, .groups = 3, .group_maps = 1, .in_h = 12, .in_w = 41, .kernel_h = 3,
                       .kernel_w = 3, .stride_h = 2, .stride_w = 2});
+}
+
+TEST_P(GroupedConvTest, StrideOneOrTwoDownLoadsEachSourceRowOncePerBlock) {
+  // 3x3 and 5x5 at stride 1 and 2 down (a source row feeds up to 5 of a block's 4 output rows): heights
+  // that leave blocks of 1 to 4 rows (the rows past the map repeat its last reach), stride 1 and 2 across
+  // (the phases' columns), pads of 0 and of half the kernel.
+  for (int64_t k : {3, 5}) {
+    for (int64_t stride_h : {1, 2}) {
+      for (int64_t height = 1; height <= 9 * stride_h; ++height) {
+        for (int64_t stride_w : {1, 2}) {
+          for (int64_t pad : {int64_t{0}, k / 2}) {
+            if (height + 2 * pad < k) continue;
+            Check({.batch = 1, .groups = 3, .group_maps = 1, .in_h = height, .in_w = 37, .kernel_h = k,
+                   .kernel_w = k, .stride_h = stride_h, .stride_w = stride_w, .pad_top = pad, .pad_left = pad,
+                   .pad_bottom = pad, .pad_right = pad},
+                  true, true, true);
+          }
+        }
+      }
+    }
+  }
 }
 
 TEST_P(GroupedConvTest, FiveByFiveAndOtherKernelSizes) {

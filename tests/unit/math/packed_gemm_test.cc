@@ -126,6 +126,17 @@ TEST_F(PackedGemmTest, SplitsDepthIntoBlocksAndAccumulates) {
   for (int64_t k : {255, 256, 257, 600, 1100}) CheckAgainstReference({16, 53, k, true, true, true, 1});
 }
 
+TEST_F(PackedGemmTest, ThinProductsRunEachPanelOverEveryDepthBlock) {
+  // Squeeze-and-excitation 1x1 Convs on a 1x1 map (W packed, 1 column of B) whose depth takes several
+  // blocks: each W panel runs over all of them, B read where it lies (its rows 1 to 8 columns plus the
+  // test's 5 floats of padding apart). 1 to 8 columns (the narrow kernels) and 9 (not thin), depths of
+  // several blocks up to the limit (4096) and past it, bias, Z and Relu, one and two threads.
+  for (int64_t n : {1, 3, 8, 9}) {
+    for (int64_t k : {257, 960, 4096, 4097}) CheckAgainstReference({240, n, k, true, true, true, 1});
+  }
+  CheckAgainstReference({240, 1, 960, true, false, true, 2});
+}
+
 TEST_F(PackedGemmTest, AddsBiasAndZThenAppliesRelu) {
   for (bool bias : {false, true}) {
     for (bool z : {false, true}) {
@@ -208,13 +219,14 @@ TEST_F(PackedGemmTest, ThreadCountNeverChangesABit) {
   // ones (49: rows split over B packed once for all threads, in two depth blocks), 20 columns (rows split,
   // each thread packing B), a keyword spotter's 25x5 (125) and a 28x28 map (784: 17 panels), under a bias,
   // a residual and Relu, B given whole or made row by row as im2col's is, and an LSTM step's recurrent
-  // matrix-vector product. A packed W's columns split in whole panels; a packed B's in whole vectors, so a
-  // share can start inside a panel (512 columns: 256 + 256, 784 over 3 threads: 256 + 256 + 272), and
-  // the last share keeps the columns past the last whole vector (20: no split): cut off alone they would go
-  // to the narrow kernel, whose separate sums change the last bits.
+  // matrix-vector product, and a squeeze-and-excitation 1x1 Conv's, which runs panel by panel. A packed
+  // W's columns split in whole panels; a packed B's in whole vectors, so a share can start inside a panel
+  // (512 columns: 256 + 256, 784 over 3 threads: 256 + 256 + 272), and the last share keeps the columns
+  // past the last whole vector (20: no split): cut off alone they would go to the narrow kernel, whose
+  // separate sums change the last bits.
   for (const auto& shape : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
            {256, 196, 300}, {512, 49, 600}, {600, 20, 400}, {64, 125, 64}, {128, 784, 100}, {24, 196, 40},
-           {1, 512, 128}}) {
+           {1, 512, 128}, {240, 1, 960}}) {
     // Named, not bound: clang 14 lambdas cannot capture structured bindings.
     const int64_t m = std::get<0>(shape), n = std::get<1>(shape), k = std::get<2>(shape);
     const std::vector<float> a = RandomFloats(m * k, 7), b = RandomFloats(k * n, 8);
