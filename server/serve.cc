@@ -19,6 +19,7 @@
 #include <vector>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/impl/server_builder_option.h>
 #include <grpcpp/impl/server_builder_plugin.h>
 #include <grpcpp/server.h>
@@ -28,13 +29,12 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "health.pb.h"
 #include "cli/limit_options.h"
 #include "server/commands.h"
 #include "server/observability/log.h"
 #include "server/observability/metrics.h"
 #include "server/protocol/grpc_access.h"
-#include "server/protocol/grpc_poller.h"
-#include "server/protocol/health_service.h"
 #include "server/protocol/http.h"
 #include "server/protocol/rest_api.h"
 #include "server/protocol/security_config.h"
@@ -220,12 +220,11 @@ struct Server {
   SecurityConfig security;
   std::unique_ptr<ServerMetrics> metrics;
   std::unique_ptr<ResponseCache> cache;  // null without --response-cache-byte-size; outlives every request
-  HealthService health;  // told by the repository's loads, which UnloadAll ends before this goes
+  grpc::HealthCheckServiceInterface* health = nullptr;
   std::unique_ptr<ModelRepository> repository;
   std::unique_ptr<GrpcAccess> grpc_access;
   std::unique_ptr<InferenceService> service;
   std::unique_ptr<RestApi> rest;
-  std::unique_ptr<GrpcPoller> grpc_poller;  // its queue outlives the server that uses it
   std::unique_ptr<grpc::Server> grpc;
   std::unique_ptr<HttpServer> http;
   std::unique_ptr<HttpServer> metrics_http;  // only with --metrics-port
@@ -247,8 +246,10 @@ class WithoutReflection final : public grpc::ServerBuilderOption {
 absl::Status StartGrpc(Server& s, int& port) {
   auto tls = LoadServerTls("--grpc", s.security.grpc_tls);
   if (!tls.ok()) return tls.status();
-  // No default health service: ours (health_service.h) is on the async API, like every method here.
-  grpc::EnableDefaultHealthCheckService(false);
+  grpc::EnableDefaultHealthCheckService(true);
+  // Reflection describes services from protobuf's generated pool, where gRPC's own health service (upb
+  // inside) leaves nothing: proto/health.proto's descriptor stands in, and naming it here links it in.
+  grpc::health::v1::HealthCheckRequest::descriptor();
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   if (!s.security.grpc_reflection) builder.SetOption(std::make_unique<WithoutReflection>());
@@ -256,8 +257,6 @@ absl::Status StartGrpc(Server& s, int& port) {
   builder.AddListeningPort(address, GrpcServerCredentials(*tls), &port);
   builder.SetMaxReceiveMessageSize(static_cast<int>(s.options.max_request_bytes));
   builder.RegisterService(s.service.get());
-  builder.RegisterService(&s.health);
-  s.grpc_poller = std::make_unique<GrpcPoller>(builder);
   if (s.grpc_access->restricts_anything()) {
     std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
     interceptors.push_back(s.grpc_access->InterceptorFactory());
@@ -265,18 +264,9 @@ absl::Status StartGrpc(Server& s, int& port) {
   }
   s.grpc = builder.BuildAndStart();
   if (!s.grpc || port == 0) return absl::UnavailableError(absl::StrCat("cannot listen on ", address));
-  s.health.SetServingStatus("", false);
-  s.service->ServeOn(*s.grpc_poller);
-  s.health.ServeOn(*s.grpc_poller);
-  s.grpc_poller->Start();
+  s.health = s.grpc->GetHealthCheckService();
+  s.health->SetServingStatus("", false);
   return absl::OkStatus();
-}
-
-// Stops accepting calls, lets those running end until `deadline` (then gRPC cancels them), and then stops the
-// poller, which handles the calls' events meanwhile.
-void StopGrpc(Server& s, absl::Time deadline) {
-  if (s.grpc) s.grpc->Shutdown(absl::ToChronoTime(deadline));
-  if (s.grpc_poller) s.grpc_poller->Stop();
 }
 
 // The HTTP port serves the REST protocol and the health endpoints; /metrics has a listener of its own
@@ -346,7 +336,7 @@ absl::Status Start(Server& s) {
   }
   options.response_cache = s.cache.get();
   options.on_model_ready = [&s](const std::string& model, bool ready) {
-    s.health.SetServingStatus(model, ready);
+    if (s.health) s.health->SetServingStatus(model, ready);
   };
   s.repository = std::make_unique<ModelRepository>(std::move(options));
   s.grpc_access = std::make_unique<GrpcAccess>(s.security.grpc_access);
@@ -370,7 +360,7 @@ absl::Status Start(Server& s) {
     s.repository->StartPolling(absl::Seconds(s.options.repository_poll_secs));
   }
   s.service->SetReady(true);
-  s.health.SetServingStatus("", true);
+  s.health->SetServingStatus("", true);
   Log(LogLevel::kInfo, "server_ready", {{"models", absl::StrCat(s.repository->ReadyVersions("").size())},
                                         {"unavailable", UnavailableModels(*s.repository)}});
   return absl::OkStatus();
@@ -380,7 +370,7 @@ void Shutdown(Server& s, int signal) {
   const absl::Duration grace = absl::Seconds(s.options.shutdown_grace_secs);
   Log(LogLevel::kInfo, "shutdown_started", {{"signal", strsignal(signal)}, {"grace_secs", absl::StrCat(grace / absl::Seconds(1))}});
   s.service->SetReady(false);
-  s.health.Shutdown();  // every service NOT_SERVING, and it stays so
+  s.health->Shutdown();  // every service NOT_SERVING, and it stays so
   // Stops accepting calls, then waits for the running ones (queued requests included) up to the deadline,
   // after which gRPC cancels what is left and the batcher drops it before compute. REST inferences get the
   // same grace at the same time.
@@ -388,7 +378,7 @@ void Shutdown(Server& s, int signal) {
   std::thread rest_drain([&s, deadline] {
     if (s.http) s.http->Drain(deadline);
   });
-  StopGrpc(s, deadline);
+  s.grpc->Shutdown(absl::ToChronoTime(deadline));
   rest_drain.join();
   Log(LogLevel::kInfo, "grpc_stopped");
   s.repository->UnloadAll();
@@ -421,7 +411,7 @@ int ServeCommand(int argc, char** argv) {
   auto* shutdown = new ShutdownSignal(signals, absl::Seconds(s.options.shutdown_grace_secs));
   if (absl::Status status = Start(s); !status.ok()) {
     Log(LogLevel::kError, "start_failed", {{"error", status.ToString()}});
-    StopGrpc(s, absl::Now());
+    if (s.grpc) s.grpc->Shutdown(std::chrono::system_clock::now());
     return 1;
   }
   Shutdown(s, shutdown->Wait());

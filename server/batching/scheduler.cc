@@ -116,7 +116,7 @@ struct Scheduler::State {
   absl::Time freed_at = absl::InfinitePast();  // when an instance last became free while all were busy
 
   int Instances() const { return std::max(1, options.instances); }
-  bool RunsInline(const ServableRequest& request) const;
+  bool RunsInline() const;
   void Release(absl::Duration took);
   static void RunInline(std::shared_ptr<State> state, std::unique_ptr<QueuedRequest> request);
   void Work();
@@ -240,13 +240,12 @@ void Scheduler::State::Fail(Batch batch, const absl::Status& status, const Execu
 }
 
 // True when a request should run at once on the thread that received it: the model does not batch, nothing
-// is queued ahead of it, an instance is free and the caller may run it. It then costs no hand-off to a worker (a wake-up and a
+// is queued ahead of it and an instance is free. It then costs no hand-off to a worker (a wake-up and a
 // context switch). A batching model hands even a lone request to a worker: run inline, the first request of
 // each burst ran alone where the worker's wake-up had let a few more join it (at 64 in flight, 4-5x the
 // one-row executions and more CPU per request than the hand-off saved).
-bool Scheduler::State::RunsInline(const ServableRequest& request) const {
-  return options.max_batch_size == 0 && request.control.caller_may_run && !stopping && queue.empty() &&
-         busy < Instances();
+bool Scheduler::State::RunsInline() const {
+  return options.max_batch_size == 0 && !stopping && queue.empty() && busy < Instances();
 }
 
 // An instance finished a batch that took `took` (zero when none ran). Called with mu held.
@@ -437,7 +436,7 @@ void Scheduler::Enqueue(ServableRequest servable_request, ServableDone done) {
   {
     std::unique_lock<std::mutex> lock(state_->mu);
     state_->forecast.OnArrival(absl::Now());
-    if (state_->RunsInline(request->request)) {
+    if (state_->RunsInline()) {
       ++state_->busy;
       lock.unlock();
       return State::RunInline(state_, std::move(request));

@@ -12,8 +12,8 @@
 // request runs alone.
 //
 // Without batching, a request that arrives to an empty queue while an instance is free runs at once on the
-// thread that enqueues it, on that instance (unless its CallControl forbids the caller to run it): the hand-off
-// to a worker costs a wake-up and a context switch per request. Requests arriving while it runs queue as above; instances are counted alike whichever thread
+// thread that enqueues it, on that instance: the hand-off to a worker costs a wake-up and a context switch
+// per request. Requests arriving while it runs queue as above; instances are counted alike whichever thread
 // runs them. A batching model hands every request to a worker (scheduler.cc, RunsInline, says why).
 //
 // A request is answered by its own limits, wherever it is when they end: past its deadline it gets

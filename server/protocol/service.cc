@@ -11,7 +11,6 @@
 #include "runtime/core/status_macros.h"
 #include "server/observability/log.h"
 #include "server/protocol/status.h"
-#include "server/protocol/stream_infer_call.h"
 #include "server/serving/datatype.h"
 
 namespace onnxserve::server {
@@ -80,23 +79,175 @@ class InFlight {
   std::atomic<bool> ended_{false};
 };
 
+grpc::ServerUnaryReactor* Finished(grpc::CallbackServerContext* ctx, const absl::Status& status) {
+  auto* reactor = ctx->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+// ModelStreamInfer: reads requests one after another and runs them concurrently, at most
+// kMaxInFlightPerStream unanswered at a time (past that it stops reading: gRPC's flow control then holds
+// the client back); writes one response per request in completion order (errors in error_message); and
+// finishes once the client has half-closed and every response is written, with INVALID_ARGUMENT instead
+// of OK when a message did not decode. Deletes itself in OnDone.
+//
+// Every decision is made under mu_ by Advance(); the gRPC calls it decides on are made after the lock is
+// released, Finish last of all, because OnDone may delete the reactor on another thread the moment
+// Finish is called.
+class StreamInferReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  StreamInferReactor(InferenceService& service, grpc::CallbackServerContext* ctx) : service_(service), ctx_(ctx) {
+    Advance(std::unique_lock<std::mutex>(mu_));
+  }
+
+  void OnReadDone(bool ok) override {
+    auto call = std::make_shared<Call>();
+    const bool decoded = ok && Decode(incoming_, call->request);
+    incoming_.Clear();
+    std::unique_lock<std::mutex> lock(mu_);
+    reading_ = false;
+    ++messages_;
+    if (!decoded) {
+      reads_done_ = true;
+      if (ok) {
+        final_status_ = grpc::Status(grpc::INVALID_ARGUMENT,
+                                     absl::StrCat("message ", messages_, " of the stream is not a ModelInferRequest"));
+      }
+      return Advance(std::move(lock));
+    }
+    ++in_flight_;
+    lock.unlock();
+    // Reads are not done, so the stream cannot finish, and `this` outlives Infer even if the call completes.
+    service_.Infer(std::shared_ptr<const ModelInferRequest>(call, &call->request), ControlOf(ctx_),
+                   call->response.mutable_infer_response(),
+                   [this, call](const absl::Status& status) { Complete(*call, status); });
+    Advance(std::unique_lock<std::mutex>(mu_));
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    writing_ = false;
+    writes_.pop_front();
+    if (!ok) {
+      broken_ = true;
+      writes_.clear();
+    }
+    Advance(std::move(lock));
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  struct Call {
+    ModelInferRequest request;
+    ModelStreamInferResponse response;
+  };
+
+  static bool Decode(grpc::ByteBuffer& buffer, ModelInferRequest& request) {
+    return grpc::SerializationTraits<ModelInferRequest>::Deserialize(&buffer, &request).ok();
+  }
+
+  void Complete(Call& call, const absl::Status& status) {
+    if (!status.ok()) {
+      call.response.Clear();
+      call.response.set_error_message(std::string(status.message()));
+      // A name longer than any model's is not echoed: it may be megabytes.
+      if (call.request.model_name().size() <= kMaxModelNameBytes) {
+        call.response.mutable_infer_response()->set_model_name(call.request.model_name());
+      }
+      call.response.mutable_infer_response()->set_id(call.request.id());
+    }
+    grpc::ByteBuffer encoded;
+    bool own_buffer = false;
+    const bool serialized =
+        grpc::SerializationTraits<ModelStreamInferResponse>::Serialize(call.response, &encoded, &own_buffer).ok();
+    std::unique_lock<std::mutex> lock(mu_);
+    --in_flight_;
+    if (!serialized) {
+      final_status_ = grpc::Status(grpc::INTERNAL, "a response could not be serialized");
+    } else if (!broken_) {
+      writes_.push_back(std::move(encoded));
+    }
+    Advance(std::move(lock));
+  }
+
+  // Starts the next read or write, or finishes, as the state allows. Called with mu_ held by the change of
+  // state it follows, in the same critical section: a thread that changed the state and then looked again
+  // could find the reactor already finished and deleted by another. After unlocking, a thread acts only on a
+  // read or write it started, and either keeps the stream from finishing until it completes.
+  void Advance(std::unique_lock<std::mutex> lock) {
+    bool read = false, finish = false;
+    grpc::ByteBuffer* write = nullptr;
+    grpc::Status status;
+    {
+      if (!reads_done_ && !reading_ && in_flight_ + static_cast<int>(writes_.size()) < kMaxInFlightPerStream) {
+        reading_ = read = true;
+      }
+      if (!writing_ && !writes_.empty()) {
+        writing_ = true;
+        write = &writes_.front();  // a deque keeps it in place while later responses are appended
+      }
+      if (reads_done_ && in_flight_ == 0 && !writing_ && writes_.empty() && !finished_) {
+        finished_ = finish = true;
+        status = final_status_;
+      }
+      lock.unlock();
+    }
+    if (read) StartRead(&incoming_);
+    if (write != nullptr) StartWrite(write);
+    if (finish) Finish(status);  // last: `this` may be gone once it returns
+  }
+
+  // Unanswered requests one stream may hold: bounds its memory (requests and responses waiting to be
+  // written) while keeping a batcher fed.
+  static constexpr int kMaxInFlightPerStream = 64;
+
+  InferenceService& service_;
+  grpc::CallbackServerContext* ctx_;
+  grpc::ByteBuffer incoming_;
+  std::mutex mu_;
+  std::deque<grpc::ByteBuffer> writes_;  // front is being written while writing_
+  int in_flight_ = 0;
+  int64_t messages_ = 0;
+  grpc::Status final_status_;
+  bool reading_ = false;
+  bool reads_done_ = false;
+  bool writing_ = false;
+  bool broken_ = false;
+  bool finished_ = false;
+};
+
+// A ModelStreamInfer call refused before it reads anything: finishes with the refusal, deletes itself in OnDone.
+class RefusedStream final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  explicit RefusedStream(const absl::Status& status) { Finish(ToGrpcStatus(status)); }
+  void OnDone() override { delete this; }
+};
+
 // One ModelInfer call's request and response, on an arena whose first block comes with them: a call whose
 // messages fit it costs one allocation for all its fields, where a heap message costs one per string and
 // repeated field (a dozen for a one-input request and its response), and frees them all at once.
 //
-// Shared: the call holds them until it ends, and SharedRequest hands out more references, so that input tensors
-// reading the request's bytes in place keep them (and the arena) alive for as long as they exist, after the
-// call ended included. The last one to let go frees the lot, on whatever thread that is.
-class InferMessagesOnArena final : public std::enable_shared_from_this<InferMessagesOnArena> {
+// Shared: gRPC holds one reference from Create to Release, and SharedRequest hands out more, so that input
+// tensors reading the request's bytes in place keep them (and the arena) alive for as long as they exist,
+// after the call ended included. The last one to let go frees the lot, on whatever thread that is.
+class InferMessagesOnArena final : public grpc::MessageHolder<ModelInferRequest, ModelInferResponse> {
   struct Token {};  // keeps the constructor for Create, which make_shared needs public
 
  public:
-  explicit InferMessagesOnArena(Token) : arena_(ArenaOptionsOn(first_block_)) {}
-  static std::shared_ptr<InferMessagesOnArena> Create() { return std::make_shared<InferMessagesOnArena>(Token{}); }
-  ModelInferRequest& request() { return *request_; }
-  ModelInferResponse& response() { return *response_; }
-  // The request, owned by the pointer.
-  std::shared_ptr<const ModelInferRequest> SharedRequest() { return {shared_from_this(), request_}; }
+  explicit InferMessagesOnArena(Token) : arena_(ArenaOptionsOn(first_block_)) {
+    set_request(google::protobuf::Arena::CreateMessage<ModelInferRequest>(&arena_));
+    set_response(google::protobuf::Arena::CreateMessage<ModelInferResponse>(&arena_));
+  }
+  static InferMessagesOnArena* Create() {
+    auto holder = std::make_shared<InferMessagesOnArena>(Token{});
+    holder->self_ = holder;
+    return holder.get();
+  }
+  // The request, owned by the pointer. Only between Create and Release: the handler's time.
+  std::shared_ptr<const ModelInferRequest> SharedRequest() { return {self_, request()}; }
+  // gRPC's reference goes; `this` may go with it.
+  void Release() override { std::shared_ptr<InferMessagesOnArena> last = std::move(self_); }
 
  private:
   // Holds a 784-float input (the MNIST-sized requests the load tests send) with its message, and its answer;
@@ -112,30 +263,34 @@ class InferMessagesOnArena final : public std::enable_shared_from_this<InferMess
 
   alignas(std::max_align_t) char first_block_[kFirstBlockBytes];
   google::protobuf::Arena arena_;  // after first_block_: destroyed before it
-  ModelInferRequest* request_ = google::protobuf::Arena::CreateMessage<ModelInferRequest>(&arena_);
-  ModelInferResponse* response_ = google::protobuf::Arena::CreateMessage<ModelInferResponse>(&arena_);
+  std::shared_ptr<InferMessagesOnArena> self_;  // gRPC's reference
 };
 
 }  // namespace
 
-LoadQueue::LoadQueue() : worker_([this] { Work(); }) {}
+grpc::MessageHolder<ModelInferRequest, ModelInferResponse>* InferenceService::ArenaInferMessages::AllocateMessages() {
+  return InferMessagesOnArena::Create();
+}
+
+LoadQueue::LoadQueue(std::function<absl::Status(const std::string&)> load)
+    : load_(std::move(load)), worker_([this] { Work(); }) {}
 
 LoadQueue::~LoadQueue() {
-  std::deque<std::pair<Job, Finish>> abandoned;
+  std::deque<std::pair<std::string, Finish>> abandoned;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
     abandoned.swap(queue_);
   }
   wake_.notify_all();
-  for (auto& [job, finish] : abandoned) finish(absl::UnavailableError("server shutting down: not done"));
+  for (auto& [model, finish] : abandoned) finish(absl::UnavailableError("server shutting down: model not loaded"));
   worker_.join();
 }
 
-void LoadQueue::Submit(Job job, Finish finish) {
+void LoadQueue::Submit(std::string model, Finish finish) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.emplace_back(std::move(job), std::move(finish));
+    queue_.emplace_back(std::move(model), std::move(finish));
   }
   wake_.notify_one();
 }
@@ -145,18 +300,21 @@ void LoadQueue::Work() {
   while (true) {
     wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
     if (stopping_) return;
-    auto [job, finish] = std::move(queue_.front());
+    auto [model, finish] = std::move(queue_.front());
     queue_.pop_front();
     lock.unlock();
-    finish(job());
+    finish(load_(model));
     lock.lock();
   }
 }
 
 InferenceService::InferenceService(ModelRepository& repository, ServerMetrics* metrics, const GrpcAccess* access)
-    : repository_(repository), metrics_(metrics), access_(access) {}
+    : repository_(repository), metrics_(metrics), access_(access),
+      loads_([&repository](const std::string& model) { return repository.Load(model); }) {
+  SetMessageAllocatorFor_ModelInfer(&infer_messages_);
+}
 
-absl::Status InferenceService::Allowed(const grpc::ServerContextBase* ctx, absl::string_view method) const {
+absl::Status InferenceService::Allowed(const grpc::CallbackServerContext* ctx, absl::string_view method) const {
   if (access_ == nullptr || !access_->restricts_anything()) return absl::OkStatus();
   return access_->Check(absl::StrCat("/", inference::GRPCInferenceService::service_full_name(), "/", method), *ctx);
 }
@@ -191,9 +349,8 @@ void InferenceService::LogRequest(const std::string& model, const std::string& v
   Log(LogLevel::kInfo, "request", fields);
 }
 
-CallControl ControlOf(const grpc::ServerContextBase* ctx) {
+CallControl ControlOf(grpc::CallbackServerContext* ctx) {
   CallControl control;
-  control.caller_may_run = false;
   const auto grpc_deadline = ctx->deadline();
   if (grpc_deadline < std::chrono::system_clock::now() + std::chrono::hours(24 * 365)) {
     control.deadline = absl::FromChrono(grpc_deadline);
@@ -256,6 +413,32 @@ void InferenceService::Run(const std::shared_ptr<const ModelInferRequest>& share
   mv->servable->Run(std::move(decoded->request), std::move(done));
 }
 
+grpc::ServerUnaryReactor* InferenceService::ServerLive(grpc::CallbackServerContext* ctx,
+                                                       const inference::ServerLiveRequest*,
+                                                       inference::ServerLiveResponse* response) {
+  if (absl::Status allowed = Allowed(ctx, "ServerLive"); !allowed.ok()) return Finished(ctx, allowed);
+  response->set_live(true);
+  return Finished(ctx, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* InferenceService::ServerReady(grpc::CallbackServerContext* ctx,
+                                                        const inference::ServerReadyRequest*,
+                                                        inference::ServerReadyResponse* response) {
+  if (absl::Status allowed = Allowed(ctx, "ServerReady"); !allowed.ok()) return Finished(ctx, allowed);
+  response->set_ready(ready());
+  return Finished(ctx, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* InferenceService::ModelReady(grpc::CallbackServerContext* ctx,
+                                                       const inference::ModelReadyRequest* request,
+                                                       inference::ModelReadyResponse* response) {
+  if (absl::Status allowed = Allowed(ctx, "ModelReady"); !allowed.ok()) return Finished(ctx, allowed);
+  auto found = repository_.Find(request->name(), request->version());
+  if (absl::IsNotFound(found.status())) return Finished(ctx, found.status());
+  response->set_ready(found.ok() && ready());
+  return Finished(ctx, absl::OkStatus());
+}
+
 void InferenceService::AnswerServerMetadata(inference::ServerMetadataResponse& response) const {
   response.set_name(kServerName);
   response.set_version(kServerVersion);
@@ -274,6 +457,39 @@ absl::Status InferenceService::AnswerModelMetadata(const inference::ModelMetadat
   FillTensorMetadata(mv.inputs, *response.mutable_inputs());
   FillTensorMetadata(mv.outputs, *response.mutable_outputs());
   return absl::OkStatus();
+}
+
+grpc::ServerUnaryReactor* InferenceService::ServerMetadata(grpc::CallbackServerContext* ctx,
+                                                           const inference::ServerMetadataRequest*,
+                                                           inference::ServerMetadataResponse* response) {
+  if (absl::Status allowed = Allowed(ctx, "ServerMetadata"); !allowed.ok()) return Finished(ctx, allowed);
+  AnswerServerMetadata(*response);
+  return Finished(ctx, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* InferenceService::ModelMetadata(grpc::CallbackServerContext* ctx,
+                                                          const inference::ModelMetadataRequest* request,
+                                                          inference::ModelMetadataResponse* response) {
+  if (absl::Status allowed = Allowed(ctx, "ModelMetadata"); !allowed.ok()) return Finished(ctx, allowed);
+  return Finished(ctx, AnswerModelMetadata(*request, *response));
+}
+
+// The request is taken from the messages that hold it, which the service's allocator made
+// (SetMessageAllocatorFor_ModelInfer in the constructor): they share it with the tensors that read it.
+grpc::ServerUnaryReactor* InferenceService::ModelInfer(grpc::CallbackServerContext* ctx, const ModelInferRequest*,
+                                                       ModelInferResponse* response) {
+  if (absl::Status allowed = Allowed(ctx, "ModelInfer"); !allowed.ok()) return Finished(ctx, allowed);
+  auto* reactor = ctx->DefaultReactor();
+  auto* messages = static_cast<InferMessagesOnArena*>(ctx->GetRpcAllocatorState());
+  Infer(messages->SharedRequest(), ControlOf(ctx), response,
+        [reactor](const absl::Status& status) { reactor->Finish(ToGrpcStatus(status)); });
+  return reactor;
+}
+
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* InferenceService::ModelStreamInfer(
+    grpc::CallbackServerContext* ctx) {
+  if (absl::Status allowed = Allowed(ctx, "ModelStreamInfer"); !allowed.ok()) return new RefusedStream(allowed);
+  return new StreamInferReactor(*this, ctx);
 }
 
 absl::Status InferenceService::AnswerModelConfig(const inference::ModelConfigRequest& request,
@@ -315,90 +531,49 @@ void InferenceService::LoadModel(const inference::RepositoryModelLoadRequest& re
     return finish(absl::InvalidArgumentError(
         "RepositoryModelLoad parameters (config override, files) are not supported"));
   }
-  loads_.Submit([this, model = request.model_name()] { return repository_.Load(model); }, std::move(finish));
+  loads_.Submit(request.model_name(), std::move(finish));
 }
 
 absl::Status InferenceService::UnloadModel(const inference::RepositoryModelUnloadRequest& request) {
   return repository_.Unload(request.model_name());
 }
 
-template <class Messages, class Handle>
-void InferenceService::Serve(GrpcPoller& poller, absl::string_view method,
-                             typename UnaryMethod<InferenceService, Messages>::RequestFn request_call, Handle handle) {
-  methods_.push_back(ServeUnary<InferenceService, Messages>(
-      this, poller, request_call,
-      [this, method, handle = std::move(handle)](grpc::ServerContext& ctx, const std::shared_ptr<Messages>& messages,
-                                                 AnswerCall answer) {
-        if (absl::Status allowed = Allowed(&ctx, method); !allowed.ok()) return answer(allowed);
-        handle(ctx, messages, std::move(answer));
-      }));
+grpc::ServerUnaryReactor* InferenceService::ModelConfig(grpc::CallbackServerContext* ctx,
+                                                        const inference::ModelConfigRequest* request,
+                                                        inference::ModelConfigResponse* response) {
+  if (absl::Status allowed = Allowed(ctx, "ModelConfig"); !allowed.ok()) return Finished(ctx, allowed);
+  return Finished(ctx, AnswerModelConfig(*request, *response));
 }
 
-// Each handler runs on the polling thread: the cheap methods answer there, the rest hand their work on.
-void InferenceService::ServeOn(GrpcPoller& poller) {
-  using namespace inference;  // NOLINT: the messages of every method below
-  Serve<UnaryMessages<ServerLiveRequest, ServerLiveResponse>>(
-      poller, "ServerLive", &InferenceService::RequestServerLive,
-      [](grpc::ServerContext&, const auto& m, AnswerCall answer) {
-        m->response().set_live(true);
-        answer(absl::OkStatus());
-      });
-  Serve<UnaryMessages<ServerReadyRequest, ServerReadyResponse>>(
-      poller, "ServerReady", &InferenceService::RequestServerReady,
-      [this](grpc::ServerContext&, const auto& m, AnswerCall answer) {
-        m->response().set_ready(ready());
-        answer(absl::OkStatus());
-      });
-  Serve<UnaryMessages<ModelReadyRequest, ModelReadyResponse>>(
-      poller, "ModelReady", &InferenceService::RequestModelReady,
-      [this](grpc::ServerContext&, const auto& m, AnswerCall answer) {
-        auto found = repository_.Find(m->request().name(), m->request().version());
-        if (absl::IsNotFound(found.status())) return answer(found.status());
-        m->response().set_ready(found.ok() && ready());
-        answer(absl::OkStatus());
-      });
-  Serve<UnaryMessages<ServerMetadataRequest, ServerMetadataResponse>>(
-      poller, "ServerMetadata", &InferenceService::RequestServerMetadata,
-      [this](grpc::ServerContext&, const auto& m, AnswerCall answer) {
-        AnswerServerMetadata(m->response());
-        answer(absl::OkStatus());
-      });
-  Serve<UnaryMessages<ModelMetadataRequest, ModelMetadataResponse>>(
-      poller, "ModelMetadata", &InferenceService::RequestModelMetadata,
-      [this](grpc::ServerContext&, const auto& m, AnswerCall answer) {
-        answer(AnswerModelMetadata(m->request(), m->response()));
-      });
-  // The tensors read the request in place and hold it (SharedRequest); the servable runs it on a worker.
-  Serve<InferMessagesOnArena>(poller, "ModelInfer", &InferenceService::RequestModelInfer,
-                              [this](grpc::ServerContext& ctx, const auto& m, AnswerCall answer) {
-                                Infer(m->SharedRequest(), ControlOf(&ctx), &m->response(), std::move(answer));
-                              });
-  Serve<UnaryMessages<ModelConfigRequest, ModelConfigResponse>>(
-      poller, "ModelConfig", &InferenceService::RequestModelConfig,
-      [this](grpc::ServerContext&, const auto& m, AnswerCall answer) {
-        answer(AnswerModelConfig(m->request(), m->response()));
-      });
-  Serve<UnaryMessages<ModelStatisticsRequest, ModelStatisticsResponse>>(
-      poller, "ModelStatistics", &InferenceService::RequestModelStatistics,
-      [this](grpc::ServerContext&, const auto& m, AnswerCall answer) {
-        answer(AnswerModelStatistics(m->request(), m->response()));
-      });
-  Serve<UnaryMessages<RepositoryIndexRequest, RepositoryIndexResponse>>(
-      poller, "RepositoryIndex", &InferenceService::RequestRepositoryIndex,
-      [this](grpc::ServerContext&, const auto& m, AnswerCall answer) {
-        AnswerRepositoryIndex(m->request(), m->response());
-        answer(absl::OkStatus());
-      });
-  Serve<UnaryMessages<RepositoryModelLoadRequest, RepositoryModelLoadResponse>>(
-      poller, "RepositoryModelLoad", &InferenceService::RequestRepositoryModelLoad,
-      [this](grpc::ServerContext&, const auto& m, AnswerCall answer) { LoadModel(m->request(), std::move(answer)); });
-  // An unload waits for a load in progress: on the load thread.
-  Serve<UnaryMessages<RepositoryModelUnloadRequest, RepositoryModelUnloadResponse>>(
-      poller, "RepositoryModelUnload", &InferenceService::RequestRepositoryModelUnload,
-      [this](grpc::ServerContext&, const auto& m, AnswerCall answer) {
-        loads_.Submit([this, m] { return UnloadModel(m->request()); }, std::move(answer));
-      });
-  AwaitStreamInfer(*this, poller);
+grpc::ServerUnaryReactor* InferenceService::ModelStatistics(grpc::CallbackServerContext* ctx,
+                                                            const inference::ModelStatisticsRequest* request,
+                                                            inference::ModelStatisticsResponse* response) {
+  if (absl::Status allowed = Allowed(ctx, "ModelStatistics"); !allowed.ok()) return Finished(ctx, allowed);
+  return Finished(ctx, AnswerModelStatistics(*request, *response));
+}
+
+grpc::ServerUnaryReactor* InferenceService::RepositoryIndex(grpc::CallbackServerContext* ctx,
+                                                            const inference::RepositoryIndexRequest* request,
+                                                            inference::RepositoryIndexResponse* response) {
+  if (absl::Status allowed = Allowed(ctx, "RepositoryIndex"); !allowed.ok()) return Finished(ctx, allowed);
+  AnswerRepositoryIndex(*request, *response);
+  return Finished(ctx, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* InferenceService::RepositoryModelLoad(grpc::CallbackServerContext* ctx,
+                                                                const inference::RepositoryModelLoadRequest* request,
+                                                                inference::RepositoryModelLoadResponse*) {
+  if (absl::Status allowed = Allowed(ctx, "RepositoryModelLoad"); !allowed.ok()) return Finished(ctx, allowed);
+  auto* reactor = ctx->DefaultReactor();
+  LoadModel(*request, [reactor](const absl::Status& status) { reactor->Finish(ToGrpcStatus(status)); });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* InferenceService::RepositoryModelUnload(
+    grpc::CallbackServerContext* ctx, const inference::RepositoryModelUnloadRequest* request,
+    inference::RepositoryModelUnloadResponse*) {
+  if (absl::Status allowed = Allowed(ctx, "RepositoryModelUnload"); !allowed.ok()) return Finished(ctx, allowed);
+  return Finished(ctx, UnloadModel(*request));
 }
 
 }  // namespace onnxserve::server

@@ -1,9 +1,7 @@
-// GRPCInferenceService on gRPC's async API, every method served by the one polling thread of a GrpcPoller
-// (grpc_poller.h). The cheap methods are answered on it; inference requests are decoded (and so validated) on it
-// into a ServableRequest for their model version's servable, which never runs them on it (a worker does), and
-// whose answer is encoded into the response on whatever thread gives it; model loads and unloads go to a thread
-// of their own. So a queued request holds no thread, and a long run holds up no other call. Errors are
-// absl::Status values mapped to gRPC codes in one place (status.h).
+// GRPCInferenceService on gRPC's callback API. Inference requests are decoded (and so validated) on the gRPC
+// thread into a ServableRequest for their model version's servable, whose answer is encoded into the
+// response on whatever thread gives it (a batch worker, or this one when the request ran at once), so a queued
+// request holds no thread. Errors are absl::Status values mapped to gRPC codes in one place (status.h).
 #pragma once
 
 #include <atomic>
@@ -15,7 +13,6 @@
 #include <string>
 #include <thread>
 #include <utility>
-#include <vector>
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -23,9 +20,7 @@
 #include "server/observability/metrics.h"
 #include "server/observability/trace_context.h"
 #include "server/protocol/grpc_access.h"
-#include "server/protocol/grpc_poller.h"
 #include "server/protocol/infer_codec.h"
-#include "server/protocol/unary_call.h"
 #include "server/serving/repository.h"
 #include "server/servable/servable.h"
 
@@ -36,39 +31,39 @@ inline constexpr const char* kServerVersion = "0.1.0";
 
 namespace internal {
 using Grpc = inference::GRPCInferenceService;
-// Every method on the async API, ModelStreamInfer raw (ByteBuffer in and out): typed, gRPC reports a message
-// that does not decode as the client's half-close, and the stream would end with OK.
-using AsyncServiceWithRawStream = Grpc::WithAsyncMethod_ServerLive<Grpc::WithAsyncMethod_ServerReady<
-    Grpc::WithAsyncMethod_ModelReady<Grpc::WithAsyncMethod_ServerMetadata<
-        Grpc::WithAsyncMethod_ModelMetadata<Grpc::WithAsyncMethod_ModelInfer<
-            Grpc::WithRawMethod_ModelStreamInfer<Grpc::WithAsyncMethod_ModelConfig<
-                Grpc::WithAsyncMethod_ModelStatistics<Grpc::WithAsyncMethod_RepositoryIndex<
-                    Grpc::WithAsyncMethod_RepositoryModelLoad<
-                        Grpc::WithAsyncMethod_RepositoryModelUnload<Grpc::Service>>>>>>>>>>>>;
+// Every method on the callback API, ModelStreamInfer raw (ByteBuffer in and out): typed, gRPC reports a
+// message that does not decode as the client's half-close, and the stream would end with OK.
+using CallbackServiceWithRawStream = Grpc::WithCallbackMethod_ServerLive<Grpc::WithCallbackMethod_ServerReady<
+    Grpc::WithCallbackMethod_ModelReady<Grpc::WithCallbackMethod_ServerMetadata<
+        Grpc::WithCallbackMethod_ModelMetadata<Grpc::WithCallbackMethod_ModelInfer<
+            Grpc::WithRawCallbackMethod_ModelStreamInfer<Grpc::WithCallbackMethod_ModelConfig<
+                Grpc::WithCallbackMethod_ModelStatistics<Grpc::WithCallbackMethod_RepositoryIndex<
+                    Grpc::WithCallbackMethod_RepositoryModelLoad<
+                        Grpc::WithCallbackMethod_RepositoryModelUnload<Grpc::Service>>>>>>>>>>>>;
 }  // namespace internal
 
-// Runs model loads and unloads (RepositoryModelLoad/Unload, POST /v2/repository/models/<m>/load) one at a time
-// on a thread of its own, so that gRPC's polling thread and the HTTP workers stay free while a model loads
-// (seconds) or an unload waits for one. Its destructor answers the jobs still queued with UNAVAILABLE and joins
-// the thread, so no job outlives the repository it acts on.
+// Runs model loads (RepositoryModelLoad, POST /v2/repository/models/<m>/load) one at a time on a thread of its
+// own, so that gRPC's callback threads and the HTTP workers stay free while a model loads (seconds). Its
+// destructor answers the loads still queued with UNAVAILABLE and joins the thread, so no load outlives the
+// repository it loads into.
 class LoadQueue {
  public:
-  LoadQueue();
+  explicit LoadQueue(std::function<absl::Status(const std::string&)> load);
   ~LoadQueue();
   LoadQueue(const LoadQueue&) = delete;
   LoadQueue& operator=(const LoadQueue&) = delete;
 
-  using Job = std::function<absl::Status()>;
   using Finish = std::function<void(const absl::Status&)>;
-  // Runs `job` and then calls `finish` with its result, once, on the loading thread.
-  void Submit(Job job, Finish finish);
+  // Loads `model` and then calls `finish` with the result, once, on the loading thread.
+  void Submit(std::string model, Finish finish);
 
  private:
   void Work();
 
+  std::function<absl::Status(const std::string&)> load_;
   std::mutex mu_;
   std::condition_variable wake_;
-  std::deque<std::pair<Job, Finish>> queue_;
+  std::deque<std::pair<std::string, Finish>> queue_;
   bool stopping_ = false;
   std::thread worker_;  // last: starts once the rest exists
 };
@@ -82,12 +77,12 @@ struct RequestTimes {
   int64_t batch_rows = 0;
 };
 
-// The control of a gRPC call: its deadline (none when it is further than a year away), IsCancelled (true once
-// the polling thread has seen the call end) and the `traceparent` metadata when it is valid; the caller, the
-// polling thread, may not run the model. `context` must outlive the call.
-CallControl ControlOf(const grpc::ServerContextBase* context);
+// The control of a gRPC call: its deadline (none when it is further than a year away), IsCancelled and the
+// `traceparent` metadata when it is valid.
+// `context` must outlive the call.
+CallControl ControlOf(grpc::CallbackServerContext* context);
 
-class InferenceService final : public internal::AsyncServiceWithRawStream {
+class InferenceService final : public internal::CallbackServiceWithRawStream {
  public:
   // `repository`, `metrics` and `access` (both may be null: no metrics, no access control) must outlive the
   // service.
@@ -121,16 +116,43 @@ class InferenceService final : public internal::AsyncServiceWithRawStream {
                              inference::RepositoryIndexResponse& response) const;
   // Queues the load on the load thread; `finish` gets its result (at once when the request is refused).
   void LoadModel(const inference::RepositoryModelLoadRequest& request, LoadQueue::Finish finish);
-  // Blocks while a load runs (ModelRepository::Unload): gRPC's handler queues it on the load thread.
   absl::Status UnloadModel(const inference::RepositoryModelUnloadRequest& request);
 
-  // Serves every method on `poller` from now on; `poller` must have been made with the builder this service is
-  // registered with, and stop before this service is destroyed.
-  void ServeOn(GrpcPoller& poller);
-
-  // The access check of `method` (a GRPCInferenceService method name): handlers act only on an OK answer.
-  // The interceptor has already ended a refused call; this keeps its handler from having effects anyway.
-  absl::Status Allowed(const grpc::ServerContextBase* context, absl::string_view method) const;
+  grpc::ServerUnaryReactor* ServerLive(grpc::CallbackServerContext* context,
+                                       const inference::ServerLiveRequest* request,
+                                       inference::ServerLiveResponse* response) override;
+  grpc::ServerUnaryReactor* ServerReady(grpc::CallbackServerContext* context,
+                                        const inference::ServerReadyRequest* request,
+                                        inference::ServerReadyResponse* response) override;
+  grpc::ServerUnaryReactor* ModelReady(grpc::CallbackServerContext* context,
+                                       const inference::ModelReadyRequest* request,
+                                       inference::ModelReadyResponse* response) override;
+  grpc::ServerUnaryReactor* ServerMetadata(grpc::CallbackServerContext* context,
+                                           const inference::ServerMetadataRequest* request,
+                                           inference::ServerMetadataResponse* response) override;
+  grpc::ServerUnaryReactor* ModelMetadata(grpc::CallbackServerContext* context,
+                                          const inference::ModelMetadataRequest* request,
+                                          inference::ModelMetadataResponse* response) override;
+  grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* context,
+                                       const inference::ModelInferRequest* request,
+                                       inference::ModelInferResponse* response) override;
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ModelStreamInfer(
+      grpc::CallbackServerContext* context) override;
+  grpc::ServerUnaryReactor* ModelConfig(grpc::CallbackServerContext* context,
+                                        const inference::ModelConfigRequest* request,
+                                        inference::ModelConfigResponse* response) override;
+  grpc::ServerUnaryReactor* ModelStatistics(grpc::CallbackServerContext* context,
+                                            const inference::ModelStatisticsRequest* request,
+                                            inference::ModelStatisticsResponse* response) override;
+  grpc::ServerUnaryReactor* RepositoryIndex(grpc::CallbackServerContext* context,
+                                            const inference::RepositoryIndexRequest* request,
+                                            inference::RepositoryIndexResponse* response) override;
+  grpc::ServerUnaryReactor* RepositoryModelLoad(grpc::CallbackServerContext* context,
+                                                const inference::RepositoryModelLoadRequest* request,
+                                                inference::RepositoryModelLoadResponse* response) override;
+  grpc::ServerUnaryReactor* RepositoryModelUnload(grpc::CallbackServerContext* context,
+                                                  const inference::RepositoryModelUnloadRequest* request,
+                                                  inference::RepositoryModelUnloadResponse* response) override;
 
  private:
   // Infer's work, which may throw.
@@ -142,10 +164,15 @@ class InferenceService final : public internal::AsyncServiceWithRawStream {
              const std::optional<TraceContext>& trace, const RequestTimes& times = {});
   void LogRequest(const std::string& model, const std::string& version, const absl::Status& status,
                   absl::Duration total, const std::optional<TraceContext>& trace, const RequestTimes& times) const;
-  // Serves the unary `method` with `handle`, which runs on the polling thread once the access check passed.
-  template <class Messages, class Handle>
-  void Serve(GrpcPoller& poller, absl::string_view method,
-             typename UnaryMethod<InferenceService, Messages>::RequestFn request_call, Handle handle);
+  // The access check of `method` (a GRPCInferenceService method name): handlers act only on an OK answer.
+  // The interceptor has already ended a refused call; this keeps its handler from having effects anyway.
+  absl::Status Allowed(const grpc::CallbackServerContext* context, absl::string_view method) const;
+
+  // ModelInfer's request and response of each call on a protobuf arena of their own (service.cc).
+  class ArenaInferMessages : public grpc::MessageAllocator<inference::ModelInferRequest, inference::ModelInferResponse> {
+   public:
+    grpc::MessageHolder<inference::ModelInferRequest, inference::ModelInferResponse>* AllocateMessages() override;
+  };
 
   ModelRepository& repository_;
   ServerMetrics* metrics_;
@@ -153,7 +180,7 @@ class InferenceService final : public internal::AsyncServiceWithRawStream {
   std::atomic<bool> ready_{false};
   std::atomic<bool> log_requests_{false};
   LoadQueue loads_;
-  std::vector<std::shared_ptr<const void>> methods_;  // the unary methods served, for as long as calls may come
+  ArenaInferMessages infer_messages_;
 };
 
 }  // namespace onnxserve::server

@@ -20,15 +20,12 @@
 namespace onnxserve::server {
 
 // What an inference call is bounded by besides its queue policy: the client's deadline and whether the client
-// still wants the answer. gRPC calls take both from their ServerContext; REST calls have no deadline and are
-// cancelled when the client disconnects or the HTTP server stops.
+// still wants the answer. gRPC calls take both from their CallbackServerContext; REST calls have no deadline
+// and are cancelled when the client disconnects or the HTTP server stops.
 struct CallControl {
   absl::Time deadline = absl::InfiniteFuture();
   std::function<bool()> cancelled;  // may be empty (never cancelled); called from batch workers
   std::optional<TraceContext> trace;  // the caller's valid traceparent, for the request's log line
-  // False when the calling thread must not run the model: gRPC's one polling thread, which every other call
-  // waits on. The request then goes to a worker even when it could have run at once.
-  bool caller_may_run = true;
 };
 
 struct ServableRequest {

@@ -251,7 +251,7 @@ struct Threads {
   std::thread::id ran_on, answered_on;
 };
 
-Threads SendAlone(int64_t max_batch_size, bool caller_may_run = true) {
+Threads SendAlone(int64_t max_batch_size) {
   Threads threads;
   auto model = std::make_shared<FnServable>([&threads](const std::vector<Tensor>& inputs) {
     threads.ran_on = std::this_thread::get_id();
@@ -261,7 +261,6 @@ Threads SendAlone(int64_t max_batch_size, bool caller_may_run = true) {
   Scheduler scheduler(OneInstance(max_batch_size, absl::ZeroDuration()), model, &stats, nullptr);
   ServableRequest request;
   request.inputs = {Tensor::FromVector<float>({1, 1}, {7})};
-  request.control.caller_may_run = caller_may_run;
   std::promise<void> answered;
   scheduler.Enqueue(std::move(request), [&](ServableResponse response) {
     EXPECT_TRUE(response.outputs.ok()) << response.outputs.status();
@@ -278,14 +277,6 @@ TEST(SchedulerTest, WithoutBatchingARequestFindingTheInstanceIdleRunsOnTheCaller
   const Threads threads = SendAlone(/*max_batch_size=*/0);
   EXPECT_EQ(threads.ran_on, std::this_thread::get_id());
   EXPECT_EQ(threads.answered_on, std::this_thread::get_id());
-}
-
-// A caller that must not run the model (gRPC's polling thread) hands even a request that could run at once to a
-// worker.
-TEST(SchedulerTest, WithoutBatchingARequestWhoseCallerMayNotRunItRunsOnAWorker) {
-  const Threads threads = SendAlone(/*max_batch_size=*/0, /*caller_may_run=*/false);
-  EXPECT_NE(threads.ran_on, std::this_thread::get_id());
-  EXPECT_EQ(threads.answered_on, threads.ran_on);
 }
 
 // A batching model hands even a lone request to a worker (scheduler.cc, RunsInline).
