@@ -432,6 +432,44 @@ TEST_F(ServerTest, ARunIsStoppedAtTheClientDeadlineAndTheModelServesAgain) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, kCallTimeout);
 }
 
+TEST_F(ServerTest, ACancelledCallStopsItsRunAndTheModelServesAgain) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+  auto spin = std::async(std::launch::async, [&] {
+    ModelInferResponse resp;
+    return stub_->ModelInfer(&ctx, SpinRequest("spin", kForever), &resp);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ctx.TryCancel();
+  EXPECT_EQ(spin.get().error_code(), grpc::CANCELLED);
+  // The model has one instance: it answers again only if the endless run was stopped.
+  ModelInferResponse resp;
+  const grpc::Status status = Infer(*stub_, SpinRequest("spin", 4), &resp);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(RawFloats(resp, 0), std::vector<float>{4});
+}
+
+// gRPC's calls share one polling thread: a run of a model that does not batch, started on an idle instance, must
+// not run on it, or every other call would wait for the run's end.
+TEST_F(ServerTest, ARunThatLastsUntilCancelledHoldsUpNoOtherCall) {
+  grpc::ClientContext spin_ctx;
+  spin_ctx.set_deadline(std::chrono::system_clock::now() + kCallTimeout);  // a failing test ends too
+  auto spin = std::async(std::launch::async, [&] {
+    ModelInferResponse resp;
+    return stub_->ModelInfer(&spin_ctx, SpinRequest("spin", kForever), &resp);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  inference::ServerLiveResponse live;
+  EXPECT_TRUE(stub_->ServerLive(Context().get(), {}, &live).ok());
+  EXPECT_TRUE(live.live());
+  ModelInferResponse resp;
+  const grpc::Status status = Infer(*stub_, AddRequest("add", 2, 1), &resp);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(RawFloats(resp, 0), ExpectedSum(2, 1));
+  spin_ctx.TryCancel();
+  EXPECT_EQ(spin.get().error_code(), grpc::CANCELLED);
+}
+
 TEST_F(ServerTest, ExecutionTimeoutStopsARunTheClientWouldWaitForForever) {
   ModelInferResponse resp;
   grpc::Status status = Infer(*stub_, SpinRequest("spin_limited", kForever), &resp);
@@ -949,6 +987,38 @@ grpc::Status LoadModel(GRPCInferenceService::Stub& stub, const std::string& name
   return stub.RepositoryModelLoad(Context().get(), req, &resp);
 }
 
+// Watch sends the status at once (SERVICE_UNKNOWN for a model never loaded), then each change.
+TEST(ExplicitModeTest, HealthWatchStreamsEachChangeOfAModelsStatus) {
+  const std::string repo = MakeRepository("explicit_watch");
+  auto server = ServerProcess::Start(repo, {"--model-control-mode", "explicit"});
+  ASSERT_NE(server, nullptr);
+  auto stub = GRPCInferenceService::NewStub(server->channel());
+  auto health = grpc::health::v1::Health::NewStub(server->channel());
+  grpc::ClientContext watch_ctx;
+  watch_ctx.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+  grpc::health::v1::HealthCheckRequest watched;
+  watched.set_service("add");
+  auto watch = health->Watch(&watch_ctx, watched);
+  using Status = grpc::health::v1::HealthCheckResponse;
+  Status update;
+  ASSERT_TRUE(watch->Read(&update));
+  EXPECT_EQ(update.status(), Status::SERVICE_UNKNOWN);
+
+  ASSERT_TRUE(LoadModel(*stub, "add").ok());
+  ASSERT_TRUE(watch->Read(&update));
+  EXPECT_EQ(update.status(), Status::SERVING);
+
+  inference::RepositoryModelUnloadRequest unload;
+  unload.set_model_name("add");
+  inference::RepositoryModelUnloadResponse unload_resp;
+  ASSERT_TRUE(stub->RepositoryModelUnload(Context().get(), unload, &unload_resp).ok());
+  ASSERT_TRUE(watch->Read(&update));
+  EXPECT_EQ(update.status(), Status::NOT_SERVING);
+  watch_ctx.TryCancel();
+  EXPECT_EQ(watch->Finish().error_code(), grpc::CANCELLED);
+  EXPECT_EQ(server->Terminate(std::chrono::seconds(20)), 0);
+}
+
 // `message` with each occurrence of `name` replaced by NAME: two errors that differ only in the name they
 // quote have the same shape.
 std::string WithoutName(std::string message, const std::string& name) {
@@ -1266,6 +1336,53 @@ TEST(ShutdownTest, SigtermFinishesAcceptedRequestsAndExitsZero) {
     EXPECT_EQ(RawFloats(resp, 0), ExpectedSum(1, static_cast<float>(i)));
   }
   EXPECT_NE(server->Log().find("event=shutdown_complete"), std::string::npos);
+}
+
+// Calls of every kind still open at the signal: a health watch (told NOT_SERVING, then ended by the shutdown), a
+// stream and a unary call whose runs never end, and a call whose client went away mid-run. The server cancels
+// what the grace period leaves and exits 0.
+TEST(ShutdownTest, SigtermWithCallsOfEveryKindOpenExitsZero) {
+  const std::string repo = MakeRepository("shutdown_open_calls");
+  auto server = ServerProcess::Start(repo, {"--shutdown-grace-secs", "1"});
+  ASSERT_NE(server, nullptr);
+  auto stub = GRPCInferenceService::NewStub(server->channel());
+  auto health = grpc::health::v1::Health::NewStub(server->channel());
+  using Status = grpc::health::v1::HealthCheckResponse;
+  grpc::ClientContext watch_ctx;
+  auto watch = health->Watch(&watch_ctx, {});
+  auto watched = std::async(std::launch::async, [&] {
+    std::vector<Status::ServingStatus> statuses;
+    Status update;
+    while (watch->Read(&update)) statuses.push_back(update.status());
+    return std::make_pair(statuses, watch->Finish());
+  });
+
+  grpc::ClientContext stream_ctx;
+  auto stream = stub->ModelStreamInfer(&stream_ctx);
+  ASSERT_TRUE(stream->Write(SpinRequest("spin", kForever)));
+  auto unary = std::async(std::launch::async, [&] {
+    grpc::ClientContext ctx;
+    ModelInferResponse resp;
+    return stub->ModelInfer(&ctx, SpinRequest("spin", kForever), &resp);
+  });
+  {
+    grpc::ClientContext gone;
+    ModelInferResponse resp;
+    gone.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(100));
+    EXPECT_EQ(stub->ModelInfer(&gone, SpinRequest("spin", kForever), &resp).error_code(), grpc::DEADLINE_EXCEEDED);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+
+  EXPECT_EQ(server->Terminate(std::chrono::seconds(20)), 0) << server->Log();
+  auto [statuses, watch_end] = watched.get();
+  EXPECT_EQ(statuses, (std::vector<Status::ServingStatus>{Status::SERVING, Status::NOT_SERVING}));
+  EXPECT_FALSE(watch_end.ok());
+  EXPECT_FALSE(unary.get().ok());
+  inference::ModelStreamInferResponse streamed;
+  while (stream->Read(&streamed)) {
+  }
+  EXPECT_FALSE(stream->Finish().ok());
+  EXPECT_NE(server->Log().find("event=shutdown_complete"), std::string::npos) << server->Log();
 }
 
 }  // namespace
