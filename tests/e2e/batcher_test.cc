@@ -418,7 +418,9 @@ TEST(SchedulerTest, ADeadlinePassedWhileTheBatchRanIsDeadlineExceeded) {
   GatedModel model(/*hold_first=*/true);
   VersionStats stats("m", "1");
   Scheduler scheduler(OneInstance(8, absl::ZeroDuration()), model.Fn(), &stats, nullptr);
-  const absl::Time deadline = absl::Now() + absl::Milliseconds(50);
+  // Far enough that the request starts before it on a loaded machine (at 50 ms it once passed first: the
+  // request was dropped unrun and the test waited for a run that never came).
+  const absl::Time deadline = absl::Now() + absl::Seconds(1);
   auto answer = SendAside(scheduler, 0, 1, GrpcLikeDeadline(deadline));
   model.WaitUntilFirstRuns();
   SleepUntil(deadline);
