@@ -43,10 +43,10 @@ void CpuRelax() {
 // Shared by the caller and each worker that pops it, so a worker that finishes the last chunk can still
 // wake the caller through `mu` and `cv` after the caller has seen `done` reach `chunks` and returned.
 struct ThreadPool::Job {
-  Job(int64_t n, int64_t chunks, const std::function<void(int64_t, int64_t)>& fn)
+  Job(int64_t n, int64_t chunks, absl::FunctionRef<void(int64_t, int64_t)> fn)
       : n(n), chunks(chunks), fn(fn), account(CurrentMemoryAccount()), limits(CurrentRunLimits()) {}
   const int64_t n, chunks;
-  const std::function<void(int64_t, int64_t)>& fn;
+  const absl::FunctionRef<void(int64_t, int64_t)> fn;
   // Chunks allocate on behalf of the caller's run, whichever thread runs them, so they charge its budget
   // and stop with it.
   const std::shared_ptr<MemoryAccount> account;
@@ -101,8 +101,7 @@ void ThreadPool::WorkerLoop() {
   }
 }
 
-void ThreadPool::ParallelFor(int64_t n, int64_t min_chunk,
-                             const std::function<void(int64_t, int64_t)>& fn) {
+void ThreadPool::ParallelFor(int64_t n, int64_t min_chunk, absl::FunctionRef<void(int64_t, int64_t)> fn) {
   if (n <= 0) return;
   const int64_t max_chunks = std::max<int64_t>(1, n / std::max<int64_t>(1, min_chunk));
   const int64_t chunks = std::min<int64_t>(num_threads_, max_chunks);

@@ -5,11 +5,12 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "absl/functional/function_ref.h"
 
 namespace onnxserve {
 
@@ -25,8 +26,9 @@ class ThreadPool {
   // Runs fn(begin, end) over [0, n) split into at most num_threads() contiguous chunks of at least
   // `min_chunk` items. Safe to call from several threads at once (calls then share the workers); fn must
   // not call ParallelFor on the same pool. When fn throws, the first exception is rethrown here after all
-  // chunks have run.
-  void ParallelFor(int64_t n, int64_t min_chunk, const std::function<void(int64_t, int64_t)>& fn);
+  // chunks have run. fn is taken by reference, not copied: a std::function would allocate for most
+  // kernels' lambdas (more than two captures), on every call, even on one thread.
+  void ParallelFor(int64_t n, int64_t min_chunk, absl::FunctionRef<void(int64_t, int64_t)> fn);
 
  private:
   struct Job;  // one ParallelFor call: its chunks, how many have run, and how its caller waits

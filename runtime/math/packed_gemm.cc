@@ -30,9 +30,10 @@ constexpr int64_t kColumnBlockBytes = int64_t{1} << 20;
 // A panels that pass each B panel in a row (64 rows of C), in depth blocks of at least kMinDepthForPasses.
 constexpr int64_t kPanelsPerPass = 8;
 constexpr int64_t kMinDepthForPasses = 128;
-// Below this many multiply-adds (some 10 us of work) a GEMM is not worth splitting: handing a share to
-// another thread and waiting for it costs about as much.
-constexpr int64_t kMinParallelWork = int64_t{1} << 21;
+// Below this many multiply-adds (some 2 us of work on AVX-512, 4 on AVX2) a GEMM is not worth splitting:
+// handing a share to another thread, which then fetches its operands from the first one's cache, costs
+// about 1 us. The keyword spotter's pointwise layers (64 x 64 x 125, 0.5 M) and its stem (0.3 M) split.
+constexpr int64_t kMinParallelWork = int64_t{1} << 18;
 // A matrix-vector product of a weight this large (256 KiB) takes as long as streaming the weight, however
 // little arithmetic there is (an MLP at batch 1, 0.4 M multiply-adds for 1.6 MB; a squeeze-and-excite 1x1
 // Conv on a 1x1 map; an LSTM's recurrent 128 x 512 at every step, some 3 us), and two cores stream it
@@ -93,12 +94,14 @@ double Imbalance(int64_t size, int64_t panel, int64_t unit, int threads) {
 
 // Whether an [m x n] product splits over its column panels (else its row panels). Columns are
 // preferred (a row split has each thread pack or stream all of B) unless rows share out clearly more
-// evenly, as with a 7x7 map's 49 columns (48 + 1).
-// `column_unit` is what a share of columns is made of: whole panels, or (B packed at load) whole vectors.
-bool SplitColumns(int64_t m, int64_t n, int threads, int64_t column_unit) {
-  constexpr double kColumnPreference = 1.25;
+// evenly, as with a 7x7 map's 49 columns (48 + 1). A B that every thread reads where it lies, in L1,
+// costs a row split nothing: the even split wins (the keyword spotter's 125 columns go 48 + 77, its 64
+// rows 32 + 32). `column_unit` is what a share of columns is made of: whole panels, or (B packed at load)
+// whole vectors.
+bool SplitColumns(int64_t m, int64_t n, int threads, int64_t column_unit, bool b_read_in_place) {
+  const double column_preference = b_read_in_place ? 1.0 : 1.25;
   return Imbalance(n, column_unit, kPanelAlignment, threads) <=
-         kColumnPreference * Imbalance(m, kPanelRows, kPanelRows, threads);
+         column_preference * Imbalance(m, kPanelRows, kPanelRows, threads);
 }
 
 // The activations the micro-kernels apply in their registers (PanelOutput); MultiplyTile applies the
@@ -311,7 +314,8 @@ void MultiplyOverPool(const PackedRows& a, int64_t n, const ColumnSource& b, flo
   // Columns split best (each thread packs only its own B), unless rows share out more evenly (a 7x7
   // map's 2 column panels, 48 + 1 columns): B is then packed once for all threads when it is big enough
   // to be worth it, else by each thread.
-  if (SplitColumns(a.rows(), n, threads, kPanelColumns)) {
+  const bool b_read_in_place = b.make == nullptr && ReadsInPlace(a.depth(), n);
+  if (SplitColumns(a.rows(), n, threads, kPanelColumns, b_read_in_place)) {
     pool->ParallelFor(column_panels, 1, [&](int64_t begin, int64_t end) {
       MultiplyRange(a, 0, panels, begin * kPanelColumns, std::min(n, end * kPanelColumns), b, c, ldc, epilogue);
     });
@@ -412,7 +416,7 @@ void PackedGemm(const float* a, int64_t m, int64_t lda, bool transposed_a, const
   // than panels (an MLP's 512 columns go 256 + 256, not 240 + 272), unless rows share out more evenly. The
   // last share takes the columns past the last whole vector: cut off alone, a few would go to the narrow
   // kernel, whose separate sums change the last bits against one thread's.
-  if (SplitColumns(m, n, threads, kPanelAlignment)) {
+  if (SplitColumns(m, n, threads, kPanelAlignment, /*b_read_in_place=*/false)) {
     const int64_t vectors = std::max<int64_t>(1, n / kPanelAlignment);
     pool->ParallelFor(vectors, 1, [&](int64_t begin, int64_t end) {
       MultiplyColumnRange(a, lda, transposed_a, 0, m, b, begin * kPanelAlignment,
