@@ -66,8 +66,15 @@ KernelContext::KernelContext(const std::vector<const Tensor*>& inputs, std::vect
   }
 }
 
+bool KernelContext::NodeLists(int i) const {
+  const size_t listed = tensor_outputs_ != nullptr ? tensor_outputs_->size() : outputs_->size();
+  return i >= 0 && static_cast<size_t>(i) < listed;
+}
+
 void KernelContext::SetOutput(int i, Tensor t) {
-  if (tensor_outputs_ != nullptr) {
+  if (!NodeLists(i)) {
+    dropped_ = std::move(t);
+  } else if (tensor_outputs_ != nullptr) {
     (*tensor_outputs_)[i] = std::move(t);
   } else {
     (*outputs_)[i] = Value(std::move(t));
@@ -75,6 +82,7 @@ void KernelContext::SetOutput(int i, Tensor t) {
 }
 
 absl::Status KernelContext::SetOutputValue(int i, Value value) {
+  if (!NodeLists(i)) return absl::OkStatus();
   if (tensor_outputs_ == nullptr) {
     (*outputs_)[i] = std::move(value);
     return absl::OkStatus();
@@ -94,6 +102,7 @@ absl::StatusOr<const Tensor*> KernelContext::TensorInput(int i) const {
 }
 
 Tensor* KernelContext::MutableOutput(int i) {
+  if (!NodeLists(i)) return &dropped_;
   return tensor_outputs_ != nullptr ? &(*tensor_outputs_)[i] : (*outputs_)[i].mutable_tensor();
 }
 

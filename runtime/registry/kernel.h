@@ -120,8 +120,9 @@ class KernelContext {
     return MutableOutput(i);
   }
   // Sets output i to an existing tensor (sharing storage with an input is allowed: nothing writes to it).
+  // An output the node does not list (a hostile model's Constant without one) is made and then dropped.
   void SetOutput(int i, Tensor t);
-  // Sets output i to a value of any kind.
+  // Sets output i to a value of any kind; dropped, as above, when the node does not list it.
   absl::Status SetOutputValue(int i, Value value);
 
   ThreadPool& pool() const { return *pool_; }
@@ -136,12 +137,15 @@ class KernelContext {
 
  private:
   Tensor* MutableOutput(int i);
+  // Whether the node lists output i (it may list fewer than the kernel writes).
+  bool NodeLists(int i) const;
 
   std::vector<Value> wrapped_;  // the tensors-only form's inputs and outer-scope values, as values
   std::vector<const Value*> inputs_;
   std::vector<Value>* outputs_ = nullptr;
   std::vector<Tensor>* tensor_outputs_ = nullptr;  // the tensors-only form's outputs
   std::vector<bool> outputs_wanted_;
+  Tensor dropped_;  // what a kernel writes to an output its node does not list
   ThreadPool* pool_;
   std::vector<std::pair<std::string, const Value*>> outer_scope_;
   const RunLimits* limits_;

@@ -12,6 +12,7 @@
 #include "runtime/core/memory_budget.h"
 #include "runtime/exec/session.h"
 #include "runtime/model/tensor_proto.h"
+#include "tests/support/graph_builder.h"
 #include "tests/support/op_test.h"
 
 namespace onnxserve {
@@ -377,6 +378,28 @@ TEST(ExecutionTest, AnOutputPastTheSizeLimitFailsTheRunNamingTheNode) {
                  .Run();
   EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted) << out.status();
   EXPECT_NE(out.status().message().find("(Add-14)"), std::string::npos) << out.status();
+}
+
+// A Constant that lists no output still has its kernel write output 0, past the outputs the executor and
+// constant folding made room for: a heap write while the model loaded (found by the model fuzzer; UBSan
+// flagged the index). The output goes nowhere now, folded or run.
+TEST(ExecutionTest, AKernelWritingAnOutputItsNodeDoesNotListLeavesTheRunIntact) {
+  auto model = testing::GraphBuilder()
+                   .Input("x", {2})
+                   .NodeWith("Constant", {}, {}, {testing::FloatAttr("value_float", 2.f)})
+                   .Node("Relu", {"x"}, "y")
+                   .Output("y")
+                   .Load();
+  for (bool optimize : {true, false}) {
+    SessionOptions options;
+    options.optimize = optimize;
+    auto session = Session::Create(model, options);
+    ASSERT_TRUE(session.ok()) << session.status();
+    auto out = (*session)->Run({{"x", Tensor::FromVector<float>({2}, {-1.f, 3.f})}});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ((*out)[0].values<float>()[0], 0.f);
+    EXPECT_EQ((*out)[0].values<float>()[1], 3.f);
+  }
 }
 
 }  // namespace
