@@ -12,11 +12,12 @@
 // the folded constants kept and a kernel's scratch count until freed. A node past either budget stays in the
 // graph and runs per request, where deadlines, execution_timeout_ms and the run's memory budget reach it.
 
-#include "absl/time/clock.h"
+#include <algorithm>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
-#include <algorithm>
-
+#include "absl/time/clock.h"
+#include "runtime/core/checked_size.h"
 #include "runtime/core/exception_status.h"
 #include "runtime/core/memory_budget.h"
 #include "runtime/core/run_limits.h"
@@ -96,7 +97,8 @@ class ConstantFolding final : public Pass {
 }  // namespace
 
 int64_t ConstantFoldingMemoryBudget(int64_t constant_bytes) {
-  return std::max(kMinConstantFoldingBytes, 4 * constant_bytes);
+  const int64_t four_times = CheckedMul(4, constant_bytes).value_or(std::numeric_limits<int64_t>::max());
+  return std::max(kMinConstantFoldingBytes, four_times);
 }
 
 std::unique_ptr<Pass> MakeConstantFolding(absl::Duration budget, int64_t memory_bytes) {

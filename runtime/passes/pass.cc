@@ -1,5 +1,9 @@
 #include "runtime/passes/pass.h"
 
+#include <cstdint>
+#include <limits>
+
+#include "runtime/core/checked_size.h"
 #include "runtime/core/status_macros.h"
 
 namespace onnxserve::passes {
@@ -14,11 +18,12 @@ absl::Status RunOnGraphAndSubgraphs(const Pass& pass, ir::Graph& graph, std::vec
   return pass.Run(graph, changes);
 }
 
-// Each constant is within the tensor limits (2^34 bytes), so for any count a model file can hold the sum, and
-// four times it, stay far from int64's end.
+// The bytes of the graph's constants, saturating at int64's end: the count of constants is the model's.
 int64_t ConstantBytes(const ir::Graph& graph) {
   int64_t bytes = 0;
-  for (const ir::Value* value : graph.constants()) bytes += value->constant()->ByteSize();
+  for (const ir::Value* value : graph.constants()) {
+    bytes = CheckedAdd(bytes, value->constant()->ByteSize()).value_or(std::numeric_limits<int64_t>::max());
+  }
   return bytes;
 }
 

@@ -1,5 +1,7 @@
 // The constant-folding pass (runtime/passes/constant_folding.cc): nodes whose inputs are all known at load
 // run once and become constants; random ops and nodes that fail stay for the run.
+#include <limits>
+
 #include "gtest/gtest.h"
 #include "runtime/exec/session.h"
 #include "runtime/passes/pass.h"
@@ -161,6 +163,9 @@ TEST(ConstantFoldingTest, TheMemoryBudgetIsFourTimesTheConstantsAndAtLeastTheMin
             passes::kMinConstantFoldingBytes);
   const int64_t weights = passes::kMinConstantFoldingBytes / 4 + 1000;
   EXPECT_EQ(passes::ConstantFoldingMemoryBudget(weights), 4 * weights);
+  // Four times a model's constants may not fit in int64: the budget saturates instead of wrapping negative.
+  EXPECT_EQ(passes::ConstantFoldingMemoryBudget(std::numeric_limits<int64_t>::max() / 2),
+            std::numeric_limits<int64_t>::max());
 }
 
 }  // namespace
