@@ -348,6 +348,44 @@ absl::Status ConvAttributes::Resolve(absl::Span<const int64_t> weight_spatial, C
   return absl::OkStatus();
 }
 
+absl::Status ConvAttributes::PlaceOutput(ConvGeometry& geo) const {
+  const size_t rank = geo.image.size();
+  geo.grid.resize(rank);
+  geo.pad_begin.resize(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t in = geo.image[d], stride = geo.strides[d];
+    ASSIGN_OR_RETURN(const int64_t extent, DilatedExtent(geo.kernel[d], geo.dilations[d]));
+    int64_t padded = in;
+    switch (auto_pad) {
+      case ConvAttributes::AutoPad::kNotSet: {
+        const bool has_pads = !pads.empty();
+        geo.pad_begin[d] = has_pads ? pads[d] : 0;
+        if (has_pads) {
+          ASSIGN_OR_RETURN(padded, PaddedSize(in, pads[d], pads[d + rank]));
+        }
+        break;
+      }
+      case ConvAttributes::AutoPad::kValid:
+        geo.pad_begin[d] = 0;
+        break;
+      case ConvAttributes::AutoPad::kSameUpper:
+      case ConvAttributes::AutoPad::kSameLower: {
+        // An odd total pad puts the extra element at the end for SAME_UPPER.
+        ASSIGN_OR_RETURN(const int64_t total, SamePadding(in, extent, stride));
+        const bool upper = auto_pad == ConvAttributes::AutoPad::kSameUpper;
+        geo.pad_begin[d] = upper ? total / 2 : total - total / 2;
+        ASSIGN_OR_RETURN(padded, CheckedAdd(in, total));
+        break;
+      }
+    }
+    absl::StatusOr<int64_t> windows = WindowCount(padded, extent, stride);
+    if (!windows.ok()) return absl::InvalidArgumentError(absl::StrCat("spatial axis ", d, ": ", windows.status().message()));
+    geo.grid[d] = *windows;
+  }
+  // The grid bounds im2col's columns and Y: check it before anything multiplies it.
+  return CheckedElementCount(geo.grid).status();
+}
+
 template <typename T>
 void Im2Col(const ConvGeometry& geo, int64_t channels, const T* image, T* col, ThreadPool& pool) {
   const int64_t image_size = geo.ImageSize();

@@ -90,6 +90,9 @@ struct ConvAttributes {
   // Fills kernel/strides/dilations with defaults for `spatial_rank` axes, checking the given lengths and
   // that kernel_shape, when given, matches W's spatial dims.
   absl::Status Resolve(absl::Span<const int64_t> weight_spatial, ConvGeometry* geometry) const;
+  // Conv's output: the grid and begin pads from geometry's image (set), kernel, strides and dilations
+  // (Resolve) and the padding mode; the grid's size is checked.
+  absl::Status PlaceOutput(ConvGeometry& geometry) const;
 };
 
 // col[(c * K + kk), g] = image[c][...] for `channels` channels: rows are (channel, kernel offset), columns

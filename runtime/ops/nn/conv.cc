@@ -11,6 +11,7 @@
 // in (runtime/math/dnnl_conv.h: its direct convolution beats im2col + GEMM there). Otherwise
 // the OpenBLAS GEMM accumulates onto bias + Z, and the activation runs on each block right after the GEMM
 // that wrote it, while it is in cache.
+#include <array>
 #include <mutex>
 #include <optional>
 
@@ -30,45 +31,6 @@ namespace {
 
 constexpr DataType kConv1Types[] = {DataType::kFloat16, DataType::kFloat, DataType::kDouble};
 constexpr DataType kConv22Types[] = {DataType::kBFloat16, DataType::kFloat16, DataType::kFloat, DataType::kDouble};
-
-// Output spatial dims and begin pads from the input dims, kernel, strides, dilations and padding mode.
-absl::Status PlaceOutput(const ConvAttributes& attrs, ConvGeometry& geo) {
-  const size_t rank = geo.image.size();
-  geo.grid.resize(rank);
-  geo.pad_begin.resize(rank);
-  for (size_t d = 0; d < rank; ++d) {
-    const int64_t in = geo.image[d], stride = geo.strides[d];
-    ASSIGN_OR_RETURN(const int64_t extent, DilatedExtent(geo.kernel[d], geo.dilations[d]));
-    int64_t padded = in;
-    switch (attrs.auto_pad) {
-      case ConvAttributes::AutoPad::kNotSet: {
-        const bool has_pads = !attrs.pads.empty();
-        geo.pad_begin[d] = has_pads ? attrs.pads[d] : 0;
-        if (has_pads) {
-          ASSIGN_OR_RETURN(padded, PaddedSize(in, attrs.pads[d], attrs.pads[d + rank]));
-        }
-        break;
-      }
-      case ConvAttributes::AutoPad::kValid:
-        geo.pad_begin[d] = 0;
-        break;
-      case ConvAttributes::AutoPad::kSameUpper:
-      case ConvAttributes::AutoPad::kSameLower: {
-        // An odd total pad puts the extra element at the end for SAME_UPPER.
-        ASSIGN_OR_RETURN(const int64_t total, SamePadding(in, extent, stride));
-        const bool upper = attrs.auto_pad == ConvAttributes::AutoPad::kSameUpper;
-        geo.pad_begin[d] = upper ? total / 2 : total - total / 2;
-        ASSIGN_OR_RETURN(padded, CheckedAdd(in, total));
-        break;
-      }
-    }
-    absl::StatusOr<int64_t> windows = WindowCount(padded, extent, stride);
-    if (!windows.ok()) return absl::InvalidArgumentError(absl::StrCat("spatial axis ", d, ": ", windows.status().message()));
-    geo.grid[d] = *windows;
-  }
-  // The grid bounds im2col's columns and Y: check it before anything multiplies it.
-  return CheckedElementCount(geo.grid).status();
-}
 
 // Y[n, m, ...] = B[m] + Z[n, m, ...] for every position, so the GEMM accumulates onto them with beta 1
 // (beta 0 would cost OpenBLAS a zeroing pass of its own); bias or z may be null, not both.
@@ -160,30 +122,60 @@ class ConvKernel final : public OpKernel {
     ConvGeometry geo;
     RETURN_IF_ERROR(attrs_.Resolve(absl::MakeConstSpan(w.shape()).subspan(2), &geo));
     geo.image.assign(x.shape().begin() + 2, x.shape().end());
-    RETURN_IF_ERROR(PlaceOutput(attrs_, geo));
+    RETURN_IF_ERROR(attrs_.PlaceOutput(geo));
     Shape y_shape = {x.dim(0), w.dim(0)};
     y_shape.insert(y_shape.end(), geo.grid.begin(), geo.grid.end());
-    if (z != nullptr && (z->dtype() != x.dtype() || z->shape() != y_shape)) {
-      return absl::InvalidArgumentError(absl::StrCat("Z ", z->DebugString(), ": expected ",
-                                                     DataTypeName(x.dtype()), " ", ShapeToString(y_shape),
-                                                     " (the shape of Y)"));
+    if (z != nullptr && z->dtype() != x.dtype()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Z ", z->DebugString(), ": expected ", DataTypeName(x.dtype()), " (the type of X)"));
     }
+    if (z != nullptr && z->shape() != y_shape) return ComputeBroadcastingZ(ctx, geo, y_shape);
     Tensor& y = ctx.Output(0, x.dtype(), y_shape);
     if (IsHalfType(x.dtype())) {
       Tensor y_float(DataType::kFloat, y_shape);
       const Tensor b_float = WidenToFloat(b), z_float = WidenToFloat(z);
       RETURN_IF_ERROR(RunFloat(geo, WidenToFloat(&x), WidenToFloat(&w), b ? &b_float : nullptr,
-                               z ? &z_float : nullptr, y_float, ctx.pool()));
+                               z ? &z_float : nullptr, activation_, y_float, ctx.pool()));
       NarrowFromFloat(y_float, y);
     } else if (x.dtype() == DataType::kDouble) {
       // The pass fuses activations after float convolutions only; the vector kernels are float.
       if (AppliedAfterStore(activation_)) {
         return absl::InvalidArgumentError("X is double: of the fused activations only Relu takes double");
       }
-      Run<double>(geo, x, w, b, z, y, ctx.pool());
+      Run<double>(geo, x, w, b, z, activation_, y, ctx.pool());
     } else {
-      RETURN_IF_ERROR(RunFloat(geo, x, w, b, z, y, ctx.pool()));
+      RETURN_IF_ERROR(RunFloat(geo, x, w, b, z, activation_, y, ctx.pool()));
     }
+    return absl::OkStatus();
+  }
+
+  // FusedConv of an Add whose other operand broadcasts against the convolution (a [C,1,1] constant, or a
+  // map the convolution's result broadcasts up to): the pass cannot see shapes, so the kernel computes
+  // what Conv -> Add -> activation computes, the convolution, then the broadcasting sum, then the
+  // activation. Float only: the pass fuses float convolutions.
+  absl::Status ComputeBroadcastingZ(KernelContext& ctx, const ConvGeometry& geo, const Shape& conv_shape) const {
+    const Tensor& x = *ctx.Input(0);
+    const Tensor& z = *ctx.Input(3);
+    if (x.dtype() != DataType::kFloat) {
+      return absl::InvalidArgumentError(absl::StrCat("Z ", z.DebugString(), ": expected ", ShapeToString(conv_shape),
+                                                     " (the shape of Y) for ", DataTypeName(x.dtype())));
+    }
+    absl::StatusOr<Shape> y_shape = BroadcastShapes(conv_shape, z.shape());
+    if (!y_shape.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("Z ", z.DebugString(), " does not broadcast with the convolution's ",
+                                                     ShapeToString(conv_shape), ": ", y_shape.status().message()));
+    }
+    ASSIGN_OR_RETURN(Tensor conv, Tensor::Create(DataType::kFloat, conv_shape));
+    RETURN_IF_ERROR(RunFloat(geo, x, *ctx.Input(1), ctx.Input(2), nullptr, Activation{}, conv, ctx.pool()));
+    ASSIGN_OR_RETURN(Tensor * y, ctx.CheckedOutput(0, DataType::kFloat, *y_shape));
+    const std::array<std::vector<int64_t>, 2> strides = {BroadcastStrides(conv_shape, *y_shape),
+                                                          BroadcastStrides(z.shape(), *y_shape)};
+    const float* a = conv.data<float>();
+    const float* c = z.data<float>();
+    float* out = y->data<float>();
+    ForEachBroadcast(*y_shape, strides,
+                     [&](int64_t at_out, const std::array<int64_t, 2>& at) { out[at_out] = a[at[0]] + c[at[1]]; });
+    ActivateRows(activation_, out, 1, y->NumElements(), y->NumElements(), ctx.pool());
     return absl::OkStatus();
   }
 
@@ -215,24 +207,24 @@ class ConvKernel final : public OpKernel {
   // Small groups run directly; constant weights of the shapes it takes on oneDNN, other constant
   // weights on the packed path; the rest over OpenBLAS.
   absl::Status RunFloat(const ConvGeometry& geo, const Tensor& x, const Tensor& w, const Tensor* b,
-                        const Tensor* z, Tensor& y, ThreadPool& pool) const {
+                        const Tensor* z, const Activation& activation, Tensor& y, ThreadPool& pool) const {
     if (const std::optional<GroupedConvShape> direct = DirectShape(geo, x, w)) {
       const GroupedConvEpilogue epilogue{
-          .bias = b ? b->data<float>() : nullptr, .z = z ? z->data<float>() : nullptr, .activation = activation_};
+          .bias = b ? b->data<float>() : nullptr, .z = z ? z->data<float>() : nullptr, .activation = activation};
       GroupedConv2D(*direct, x.data<float>(), w.data<float>(), epilogue, y.data<float>(), pool);
       return absl::OkStatus();
     }
     const bool constant = packed_source_ != nullptr && w.raw_data() == packed_source_;
     if (constant && dnnl_ != nullptr && z == nullptr) {
       ASSIGN_OR_RETURN(const bool ran, dnnl_->TryRun(DnnlShape(geo, x.dim(0)), x.data<float>(), w.data<float>(),
-                                                     b ? b->data<float>() : nullptr, activation_, y.data<float>(),
+                                                     b ? b->data<float>() : nullptr, activation, y.data<float>(),
                                                      pool));
       if (ran) return absl::OkStatus();
     }
     if (constant) {
-      RunPacked(geo, x, PackedWeights(w), b, z, y, pool);
+      RunPacked(geo, x, PackedWeights(w), b, z, activation, y, pool);
     } else {
-      Run<float>(geo, x, w, b, z, y, pool);
+      Run<float>(geo, x, w, b, z, activation, y, pool);
     }
     return absl::OkStatus();
   }
@@ -293,7 +285,7 @@ class ConvKernel final : public OpKernel {
 
   template <typename T>
   void Run(const ConvGeometry& geo, const Tensor& x, const Tensor& w, const Tensor* b, const Tensor* z,
-           Tensor& y, ThreadPool& pool) const {
+           const Activation& activation, Tensor& y, ThreadPool& pool) const {
     const int64_t batch = x.dim(0), channels = x.dim(1), maps = w.dim(0), group = attrs_.group;
     const int64_t group_channels = channels / group, group_maps = maps / group;
     const int64_t image_size = geo.ImageSize(), grid_size = geo.GridSize();
@@ -316,14 +308,14 @@ class ConvKernel final : public OpKernel {
         const T* w_g = w.data<T>() + g * group_maps * depth;
         T* y_tile = y.data<T>() + (n * maps + g * group_maps) * grid_size;
         if (block_rows > 0) {
-          ConvolveByRowBlocks(geo, group_channels, group_maps, depth, block_rows, x_g, w_g, col, beta, y_tile,
-                              pool);
+          ConvolveByRowBlocks(geo, group_channels, group_maps, depth, block_rows, x_g, w_g, col, beta, activation,
+                              y_tile, pool);
           continue;
         }
         if (!pointwise) Im2Col(geo, group_channels, x_g, col, pool);
         Gemm<T>(false, false, group_maps, grid_size, depth, T{1}, w_g, depth, pointwise ? x_g : col, grid_size,
                 beta, y_tile, grid_size, &pool);
-        ActivateBlock(y_tile, group_maps, grid_size, grid_size, pool);
+        ActivateBlock(activation, y_tile, group_maps, grid_size, grid_size, pool);
       }
     }
   }
@@ -364,7 +356,7 @@ class ConvKernel final : public OpKernel {
   // group) products per thread and no shared column buffer, whole products share out over the pool:
   // ResNeXt's 32 groups are each too small for PackedGemm to split.
   void RunPacked(const ConvGeometry& geo, const Tensor& x, const std::vector<PackedRows>& packed, const Tensor* b,
-                 const Tensor* z, Tensor& y, ThreadPool& pool) const {
+                 const Tensor* z, const Activation& activation, Tensor& y, ThreadPool& pool) const {
     const int64_t batch = x.dim(0), channels = x.dim(1), group = attrs_.group;
     const int64_t group_channels = channels / group, maps = y.dim(1), group_maps = maps / group;
     const int64_t image_size = geo.ImageSize(), grid_size = geo.GridSize();
@@ -380,7 +372,7 @@ class ConvKernel final : public OpKernel {
       const GemmEpilogue epilogue{.bias = b ? b->data<float>() + g * group_maps : nullptr,
                                   .z = z ? z->data<float>() + tile : nullptr,
                                   .ldz = grid_size,
-                                  .activation = activation_};
+                                  .activation = activation};
       if (blockwise) {
         auto im2col = [&](int64_t k, int64_t n_begin, int64_t columns, float* row) {
           Im2ColRow(geo, x_g, k, n_begin, columns, row);
@@ -405,24 +397,25 @@ class ConvKernel final : public OpKernel {
   // at a time (2-D only).
   template <typename T>
   void ConvolveByRowBlocks(const ConvGeometry& geo, int64_t channels, int64_t maps, int64_t depth,
-                           int64_t block_rows, const T* x_g, const T* w_g, T* col, T beta, T* y_tile,
-                           ThreadPool& pool) const {
+                           int64_t block_rows, const T* x_g, const T* w_g, T* col, T beta,
+                           const Activation& activation, T* y_tile, ThreadPool& pool) const {
     const int64_t rows = geo.grid[0], cols = geo.grid[1];
     for (int64_t r = 0; r < rows; r += block_rows) {
       const int64_t r_end = std::min(rows, r + block_rows), size = (r_end - r) * cols;
       Im2ColRows(geo, channels, x_g, r, r_end, col, pool);
       Gemm<T>(false, false, maps, size, depth, T{1}, w_g, depth, col, size, beta, y_tile + r * cols, rows * cols,
               &pool);
-      ActivateBlock(y_tile + r * cols, maps, size, rows * cols, pool);
+      ActivateBlock(activation, y_tile + r * cols, maps, size, rows * cols, pool);
     }
   }
 
   // The fused activation over a block an OpenBLAS GEMM just wrote (double: Relu only, Compute checks).
   template <typename T>
-  void ActivateBlock(T* y, int64_t rows, int64_t cols, int64_t stride, ThreadPool& pool) const {
+  static void ActivateBlock(const Activation& activation, T* y, int64_t rows, int64_t cols, int64_t stride,
+                            ThreadPool& pool) {
     if constexpr (std::is_same_v<T, float>) {
-      ActivateRows(activation_, y, rows, cols, stride, pool);
-    } else if (activation_.kind == ActivationKind::kRelu) {
+      ActivateRows(activation, y, rows, cols, stride, pool);
+    } else if (activation.kind == ActivationKind::kRelu) {
       ReluBlock(y, rows, cols, stride, pool);
     }
   }

@@ -71,6 +71,34 @@ TEST(ConvFusionTest, ConvBatchNormAddReluBecomesOneStepWithTheSameResult) {
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1, 2, 2, 2}, expected), (*out)[0], 1e-5, 1e-6));
 }
 
+TEST(ConvFusionTest, AnAddThatBroadcastsComputesWhatConvThenAddComputes) {
+  // The pass cannot see shapes: an exporter's [C,1,1] bias as an Add, and a one-map convolution added to a
+  // two-map tensor (the sum takes the larger shape), fuse as Z all the same and must mean what Add means.
+  const Tensor x = Tensor::FromVector<float>({1, 2, 2, 2}, {1, -2, 3, 0.5f, -1, 2, 0, 4});
+  auto bias_add = GraphBuilder()
+                      .Input("x", {1, 2, 2, 2})
+                      .Initializer("w", Tensor::FromVector<float>({2, 2, 1, 1}, {0.5f, -1, 2, 0.25f}))
+                      .Initializer("c", Tensor::FromVector<float>({2, 1, 1}, {0.75f, -3}))
+                      .Node("Conv", {"x", "w"}, "conv")
+                      .Node("Add", {"conv", "c"}, "sum")
+                      .Node("Relu", {"sum"}, "y")
+                      .Output("y");
+  auto session = Compile(bias_add);
+  ASSERT_NE(session, nullptr);
+  EXPECT_EQ(session->plan().StepOps(), std::vector<std::string>{"FusedConv"});
+  testing::ExpectSameResultWithAndWithoutPasses(bias_add.Load(), {{"x", x}});
+
+  auto widening_add = GraphBuilder()
+                          .Input("x", {1, 2, 2, 2})
+                          .Input("t", {1, 2, 2, 2})
+                          .Initializer("w", Tensor::FromVector<float>({1, 2, 1, 1}, {0.5f, -1}))
+                          .Node("Conv", {"x", "w"}, "conv")
+                          .Node("Add", {"t", "conv"}, "y")
+                          .Output("y");
+  const Tensor t = Tensor::FromVector<float>({1, 2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7});
+  testing::ExpectSameResultWithAndWithoutPasses(widening_add.Load(), {{"x", x}, {"t", t}});
+}
+
 TEST(ConvFusionTest, AConvOutputWithTwoReadersStaysUnfused) {
   const std::vector<float> x = {1, -2, 3, -4};  // [1, 1, 2, 2]
   auto session = Compile(GraphBuilder()
