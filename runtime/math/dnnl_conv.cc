@@ -11,6 +11,7 @@
 #include "absl/synchronization/mutex.h"
 #include "oneapi/dnnl/dnnl.hpp"
 #include "runtime/core/run_limits.h"
+#include "runtime/math/dnnl_common.h"
 #include "runtime/math/isa.h"
 #include "runtime/math/scratch.h"
 #include "runtime/math/vector_kernels.h"
@@ -22,9 +23,7 @@ using Dims = dnnl::memory::dims;
 using Tag = dnnl::memory::format_tag;
 constexpr auto kF32 = dnnl::memory::data_type::f32;
 
-// Multiply-adds per band: about half a millisecond at the AVX-512 rate, so a run that must stop does
-// within a millisecond or so. A single output row past kMaxRowWork is not banded (our kernel runs it).
-constexpr int64_t kBandWork = int64_t{1} << 27;
+// A single output row past this many multiply-adds is not banded (our kernel runs it).
 constexpr int64_t kMaxRowWork = int64_t{1} << 30;
 
 // Multiply-adds per output (channels x kernel taps) below which our packed GEMM wins: oneDNN runs a
@@ -32,29 +31,6 @@ constexpr int64_t kMaxRowWork = int64_t{1} << 30;
 // keyword spotter's 10x4 stem of 1 (40) at 0.45x; 3x3s of 16 channels (144) and ResNet's 7x7 stem of 3
 // (147) at 1.1-1.5x (conv_libraries_benchmark).
 constexpr int64_t kMinDepth = 128;
-
-// Input shapes one node keeps plans for: a model's inputs take a few; a client cycling through sizes
-// gets our kernel past them instead of growing this.
-constexpr size_t kMaxPlans = 4;
-
-// oneDNN runs on the ISA our kernels dispatch on, so ONNXSERVE_ISA=avx2 lowers both. Set once, before
-// oneDNN generates any code; false when oneDNN refuses.
-bool LimitIsaOnce() {
-  static const bool kLimited = [] {
-    try {
-      dnnl::set_max_cpu_isa(ActiveIsa() == Isa::kAvx512 ? dnnl::cpu_isa::avx512_core : dnnl::cpu_isa::avx2);
-      return true;
-    } catch (const dnnl::error&) {
-      return false;
-    }
-  }();
-  return kLimited;
-}
-
-// A plain NCHW window of one image: `channels` x `rows` x `cols` of an image `height` x `width`.
-dnnl::memory::desc PlainWindow(int64_t channels, int64_t rows, int64_t cols, int64_t height, int64_t width) {
-  return dnnl::memory::desc({1, channels, rows, cols}, kF32, Dims{channels * height * width, height * width, width, 1});
-}
 
 // One band shape's primitives: the input window's reorder to the convolution's layout, the convolution,
 // and the reorder of its output into Y's window; the weights in the layout it chose.
@@ -66,19 +42,6 @@ struct Band {
   dnnl::memory weights;
   int64_t out_rows = 0;
 };
-
-// Where a band of output rows [r0, r0 + rows) reads: input rows [begin, end) of the image and the zero
-// rows before and after them.
-struct RowWindow {
-  int64_t begin, end, pad_before, pad_after;
-};
-
-RowWindow WindowOf(int64_t r0, int64_t rows, int64_t in, int64_t stride, int64_t dilation, int64_t kernel,
-                   int64_t pad) {
-  const int64_t first = r0 * stride - pad, last = (r0 + rows - 1) * stride - pad + (kernel - 1) * dilation + 1;
-  return {std::max<int64_t>(first, 0), std::min(last, in), std::max<int64_t>(-first, 0),
-          std::max<int64_t>(last - in, 0)};
-}
 
 // The bands of one input shape on one thread count.
 struct Plan {
@@ -144,7 +107,7 @@ class DnnlConvImpl final : public DnnlConv {
     for (const auto& plan : plans_) {
       if (SameKey(*plan, shape, threads)) return plan.get();
     }
-    if (plans_.size() >= kMaxPlans) return nullptr;
+    if (plans_.size() >= kMaxDnnlPlans) return nullptr;
     auto plan = MakePlan(shape, w, threads);
     if (plan == nullptr) return nullptr;
     plans_.push_back(std::move(plan));
@@ -166,7 +129,7 @@ class DnnlConvImpl final : public DnnlConv {
     auto plan = std::make_unique<Plan>();
     plan->shape = shape;
     plan->threads = threads;
-    const int64_t work_bands = static_cast<int64_t>(row_work * static_cast<double>(shape.out_h) / kBandWork) + 1;
+    const int64_t work_bands = static_cast<int64_t>(row_work * static_cast<double>(shape.out_h) / kDnnlBandWork) + 1;
     const int64_t wanted = std::min(shape.out_h, std::max<int64_t>(threads > 1 ? threads : 1, work_bands));
     plan->band_rows = (shape.out_h + wanted - 1) / wanted;
     plan->bands = (shape.out_h + plan->band_rows - 1) / plan->band_rows;
@@ -270,7 +233,7 @@ class DnnlConvImpl final : public DnnlConv {
 
 std::unique_ptr<DnnlConv> DnnlConv::Create(const DnnlConvWeights& dims) {
   const bool shallow = dims.channels * dims.kernel_h * dims.kernel_w < kMinDepth;
-  if (ActiveIsa() == Isa::kBaseline || dims.kernel_h * dims.kernel_w <= 1 || shallow || !LimitIsaOnce()) {
+  if (ActiveIsa() == Isa::kBaseline || dims.kernel_h * dims.kernel_w <= 1 || shallow || !LimitDnnlIsaOnce()) {
     return nullptr;
   }
   try {

@@ -40,6 +40,7 @@ std::vector<std::unique_ptr<Pass>> DefaultPasses(const ir::Graph& graph) {
   passes.push_back(MakeGemmFusion());
   passes.push_back(MakeLayerNormFusion());
   passes.push_back(MakeAttentionFusion());
+  passes.push_back(MakeChannelsLast());
   passes.push_back(MakeDeadNodeElimination());
   return passes;
 }

@@ -1,0 +1,63 @@
+// Convolutions in channels-last (NHWC) on oneDNN, for chains of them that the channels-last pass
+// (runtime/passes/channels_last.cc) keeps in NHWC from one to the next.
+//
+// oneDNN 2.6 runs its direct convolutions (brgconv on AVX-512, jit on AVX2) on NHWC maps without packing
+// anything per call and without the reorders our NCHW path pays around them: one thread of AVX-512 runs a
+// 1x1 of 256 x 56 x 56 -> 64 at 258 GFLOP/s against our packed GEMM's 209, a depthwise 3x3 of
+// 144 x 56 x 56 at 104 against our 51 (docs/benchmarks.md). Its blocked layouts (nChw8c, nChw16c) were
+// measured too and lost to NHWC on both ISAs once a model's squeeze-excite scales had to broadcast in them.
+//
+// As dnnl_conv.h explains, oneDNN runs on one thread per call and the parallelism is ours: each image's
+// output rows are cut into bands, one primitive each, shared out over the pool and bounded in work so
+// StopIfRunEnded is reached between them. A band of rows is dense in NHWC, so bands need no copies.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "runtime/core/thread_pool.h"
+#include "runtime/math/activation.h"
+
+namespace onnxserve {
+
+// Whether NhwcConv runs here: oneDNN is built in and the CPU has AVX2 or AVX-512 (else the pass keeps
+// every graph in NCHW).
+bool NhwcConvAvailable();
+
+// [batch, channels, pixels] <-> [batch, pixels, channels], split over `pool`.
+void NchwToNhwc(int64_t batch, int64_t channels, int64_t pixels, const float* x, float* y, ThreadPool& pool);
+void NhwcToNchw(int64_t batch, int64_t channels, int64_t pixels, const float* x, float* y, ThreadPool& pool);
+
+// The weights' dims, [maps, channels / groups, kernel_h, kernel_w]: one group, or depthwise (one channel
+// and one map per group).
+struct NhwcConvWeights {
+  int64_t maps = 0, channels = 0, kernel_h = 0, kernel_w = 0;
+  bool depthwise = false;
+};
+
+// One call's geometry: X is [batch, in_h, in_w, channels], Y [batch, out_h, out_w, maps]. Pads are the
+// zero rows and columns before and after the image.
+struct NhwcConvShape {
+  int64_t batch = 0, in_h = 0, in_w = 0, out_h = 0, out_w = 0;
+  int64_t stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
+  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+};
+
+class NhwcConv {
+ public:
+  // The convolution of weights of `dims`, Y = activation(conv(X, W) + bias [+ Z when `has_z`]); null
+  // unless NhwcConvAvailable().
+  static std::unique_ptr<NhwcConv> Create(const NhwcConvWeights& dims, bool has_z, const Activation& activation);
+  virtual ~NhwcConv() = default;
+
+  // Runs one call, W being the weights of Create's dims as given at load (reordered once per input shape,
+  // on its first call); Z, of Y's shape, is read when Create was told it is there. False, Y untouched,
+  // when it does not run this shape (pads oneDNN refuses, a shape it has only its reference code for, too
+  // many shapes already): the caller runs it another way then. Throws RunStopped when the run ends
+  // between bands.
+  virtual absl::StatusOr<bool> TryRun(const NhwcConvShape& shape, const float* x, const float* w,
+                                      const float* bias, const float* z, float* y, ThreadPool& pool) const = 0;
+};
+
+}  // namespace onnxserve

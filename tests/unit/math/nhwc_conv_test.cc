@@ -1,0 +1,187 @@
+// NhwcConv against the definition, a plain loop in double over every output, channel and tap, on the ISA the
+// process dispatches on (ctest runs it again with ONNXSERVE_ISA=avx2, which oneDNN follows): ResNet's and
+// MobileNet's shapes scaled down (1x1, 3x3 "same", the 1x1 at stride 2 of an even image, depthwise at
+// strides 1 and 2), batches, one to three threads (bands of rows shared out), Z through the sum post-op,
+// every fused activation, images large enough to be cut into bands for the run limits; what it refuses
+// (pads past the kernel, more shapes than it keeps plans for); and the layout changes both ways, tensors
+// too small to split and large ones split over the pool.
+#include "runtime/math/nhwc_conv.h"
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "runtime/math/isa.h"
+#include "tests/support/activation_reference.h"
+#include "tests/support/op_test.h"
+
+namespace onnxserve {
+namespace {
+
+using testing::ConvOutputSize;
+using testing::DescribeActivation;
+using testing::EveryActivation;
+using testing::RandomFloats;
+using testing::ReferenceActivation;
+using testing::ReferenceConvAt;
+using testing::ReferenceConvGeometry;
+
+struct Case {
+  int64_t batch, channels, maps, in_h, in_w, kernel;
+  int64_t stride = 1, pad = 0;
+  bool depthwise = false;
+  int threads = 1;
+};
+
+std::string Describe(const Case& c) {
+  return ::testing::PrintToString(std::vector<int64_t>{c.batch, c.channels, c.maps, c.in_h, c.in_w, c.kernel,
+                                                       c.stride, c.pad, c.depthwise, c.threads});
+}
+
+NhwcConvShape ShapeOf(const Case& c) {
+  const int64_t out_h = ConvOutputSize(c.in_h, c.pad, c.pad, c.kernel, 1, c.stride);
+  const int64_t out_w = ConvOutputSize(c.in_w, c.pad, c.pad, c.kernel, 1, c.stride);
+  // What the kernel tells oneDNN: the zeros the last window reads, never below zero.
+  auto pad_end = [&](int64_t in, int64_t out) { return std::max<int64_t>(0, (out - 1) * c.stride + c.kernel - in - c.pad); };
+  return {.batch = c.batch, .in_h = c.in_h, .in_w = c.in_w, .out_h = out_h, .out_w = out_w,
+          .stride_h = c.stride, .stride_w = c.stride, .pad_top = c.pad, .pad_left = c.pad,
+          .pad_bottom = pad_end(c.in_h, out_h), .pad_right = pad_end(c.in_w, out_w)};
+}
+
+// NCHW [batch, channels, pixels] as NHWC, by the definition.
+std::vector<float> Nhwc(const std::vector<float>& nchw, int64_t batch, int64_t channels, int64_t pixels) {
+  std::vector<float> out(nchw.size());
+  for (int64_t n = 0; n < batch; ++n) {
+    for (int64_t c = 0; c < channels; ++c) {
+      for (int64_t p = 0; p < pixels; ++p) out[(n * pixels + p) * channels + c] = nchw[(n * channels + c) * pixels + p];
+    }
+  }
+  return out;
+}
+
+class NhwcConvTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!NhwcConvAvailable()) GTEST_SKIP() << "built without oneDNN (ONNXSERVE_DNNL=OFF), or the CPU has no AVX2";
+  }
+
+  // Y = activation(conv(X, W) + bias [+ Z]) against the definition, with Y followed by sentinels oneDNN must
+  // not write.
+  static void Check(const Case& c, bool with_z, const Activation& activation) {
+    SCOPED_TRACE(::testing::Message() << "case " << Describe(c) << " on " << IsaName(ActiveIsa())
+                                      << " z=" << with_z << " activation=" << DescribeActivation(activation));
+    const NhwcConvShape shape = ShapeOf(c);
+    const int64_t group_channels = c.depthwise ? 1 : c.channels;
+    const int64_t taps = group_channels * c.kernel * c.kernel, out_pixels = shape.out_h * shape.out_w;
+    const int64_t y_size = c.batch * c.maps * out_pixels;
+    const std::vector<float> x = RandomFloats(c.batch * c.channels * c.in_h * c.in_w, 1);
+    const std::vector<float> w = RandomFloats(c.maps * taps, 2), b = RandomFloats(c.maps, 3);
+    const std::vector<float> z = RandomFloats(y_size, 4);  // NHWC already: any values do
+    constexpr float kSentinel = 12345.0f;
+    constexpr int64_t kGuard = 32;
+    std::vector<float> y(static_cast<size_t>(y_size + kGuard), kSentinel);
+    ThreadPool pool(c.threads);
+    const auto conv = NhwcConv::Create({.maps = c.maps, .channels = group_channels, .kernel_h = c.kernel,
+                                        .kernel_w = c.kernel, .depthwise = c.depthwise},
+                                       with_z, activation);
+    ASSERT_NE(conv, nullptr);
+    const std::vector<float> x_nhwc = Nhwc(x, c.batch, c.channels, c.in_h * c.in_w);
+    const absl::StatusOr<bool> ran =
+        conv->TryRun(shape, x_nhwc.data(), w.data(), b.data(), with_z ? z.data() : nullptr, y.data(), pool);
+    ASSERT_TRUE(ran.ok()) << ran.status();
+    ASSERT_TRUE(*ran);
+    const ReferenceConvGeometry geometry{.channels = c.channels, .group_channels = group_channels,
+                                         .group_maps = c.depthwise ? 1 : c.maps, .in_h = c.in_h, .in_w = c.in_w,
+                                         .kernel_h = c.kernel, .kernel_w = c.kernel, .stride_h = c.stride,
+                                         .stride_w = c.stride, .pad_top = c.pad, .pad_left = c.pad};
+    for (int64_t n = 0; n < c.batch; ++n) {
+      for (int64_t oh = 0; oh < shape.out_h; ++oh) {
+        for (int64_t ow = 0; ow < shape.out_w; ++ow) {
+          for (int64_t m = 0; m < c.maps; ++m) {
+            const int64_t at = ((n * shape.out_h + oh) * shape.out_w + ow) * c.maps + m;
+            const double want = b[m] + (with_z ? z[at] : 0.0) + ReferenceConvAt(geometry, x.data(), w.data(), n, m, oh, ow);
+            const double tolerance = (AppliedAfterStore(activation) ? 2e-5 : 1e-5) * (1 + taps);
+            ASSERT_NEAR(y[at], ReferenceActivation(activation, want), tolerance)
+                << "at n=" << n << " map=" << m << " (" << oh << "," << ow << ")";
+          }
+        }
+      }
+    }
+    for (int64_t i = y_size; i < y_size + kGuard; ++i) ASSERT_EQ(y[i], kSentinel) << "wrote past Y at " << i;
+  }
+};
+
+TEST_F(NhwcConvTest, MatchesTheDefinitionOnResNetAndMobileNetShapes) {
+  const Case cases[] = {
+      {.batch = 1, .channels = 32, .maps = 16, .in_h = 14, .in_w = 14, .kernel = 1},
+      {.batch = 1, .channels = 24, .maps = 40, .in_h = 9, .in_w = 11, .kernel = 3, .pad = 1, .threads = 2},
+      // The 1x1 at stride 2 of an even image, whose last row and column no window reads.
+      {.batch = 2, .channels = 16, .maps = 32, .in_h = 12, .in_w = 12, .kernel = 1, .stride = 2, .threads = 2},
+      {.batch = 1, .channels = 40, .maps = 40, .in_h = 13, .in_w = 10, .kernel = 3, .pad = 1, .depthwise = true},
+      {.batch = 3, .channels = 24, .maps = 24, .in_h = 15, .in_w = 15, .kernel = 5, .stride = 2, .pad = 2,
+       .depthwise = true, .threads = 3},
+      {.batch = 1, .channels = 3, .maps = 16, .in_h = 23, .in_w = 23, .kernel = 7, .stride = 2, .pad = 3, .threads = 2},
+  };
+  for (const Case& c : cases) {
+    Check(c, false, {});
+    Check(c, true, {ActivationKind::kRelu});
+  }
+}
+
+TEST_F(NhwcConvTest, AppliesEveryFusedActivationAfterZ) {
+  for (const Activation& activation : EveryActivation()) {
+    Check({.batch = 1, .channels = 16, .maps = 24, .in_h = 8, .in_w = 8, .kernel = 3, .pad = 1, .threads = 2}, true,
+          activation);
+  }
+}
+
+TEST_F(NhwcConvTest, CutsLargeImagesIntoBands) {
+  // 64 x 64 x 9 multiply-adds per output, 64 x 64 outputs: past one band's work on one thread.
+  Check({.batch = 1, .channels = 64, .maps = 64, .in_h = 64, .in_w = 64, .kernel = 3, .pad = 1}, true, {});
+}
+
+TEST_F(NhwcConvTest, RefusesPadsPastTheKernelAndShapesPastItsPlans) {
+  ThreadPool pool(1);
+  const std::vector<float> w = RandomFloats(8 * 8, 2), x = RandomFloats(8 * 64, 1);
+  std::vector<float> y(8 * 64 * 4, 0.0f);
+  const auto conv = NhwcConv::Create({.maps = 8, .channels = 8, .kernel_h = 1, .kernel_w = 1}, false, {});
+  // A 1x1 with a pad of 1: its border outputs read only zeros, which oneDNN does not take.
+  NhwcConvShape padded{.batch = 1, .in_h = 8, .in_w = 8, .out_h = 10, .out_w = 10, .pad_top = 1, .pad_left = 1,
+                       .pad_bottom = 1, .pad_right = 1};
+  EXPECT_FALSE(*conv->TryRun(padded, x.data(), w.data(), nullptr, nullptr, y.data(), pool));
+  EXPECT_EQ(y, std::vector<float>(y.size(), 0.0f)) << "a refused shape must leave Y alone";
+  int ran = 0;
+  for (int64_t side = 1; side <= 8; ++side) {
+    const NhwcConvShape shape{.batch = 1, .in_h = side, .in_w = 8, .out_h = side, .out_w = 8};
+    ran += *conv->TryRun(shape, x.data(), w.data(), nullptr, nullptr, y.data(), pool);
+  }
+  EXPECT_EQ(ran, 4) << "plans are kept for four shapes a node; past them the caller's kernel runs";
+}
+
+TEST_F(NhwcConvTest, RejectsZWhereItWasNotMadeForOne) {
+  ThreadPool pool(1);
+  const std::vector<float> w = RandomFloats(8 * 8, 2), x = RandomFloats(8 * 16, 1);
+  std::vector<float> y(8 * 16), z(8 * 16);
+  const NhwcConvShape shape{.batch = 1, .in_h = 4, .in_w = 4, .out_h = 4, .out_w = 4};
+  const auto conv = NhwcConv::Create({.maps = 8, .channels = 8, .kernel_h = 1, .kernel_w = 1}, false, {});
+  EXPECT_FALSE(conv->TryRun(shape, x.data(), w.data(), nullptr, z.data(), y.data(), pool).ok());
+}
+
+TEST(NhwcLayoutTest, ChangesBothWaysAsTheDefinitionSays) {
+  // Small tensors on one thread, a large one split into runs of pixels over two.
+  for (const auto& [batch, channels, pixels] :
+       std::vector<std::tuple<int64_t, int64_t, int64_t>>{{1, 3, 7}, {2, 5, 1}, {2, 96, 56 * 56}, {1, 1, 9}}) {
+    SCOPED_TRACE(::testing::Message() << batch << " x " << channels << " x " << pixels);
+    ThreadPool pool(2);
+    const std::vector<float> nchw = RandomFloats(batch * channels * pixels, 7);
+    std::vector<float> nhwc(nchw.size()), back(nchw.size());
+    NchwToNhwc(batch, channels, pixels, nchw.data(), nhwc.data(), pool);
+    EXPECT_EQ(nhwc, Nhwc(nchw, batch, channels, pixels));
+    NhwcToNchw(batch, channels, pixels, nhwc.data(), back.data(), pool);
+    EXPECT_EQ(back, nchw);
+  }
+}
+
+}  // namespace
+}  // namespace onnxserve

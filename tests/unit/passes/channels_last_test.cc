@@ -1,0 +1,222 @@
+// The channels-last pass (runtime/passes/channels_last.cc): which nodes it moves to NHWC, where it changes
+// the layout, and that a rewritten model computes what the unoptimized graph computes, at one and two
+// threads. Where NhwcConv does not run (no oneDNN, no AVX2) the pass must leave graphs alone.
+#include <algorithm>
+
+#include "gtest/gtest.h"
+#include "runtime/exec/session.h"
+#include "runtime/math/nhwc_conv.h"
+#include "runtime/passes/pass.h"
+#include "tests/support/graph_builder.h"
+#include "tests/support/op_test.h"
+
+namespace onnxserve {
+namespace {
+
+using testing::GraphBuilder;
+using testing::IntAttr;
+using testing::IntsAttr;
+using testing::RandomTensor;
+using testing::RunPass;
+using testing::TensorsClose;
+
+int Count(const std::vector<std::string>& ops, const std::string& op) {
+  return static_cast<int>(std::count(ops.begin(), ops.end(), op));
+}
+
+// A MobileNetV3 block on an image of `side` x `side`: a 3x3 stem, an expanding 1x1, a depthwise 3x3 at stride 2, a
+// squeeze-excite scale (global pool, two 1x1s on one pixel, Mul), a projecting 1x1, and a residual 1x1 whose
+// Add reads the projection; then the pooled result leaves as [1, 24].
+GraphBuilder MobileNetBlock(int64_t side) {
+  return GraphBuilder(14)
+      .Input("x", {1, 3, side, side})
+      .Initializer("w_stem", RandomTensor({16, 3, 3, 3}, 1))
+      .Initializer("w_expand", RandomTensor({48, 16, 1, 1}, 2))
+      .Initializer("b_expand", RandomTensor({48}, 3))
+      .Initializer("w_dw", RandomTensor({48, 1, 3, 3}, 4))
+      .Initializer("w_squeeze", RandomTensor({12, 48, 1, 1}, 5))
+      .Initializer("w_excite", RandomTensor({48, 12, 1, 1}, 6))
+      .Initializer("w_project", RandomTensor({24, 48, 1, 1}, 7))
+      .Initializer("w_residual", RandomTensor({24, 24, 1, 1}, 8))
+      .NodeWith("Conv", {"x", "w_stem"}, {"stem"}, {IntsAttr("pads", {1, 1, 1, 1})})
+      .Node("HardSwish", {"stem"}, "stem_act")
+      .Node("Conv", {"stem_act", "w_expand", "b_expand"}, "expand")
+      .Node("Relu", {"expand"}, "expand_act")
+      .NodeWith("Conv", {"expand_act", "w_dw"}, {"dw"},
+                {IntAttr("group", 48), IntsAttr("strides", {2, 2}), IntsAttr("pads", {1, 1, 1, 1})})
+      .Node("HardSwish", {"dw"}, "dw_act")
+      .Node("GlobalAveragePool", {"dw_act"}, "pooled")
+      .Node("Conv", {"pooled", "w_squeeze"}, "squeeze")
+      .Node("Relu", {"squeeze"}, "squeeze_act")
+      .Node("Conv", {"squeeze_act", "w_excite"}, "excite")
+      .Node("HardSigmoid", {"excite"}, "scale")
+      .Node("Mul", {"dw_act", "scale"}, "scaled")
+      .Node("Conv", {"scaled", "w_project"}, "project")
+      .Node("Conv", {"project", "w_residual"}, "residual")
+      .Node("Add", {"residual", "project"}, "sum")
+      .Node("GlobalAveragePool", {"sum"}, "head")
+      .Node("Flatten", {"head"}, "y")
+      .Output("y");
+}
+
+// The outputs with and without the graph passes. Sums of a few hundred products of numbers in [-1, 1] are
+// rounded differently by oneDNN's and our summation orders: equal to 1e-4.
+void ExpectSameAsUnoptimized(const std::shared_ptr<const Model>& model, const Tensor& x, int threads = 1) {
+  SessionOptions optimized, plain;
+  optimized.intra_op_threads = plain.intra_op_threads = threads;
+  plain.optimize = false;
+  auto got_session = Session::Create(model, optimized);
+  auto want_session = Session::Create(model, plain);
+  ASSERT_TRUE(got_session.ok()) << got_session.status();
+  ASSERT_TRUE(want_session.ok()) << want_session.status();
+  auto got = (*got_session)->Run({{"x", x}});
+  auto want = (*want_session)->Run({{"x", x}});
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_TRUE(want.ok()) << want.status();
+  EXPECT_TRUE(TensorsClose((*want)[0], (*got)[0], 1e-4, 1e-4));
+}
+
+class ChannelsLastTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!NhwcConvAvailable()) GTEST_SKIP() << "built without oneDNN, or the CPU has no AVX2: the pass does nothing";
+  }
+};
+
+TEST_F(ChannelsLastTest, AMobileNetBlockRunsInNhwcBetweenOneChangeInAndOneOut) {
+  auto session = Session::Create(MobileNetBlock(128).Load());
+  ASSERT_TRUE(session.ok()) << session.status();
+  const std::vector<std::string> ops = (*session)->plan().StepOps();
+  // Five convolutions in NHWC; the squeeze-excite pair on one pixel stays ours, between changes of C numbers.
+  EXPECT_EQ(Count(ops, "NhwcConv"), 5) << ::testing::PrintToString(ops);
+  EXPECT_EQ(Count(ops, "FusedConv"), 2) << ::testing::PrintToString(ops);
+  EXPECT_EQ(Count(ops, "NhwcGlobalAveragePool"), 2) << ::testing::PrintToString(ops);
+  // In: the image; out: the pooled map for the squeeze, the head for Flatten; back in: the scale.
+  EXPECT_EQ(Count(ops, "ToNhwc"), 2) << ::testing::PrintToString(ops);
+  EXPECT_EQ(Count(ops, "FromNhwc"), 2) << ::testing::PrintToString(ops);
+}
+
+TEST_F(ChannelsLastTest, AMobileNetBlockComputesWhatTheUnoptimizedGraphComputes) {
+  // Two threads cut every convolution into bands of rows.
+  const Tensor x = RandomTensor({1, 3, 128, 128}, 9);
+  ExpectSameAsUnoptimized(MobileNetBlock(128).Load(), x, 1);
+  ExpectSameAsUnoptimized(MobileNetBlock(128).Load(), x, 2);
+}
+
+TEST_F(ChannelsLastTest, SmallMapsStayInNchw) {
+  // At 8 x 8 the block's convolutions average far below a call of oneDNN's worth.
+  auto session = Session::Create(MobileNetBlock(8).Load());
+  ASSERT_TRUE(session.ok()) << session.status();
+  const std::vector<std::string> ops = (*session)->plan().StepOps();
+  EXPECT_EQ(Count(ops, "NhwcConv"), 0) << ::testing::PrintToString(ops);
+  EXPECT_EQ(Count(ops, "ToNhwc") + Count(ops, "FromNhwc"), 0) << ::testing::PrintToString(ops);
+}
+
+TEST_F(ChannelsLastTest, ALoneConvolutionAndOnesReadByTheGraphStayInNchw) {
+  // conv_a's map is a graph output, so it stays NCHW, and conv_b alone has no partner.
+  auto model = GraphBuilder()
+                   .Input("x", {1, 32, 48, 48})
+                   .Initializer("w_a", RandomTensor({32, 32, 1, 1}, 1))
+                   .Initializer("w_b", RandomTensor({32, 32, 3, 3}, 2))
+                   .Node("Conv", {"x", "w_a"}, "conv_a")
+                   .NodeWith("Conv", {"conv_a", "w_b"}, {"y"}, {IntsAttr("pads", {1, 1, 1, 1})})
+                   .Output("conv_a")
+                   .Output("y")
+                   .Load();
+  const auto pass = passes::MakeChannelsLast();
+  const testing::PassResult result = RunPass(*model, *pass);
+  EXPECT_TRUE(result.changes.empty()) << ::testing::PrintToString(result.changes);
+  EXPECT_EQ(result.ops, (std::vector<std::string>{"Conv", "Conv"}));
+}
+
+TEST_F(ChannelsLastTest, AMulOfMapsOfOtherChannelsKeepsItsOperandsInNchw) {
+  // [1,1,H,W] * [1,32,H,W] broadcasts over channels in NCHW; in NHWC the same dims would not: the Mul stays
+  // out, and what it reads changes back.
+  auto model = GraphBuilder()
+                   .Input("x", {1, 32, 40, 40})
+                   .Initializer("w_a", RandomTensor({32, 32, 3, 3}, 1))
+                   .Initializer("w_b", RandomTensor({1, 32, 1, 1}, 2))
+                   .Initializer("w_c", RandomTensor({32, 32, 1, 1}, 3))
+                   .NodeWith("Conv", {"x", "w_a"}, {"a"}, {IntsAttr("pads", {1, 1, 1, 1})})
+                   .Node("Conv", {"a", "w_b"}, "b")
+                   .Node("Conv", {"a", "w_c"}, "c")
+                   .Node("Mul", {"b", "c"}, "y")
+                   .Output("y")
+                   .Load();
+  auto session = Session::Create(model);
+  ASSERT_TRUE(session.ok()) << session.status();
+  const std::vector<std::string> ops = (*session)->plan().StepOps();
+  EXPECT_EQ(Count(ops, "NhwcConv"), 3) << ::testing::PrintToString(ops);
+  EXPECT_EQ(Count(ops, "FromNhwc"), 2) << ::testing::PrintToString(ops);
+  EXPECT_EQ(Count(ops, "Mul"), 1) << ::testing::PrintToString(ops);
+  ExpectSameAsUnoptimized(model, RandomTensor({1, 32, 40, 40}, 4));
+}
+
+TEST_F(ChannelsLastTest, AShapeOneDnnRefusesRunsOnTheFallbackWithTheSameResult) {
+  // A 1x1 with pads reads only zeros at its border, which oneDNN does not take: that node converts the
+  // maps back, runs FusedConv's kernel, and converts its result. (The last convolution's map is the graph's
+  // output, so it stays in NCHW.)
+  auto model = GraphBuilder()
+                   .Input("x", {1, 32, 40, 40})
+                   .Initializer("w_a", RandomTensor({32, 32, 3, 3}, 1))
+                   .Initializer("w_b", RandomTensor({32, 32, 1, 1}, 2))
+                   .Initializer("w_c", RandomTensor({16, 32, 3, 3}, 3))
+                   .NodeWith("Conv", {"x", "w_a"}, {"a"}, {IntsAttr("pads", {1, 1, 1, 1})})
+                   .NodeWith("Conv", {"a", "w_b"}, {"b"}, {IntsAttr("pads", {2, 2, 2, 2})})
+                   .NodeWith("Conv", {"b", "w_c"}, {"y"}, {IntsAttr("pads", {1, 1, 1, 1})})
+                   .Output("y")
+                   .Load();
+  auto session = Session::Create(model);
+  ASSERT_TRUE(session.ok()) << session.status();
+  EXPECT_EQ((*session)->plan().StepOps(), (std::vector<std::string>{"ToNhwc", "NhwcConv", "NhwcConv", "FromNhwc", "Conv"}));
+  ExpectSameAsUnoptimized(model, RandomTensor({1, 32, 40, 40}, 4));
+}
+
+TEST_F(ChannelsLastTest, AResidualThatBroadcastsRunsOnTheFallbackWithTheSameResult) {
+  // Add(conv_b, pooled) fuses pooled as conv_b's Z, of [1,32,1,1] where Y is [1,32,40,40]: in NHWC too the
+  // node must compute what the Add computes. (The last convolution's map is the graph's output: NCHW.)
+  auto model = GraphBuilder()
+                   .Input("x", {1, 32, 40, 40})
+                   .Initializer("w_a", RandomTensor({32, 32, 3, 3}, 1))
+                   .Initializer("w_b", RandomTensor({32, 32, 1, 1}, 2))
+                   .Initializer("w_c", RandomTensor({16, 32, 3, 3}, 3))
+                   .NodeWith("Conv", {"x", "w_a"}, {"a"}, {IntsAttr("pads", {1, 1, 1, 1})})
+                   .Node("GlobalAveragePool", {"a"}, "pooled")
+                   .Node("Conv", {"a", "w_b"}, "b")
+                   .Node("Add", {"b", "pooled"}, "sum")
+                   .NodeWith("Conv", {"sum", "w_c"}, {"c"}, {IntsAttr("pads", {1, 1, 1, 1})})
+                   .Node("Relu", {"c"}, "y")
+                   .Output("y")
+                   .Load();
+  auto session = Session::Create(model);
+  ASSERT_TRUE(session.ok()) << session.status();
+  EXPECT_EQ((*session)->plan().StepOps(), (std::vector<std::string>{"ToNhwc", "NhwcConv", "NhwcGlobalAveragePool",
+                                                                     "NhwcConv", "FromNhwc", "FusedConv"}));
+  ExpectSameAsUnoptimized(model, RandomTensor({1, 32, 40, 40}, 4));
+}
+
+TEST(ChannelsLastOpsTest, HostileShapesAreErrorsNotCrashes) {
+  // The internal ops are reachable by any model that names their domain: X of the wrong channels or rank.
+  auto model = GraphBuilder()
+                   .Input("x", {1, 2, 2, 5})
+                   .Initializer("w", RandomTensor({8, 4, 1, 1}, 1))
+                   .NodeWith("NhwcConv", {"x", "w"}, {"y"}, {})
+                   .Output("y")
+                   .proto();
+  auto* node = model.mutable_graph()->mutable_node(0);
+  node->set_domain("ai.onnxserve");
+  auto* opset = model.add_opset_import();
+  opset->set_domain("ai.onnxserve");
+  opset->set_version(1);
+  auto loaded = Model::FromProto(model, "");
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  auto session = Session::Create(*loaded);
+  ASSERT_TRUE(session.ok()) << session.status();
+  auto wrong_channels = (*session)->Run({{"x", RandomTensor({1, 2, 2, 5}, 2)}});
+  EXPECT_EQ(wrong_channels.status().code(), absl::StatusCode::kInvalidArgument) << wrong_channels.status();
+  auto wrong_rank = (*session)->Run({{"x", RandomTensor({1, 2, 4}, 2)}});
+  EXPECT_FALSE(wrong_rank.ok());
+}
+
+}  // namespace
+}  // namespace onnxserve
