@@ -97,10 +97,11 @@ void Reorder(int64_t batch, int64_t channels, int64_t pixels, bool to_nhwc, cons
   });
 }
 
-// One band's primitive: output rows [out_row, out_row + out_rows) of an image, reading input rows from
-// `in_row` (with the zero rows before and after them its own padding).
+// One band's primitive: a dense part of an image's output (its floats from `out_offset` on) and where in
+// the image its input starts. A band of output rows reads the input rows its windows cover, with the zero
+// rows before and after them as its own padding; a pointwise convolution's band is any run of pixels.
 struct Band {
-  int64_t out_row = 0, out_rows = 0, in_row = 0;
+  int64_t in_offset = 0, out_offset = 0, out_floats = 0;
   dnnl::convolution_forward::primitive_desc pd;
   dnnl::convolution_forward conv;
   dnnl::memory weights;
@@ -151,7 +152,7 @@ class NhwcConvImpl final : public NhwcConv {
   void RunBands(const Plan& plan, const float* x, const float* bias, const float* z, float* y,
                 ThreadPool& pool) const {
     const NhwcConvShape& s = plan.shape;
-    const int64_t in_row = s.in_w * InChannels(), out_row = s.out_w * dims_.maps;
+    const int64_t in_image = s.in_h * s.in_w * InChannels(), out_image = s.out_h * s.out_w * dims_.maps;
     const int64_t bands = static_cast<int64_t>(plan.bands.size());
     const vec::VectorKernels& kernels = vec::Kernels();
     pool.ParallelFor(s.batch * bands, 1, [&](int64_t begin, int64_t end) {
@@ -160,11 +161,12 @@ class NhwcConvImpl final : public NhwcConv {
         StopIfRunEnded(plan.band_work);
         const int64_t n = i / bands;
         const Band& band = plan.bands[static_cast<size_t>(i % bands)];
-        const int64_t y_offset = (n * s.out_h + band.out_row) * out_row;
-        const int64_t band_floats = band.out_rows * out_row;
-        if (z != nullptr) std::memcpy(y + y_offset, z + y_offset, static_cast<size_t>(band_floats) * sizeof(float));
-        RunBand(band, x + (n * s.in_h + band.in_row) * in_row, bias, y + y_offset);
-        if (!ReluInPrimitive()) ApplyActivation(kernels, activation_, y + y_offset, band_floats);
+        const int64_t y_offset = n * out_image + band.out_offset;
+        if (z != nullptr) {
+          std::memcpy(y + y_offset, z + y_offset, static_cast<size_t>(band.out_floats) * sizeof(float));
+        }
+        RunBand(band, x + n * in_image + band.in_offset, bias, y + y_offset);
+        if (!ReluInPrimitive()) ApplyActivation(kernels, activation_, y + y_offset, band.out_floats);
       }
     });
   }
@@ -214,14 +216,22 @@ class NhwcConvImpl final : public NhwcConv {
     const bool split = threads > 1 && shape.batch < threads && image_work >= kMinSplitWork;
     const int64_t wanted = std::min(
         shape.out_h, std::max<int64_t>(split ? threads : 1, static_cast<int64_t>(image_work / kDnnlBandWork) + 1));
-    const int64_t band_rows = (shape.out_h + wanted - 1) / wanted;
     auto plan = std::make_unique<Plan>();
     plan->shape = shape;
     plan->threads = threads;
     try {
       omp_set_num_threads(1);
-      for (int64_t r0 = 0; r0 < shape.out_h; r0 += band_rows) {
-        plan->bands.push_back(MakeBand(shape, r0, std::min(band_rows, shape.out_h - r0), w));
+      if (wanted > 1 && IsPointwise(shape)) {
+        // Runs of pixels share the work out evenly where rows cannot: a 7x7 map's rows split 4 + 3.
+        const int64_t pixels = shape.out_h * shape.out_w, run = (pixels + wanted - 1) / wanted;
+        for (int64_t p0 = 0; p0 < pixels; p0 += run) {
+          plan->bands.push_back(MakePixelRun(p0, std::min(run, pixels - p0), w));
+        }
+      } else {
+        const int64_t band_rows = (shape.out_h + wanted - 1) / wanted;
+        for (int64_t r0 = 0; r0 < shape.out_h; r0 += band_rows) {
+          plan->bands.push_back(MakeBand(shape, r0, std::min(band_rows, shape.out_h - r0), w));
+        }
       }
     } catch (const dnnl::error&) {
       return nullptr;  // a shape oneDNN does not take: the caller runs it
@@ -230,17 +240,42 @@ class NhwcConvImpl final : public NhwcConv {
     return plan;
   }
 
+  // A 1x1 at stride 1 without pads: its map is a matrix of pixels, cut anywhere.
+  bool IsPointwise(const NhwcConvShape& s) const {
+    return dims_.kernel_h == 1 && dims_.kernel_w == 1 && s.stride_h == 1 && s.stride_w == 1 && s.pad_top == 0 &&
+           s.pad_left == 0 && s.pad_bottom == 0 && s.pad_right == 0;
+  }
+
   Band MakeBand(const NhwcConvShape& s, int64_t out_row, int64_t out_rows, const float* w) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
     const RowWindow rows = WindowOf(out_row, out_rows, s.in_h, s.stride_h, s.dilation_h, dims_.kernel_h, s.pad_top);
-    const Dims weight_dims = dims_.depthwise ? Dims{dims_.maps, 1, 1, dims_.kernel_h, dims_.kernel_w}
-                                             : Dims{dims_.maps, dims_.channels, dims_.kernel_h, dims_.kernel_w};
     const dnnl::convolution_forward::desc desc(
         dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
         dnnl::memory::desc({1, InChannels(), rows.end - rows.begin, s.in_w}, kF32, Tag::nhwc),
-        dnnl::memory::desc(weight_dims, kF32, Tag::any), dnnl::memory::desc({dims_.maps}, kF32, Tag::x),
+        dnnl::memory::desc(WeightDims(), kF32, Tag::any), dnnl::memory::desc({dims_.maps}, kF32, Tag::x),
         dnnl::memory::desc({1, dims_.maps, out_rows, s.out_w}, kF32, Tag::nhwc), {s.stride_h, s.stride_w},
         {s.dilation_h - 1, s.dilation_w - 1}, {rows.pad_before, s.pad_left}, {rows.pad_after, s.pad_right});
+    return MakeBandOf(desc, rows.begin * s.in_w * InChannels(), out_row * s.out_w * dims_.maps,
+                      out_rows * s.out_w * dims_.maps, w);
+  }
+
+  // Pixels [p0, p0 + count) of a pointwise convolution, as one row of `count` pixels.
+  Band MakePixelRun(int64_t p0, int64_t count, const float* w) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
+    const dnnl::convolution_forward::desc desc(
+        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+        dnnl::memory::desc({1, InChannels(), 1, count}, kF32, Tag::nhwc),
+        dnnl::memory::desc(WeightDims(), kF32, Tag::any), dnnl::memory::desc({dims_.maps}, kF32, Tag::x),
+        dnnl::memory::desc({1, dims_.maps, 1, count}, kF32, Tag::nhwc), {1, 1}, {0, 0}, {0, 0}, {0, 0});
+    return MakeBandOf(desc, p0 * InChannels(), p0 * dims_.maps, count * dims_.maps, w);
+  }
+
+  Dims WeightDims() const {
+    return dims_.depthwise ? Dims{dims_.maps, 1, 1, dims_.kernel_h, dims_.kernel_w}
+                           : Dims{dims_.maps, dims_.channels, dims_.kernel_h, dims_.kernel_w};
+  }
+
+  Band MakeBandOf(const dnnl::convolution_forward::desc& desc, int64_t in_offset, int64_t out_offset,
+                  int64_t out_floats, const float* w) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
     dnnl::post_ops post_ops;
     if (has_z_) post_ops.append_sum(1.0f);
     if (ReluInPrimitive()) post_ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
@@ -248,15 +283,15 @@ class NhwcConvImpl final : public NhwcConv {
     attr.set_post_ops(post_ops);
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // per-thread scratch: calls may run concurrently
     Band band;
-    band.out_row = out_row;
-    band.out_rows = out_rows;
-    band.in_row = rows.begin;
+    band.in_offset = in_offset;
+    band.out_offset = out_offset;
+    band.out_floats = out_floats;
     band.pd = dnnl::convolution_forward::primitive_desc(desc, attr, Engine());
     // oneDNN's reference implementation, its answer to a combination it has no kernel for, is a thousand
     // times slower than ours (an NCHW stem into NHWC took 4.6 ms where ours takes 5 us).
     if (absl::StartsWith(band.pd.impl_info_str(), "ref")) throw dnnl::error(dnnl_unimplemented, "reference only");
     band.conv = dnnl::convolution_forward(band.pd);
-    band.weights = WeightsIn(band.pd.weights_desc(), weight_dims, w);
+    band.weights = WeightsIn(band.pd.weights_desc(), WeightDims(), w);
     return band;
   }
 

@@ -1,7 +1,7 @@
 // NhwcConv against the definition, a plain loop in double over every output, channel and tap, on the ISA the
 // process dispatches on (ctest runs it again with ONNXSERVE_ISA=avx2, which oneDNN follows): ResNet's and
 // MobileNet's shapes scaled down (1x1, 3x3 "same", the 1x1 at stride 2 of an even image, depthwise at
-// strides 1 and 2), batches, one to three threads (bands of rows shared out), Z through the sum post-op,
+// strides 1 and 2), batches, a pointwise convolution cut into runs of pixels, one to three threads (bands of rows shared out), Z through the sum post-op,
 // every fused activation, images large enough to be cut into bands for the run limits; what it refuses
 // (pads past the kernel, more shapes than it keeps plans for); and the layout changes both ways, tensors
 // too small to split and large ones split over the pool.
@@ -122,6 +122,8 @@ TEST_F(NhwcConvTest, MatchesTheDefinitionOnResNetAndMobileNetShapes) {
       {.batch = 3, .channels = 24, .maps = 24, .in_h = 15, .in_w = 15, .kernel = 5, .stride = 2, .pad = 2,
        .depthwise = true, .threads = 3},
       {.batch = 1, .channels = 3, .maps = 16, .in_h = 23, .in_w = 23, .kernel = 7, .stride = 2, .pad = 3, .threads = 2},
+      // A pointwise convolution of a 7x7 map over two threads: runs of 25 and 24 pixels, not rows 4 + 3.
+      {.batch = 1, .channels = 96, .maps = 96, .in_h = 7, .in_w = 7, .kernel = 1, .threads = 2},
   };
   for (const Case& c : cases) {
     Check(c, false, {});
