@@ -46,26 +46,20 @@ dnnl::stream& ThreadStream() {
 }
 
 // The reorder of one image's window between NCHW (`plain`) and NHWC (`nhwc`), made once per shape and
-// direction.
-const dnnl::reorder& ReorderFor(const dnnl::memory::desc& plain, const dnnl::memory::desc& nhwc, bool to_nhwc,
-                                dnnl::reorder& uncached) {
+// direction. Returned as a handle of its own (oneDNN's are reference-counted): the cache may grow while the
+// caller runs it.
+dnnl::reorder ReorderFor(const dnnl::memory::desc& plain, const dnnl::memory::desc& nhwc, bool to_nhwc) {
   static absl::Mutex mutex(absl::kConstInit);
   static auto* const reorders =
       new std::vector<std::tuple<dnnl::memory::desc, dnnl::memory::desc, bool, dnnl::reorder>>();
-  auto make = [&] {
-    return to_nhwc ? dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), plain, Engine(), nhwc))
-                   : dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), nhwc, Engine(), plain));
-  };
   absl::MutexLock lock(&mutex);
   for (const auto& [p, n, direction, reorder] : *reorders) {
     if (direction == to_nhwc && p == plain && n == nhwc) return reorder;
   }
-  if (reorders->size() >= kMaxReorders) {
-    uncached = make();
-    return uncached;
-  }
-  reorders->emplace_back(plain, nhwc, to_nhwc, make());
-  return std::get<3>(reorders->back());
+  const dnnl::reorder made = to_nhwc ? dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), plain, Engine(), nhwc))
+                                     : dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), nhwc, Engine(), plain));
+  if (reorders->size() < kMaxReorders) reorders->emplace_back(plain, nhwc, to_nhwc, made);
+  return made;
 }
 
 // Each image cut into runs of pixels (dense in NHWC, a strided window of NCHW), at least one per thread
@@ -85,8 +79,7 @@ void Reorder(int64_t batch, int64_t channels, int64_t pixels, bool to_nhwc, cons
       const dnnl::memory::desc plain = PlainWindow(channels, 1, count, 1, pixels);
       const dnnl::memory::desc nhwc({1, channels, 1, count}, kF32, Tag::nhwc);
       const int64_t plain_offset = n * channels * pixels + first, nhwc_offset = (n * pixels + first) * channels;
-      dnnl::reorder uncached;
-      const dnnl::reorder& reorder = ReorderFor(plain, nhwc, to_nhwc, uncached);
+      const dnnl::reorder reorder = ReorderFor(plain, nhwc, to_nhwc);
       const float* from = x + (to_nhwc ? plain_offset : nhwc_offset);
       float* to = y + (to_nhwc ? nhwc_offset : plain_offset);
       dnnl::memory src(to_nhwc ? plain : nhwc, Engine(), const_cast<float*>(from));

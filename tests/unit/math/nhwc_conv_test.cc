@@ -7,8 +7,11 @@
 // too small to split and large ones split over the pool.
 #include "runtime/math/nhwc_conv.h"
 
+#include <atomic>
 #include <ostream>
 #include <string>
+#include <thread>
+#include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -183,6 +186,34 @@ TEST(NhwcLayoutTest, ChangesBothWaysAsTheDefinitionSays) {
     NhwcToNchw(batch, channels, pixels, nhwc.data(), back.data(), pool);
     EXPECT_EQ(back, nchw);
   }
+}
+
+TEST(NhwcLayoutTest, NewShapesOnOneThreadLeaveAnotherThreadsChangesIntact) {
+  // The process keeps its layout-change primitives in a cache that grows with new shapes: a thread running
+  // one must not be reading the cache's storage while another thread's new shape reallocates it. A stress
+  // test: under ASan it caught the reference into the cache that the first version handed out (not on
+  // every run, since the window is the call's first instructions).
+  const std::vector<float> nchw = RandomFloats(16 * 64, 7), want = Nhwc(nchw, 1, 16, 64);
+  std::atomic<bool> done{false};
+  std::atomic<int> wrong{0};
+  std::thread steady([&] {
+    ThreadPool pool(1);
+    std::vector<float> nhwc(nchw.size());
+    while (!done.load()) {
+      NchwToNhwc(1, 16, 64, nchw.data(), nhwc.data(), pool);
+      wrong += nhwc != want;
+    }
+  });
+  ThreadPool pool(1);
+  for (int64_t pixels = 1; pixels <= 300; ++pixels) {
+    const std::vector<float> x = RandomFloats(3 * pixels, 8);
+    std::vector<float> y(x.size());
+    NchwToNhwc(1, 3, pixels, x.data(), y.data(), pool);
+    ASSERT_EQ(y, Nhwc(x, 1, 3, pixels));
+  }
+  done = true;
+  steady.join();
+  EXPECT_EQ(wrong.load(), 0);
 }
 
 }  // namespace
