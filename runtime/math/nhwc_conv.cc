@@ -321,6 +321,8 @@ bool NhwcConvAvailable() {
   return kAvailable;
 }
 
+bool NhwcDenseConvsWin() { return NhwcConvAvailable() && ActiveIsa() == Isa::kAvx512; }
+
 void NchwToNhwc(int64_t batch, int64_t channels, int64_t pixels, const float* x, float* y, ThreadPool& pool) {
   Reorder(batch, channels, pixels, true, x, y, pool);
 }

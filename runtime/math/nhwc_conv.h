@@ -25,6 +25,10 @@ namespace onnxserve {
 // every graph in NCHW).
 bool NhwcConvAvailable();
 
+// Whether oneDNN's dense (one-group) convolutions in NHWC beat our packed GEMM in NCHW here: on AVX-512
+// (brgconv) they do; on AVX2 its jit kernels only tie ours in a ResNet, and only its depthwise ones win.
+bool NhwcDenseConvsWin();
+
 // [batch, channels, pixels] <-> [batch, pixels, channels], split over `pool`.
 void NchwToNhwc(int64_t batch, int64_t channels, int64_t pixels, const float* x, float* y, ThreadPool& pool);
 void NhwcToNchw(int64_t batch, int64_t channels, int64_t pixels, const float* x, float* y, ThreadPool& pool);

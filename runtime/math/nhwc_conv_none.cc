@@ -5,6 +5,7 @@
 namespace onnxserve {
 
 bool NhwcConvAvailable() { return false; }
+bool NhwcDenseConvsWin() { return false; }
 
 void NchwToNhwc(int64_t batch, int64_t channels, int64_t pixels, const float* x, float* y, ThreadPool& pool) {
   pool.ParallelFor(batch * pixels, 1, [&](int64_t begin, int64_t end) {

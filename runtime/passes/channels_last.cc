@@ -5,7 +5,8 @@
 // NHWC maps as they are. Where a group of them meets the rest of the graph a ToNhwc or FromNhwc node
 // changes the layout, one per value however many readers it has. A group of fewer than two convolutions, or
 // of small ones (kMinGroupWork), stays in NCHW: its layout changes and oneDNN's calls would cost what the
-// layout saves. oneDNN already runs a lone 3x3, reorders included, in runtime/math/dnnl_conv.h.
+// layout saves; so does a group of dense convolutions only, where oneDNN's dense kernels only tie ours
+// (NhwcDenseConvsWin: AVX2). oneDNN already runs a lone 3x3, reorders included, in runtime/math/dnnl_conv.h.
 //
 // The pass runs only when oneDNN is built in and the CPU has AVX2 or AVX-512 (NhwcConvAvailable()).
 #include <algorithm>
@@ -267,12 +268,15 @@ class ChannelsLast final : public Pass {
       }
       double work = 0;
       int convs = 0, sized = 0;
+      bool depthwise = false;
       for (const ir::Node* node : group) {
         if (!IsConv(*node)) continue;
         ++convs;
+        depthwise |= GroupOf(*node) > 1;
         if (std::optional<double> w = ConvWork(*node, known)) work += *w, ++sized;
       }
       if (convs < 2 || (sized > 0 && work / sized < kMinGroupWork)) continue;
+      if (!depthwise && !NhwcDenseConvsWin()) continue;
       for (const ir::Node* node : group) members[node] = candidates.at(node);
     }
     return members;

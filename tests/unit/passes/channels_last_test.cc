@@ -76,6 +76,8 @@ void ExpectSameAsUnoptimized(const std::shared_ptr<const Model>& model, const Te
   EXPECT_TRUE(TensorsClose((*want)[0], (*got)[0], 1e-4, 1e-4));
 }
 
+// The graphs below start with a depthwise convolution: a group of dense ones only stays NCHW on AVX2
+// (DenseGroupsMoveOnlyWhereOneDnnWins), and these must move on every ISA.
 class ChannelsLastTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -112,6 +114,24 @@ TEST_F(ChannelsLastTest, SmallMapsStayInNchw) {
   EXPECT_EQ(Count(ops, "ToNhwc") + Count(ops, "FromNhwc"), 0) << ::testing::PrintToString(ops);
 }
 
+TEST_F(ChannelsLastTest, DenseGroupsMoveOnlyWhereOneDnnWins) {
+  // Two dense convolutions of a 48 x 48 map: NHWC on AVX-512 (brgconv beats our GEMM), NCHW on AVX2 (its
+  // jit kernels only tie ours).
+  auto model = GraphBuilder()
+                   .Input("x", {1, 32, 48, 48})
+                   .Initializer("w_a", RandomTensor({32, 32, 3, 3}, 1))
+                   .Initializer("w_b", RandomTensor({32, 32, 1, 1}, 2))
+                   .NodeWith("Conv", {"x", "w_a"}, {"a"}, {IntsAttr("pads", {1, 1, 1, 1})})
+                   .Node("Conv", {"a", "w_b"}, "b")
+                   .Node("Relu", {"b"}, "y")
+                   .Output("y")
+                   .Load();
+  const auto pass = passes::MakeChannelsLast();
+  const testing::PassResult result = RunPass(*model, *pass);
+  EXPECT_EQ(Count(result.ops, "NhwcConv"), NhwcDenseConvsWin() ? 2 : 0) << ::testing::PrintToString(result.ops);
+  ExpectSameAsUnoptimized(model, RandomTensor({1, 32, 48, 48}, 3));
+}
+
 TEST_F(ChannelsLastTest, ALoneConvolutionAndOnesReadByTheGraphStayInNchw) {
   // conv_a's map is a graph output, so it stays NCHW, and conv_b alone has no partner.
   auto model = GraphBuilder()
@@ -133,11 +153,11 @@ TEST_F(ChannelsLastTest, AMulOfMapsOfOtherChannelsKeepsItsOperandsInNchw) {
   // [1,1,H,W] * [1,32,H,W] broadcasts over channels in NCHW; in NHWC the same dims would not: the Mul stays
   // out, and what it reads changes back.
   auto model = GraphBuilder()
-                   .Input("x", {1, 32, 40, 40})
-                   .Initializer("w_a", RandomTensor({32, 32, 3, 3}, 1))
+                   .Input("x", {1, 32, 128, 128})
+                   .Initializer("w_a", RandomTensor({32, 1, 3, 3}, 1))
                    .Initializer("w_b", RandomTensor({1, 32, 1, 1}, 2))
                    .Initializer("w_c", RandomTensor({32, 32, 1, 1}, 3))
-                   .NodeWith("Conv", {"x", "w_a"}, {"a"}, {IntsAttr("pads", {1, 1, 1, 1})})
+                   .NodeWith("Conv", {"x", "w_a"}, {"a"}, {IntAttr("group", 32), IntsAttr("pads", {1, 1, 1, 1})})
                    .Node("Conv", {"a", "w_b"}, "b")
                    .Node("Conv", {"a", "w_c"}, "c")
                    .Node("Mul", {"b", "c"}, "y")
@@ -149,7 +169,7 @@ TEST_F(ChannelsLastTest, AMulOfMapsOfOtherChannelsKeepsItsOperandsInNchw) {
   EXPECT_EQ(Count(ops, "NhwcConv"), 3) << ::testing::PrintToString(ops);
   EXPECT_EQ(Count(ops, "FromNhwc"), 2) << ::testing::PrintToString(ops);
   EXPECT_EQ(Count(ops, "Mul"), 1) << ::testing::PrintToString(ops);
-  ExpectSameAsUnoptimized(model, RandomTensor({1, 32, 40, 40}, 4));
+  ExpectSameAsUnoptimized(model, RandomTensor({1, 32, 128, 128}, 4));
 }
 
 TEST_F(ChannelsLastTest, AShapeOneDnnRefusesRunsOnTheFallbackWithTheSameResult) {
@@ -157,11 +177,11 @@ TEST_F(ChannelsLastTest, AShapeOneDnnRefusesRunsOnTheFallbackWithTheSameResult) 
   // maps back, runs FusedConv's kernel, and converts its result. (The last convolution's map is the graph's
   // output, so it stays in NCHW.)
   auto model = GraphBuilder()
-                   .Input("x", {1, 32, 40, 40})
-                   .Initializer("w_a", RandomTensor({32, 32, 3, 3}, 1))
+                   .Input("x", {1, 32, 128, 128})
+                   .Initializer("w_a", RandomTensor({32, 1, 3, 3}, 1))
                    .Initializer("w_b", RandomTensor({32, 32, 1, 1}, 2))
                    .Initializer("w_c", RandomTensor({16, 32, 3, 3}, 3))
-                   .NodeWith("Conv", {"x", "w_a"}, {"a"}, {IntsAttr("pads", {1, 1, 1, 1})})
+                   .NodeWith("Conv", {"x", "w_a"}, {"a"}, {IntAttr("group", 32), IntsAttr("pads", {1, 1, 1, 1})})
                    .NodeWith("Conv", {"a", "w_b"}, {"b"}, {IntsAttr("pads", {2, 2, 2, 2})})
                    .NodeWith("Conv", {"b", "w_c"}, {"y"}, {IntsAttr("pads", {1, 1, 1, 1})})
                    .Output("y")
@@ -169,18 +189,18 @@ TEST_F(ChannelsLastTest, AShapeOneDnnRefusesRunsOnTheFallbackWithTheSameResult) 
   auto session = Session::Create(model);
   ASSERT_TRUE(session.ok()) << session.status();
   EXPECT_EQ((*session)->plan().StepOps(), (std::vector<std::string>{"ToNhwc", "NhwcConv", "NhwcConv", "FromNhwc", "Conv"}));
-  ExpectSameAsUnoptimized(model, RandomTensor({1, 32, 40, 40}, 4));
+  ExpectSameAsUnoptimized(model, RandomTensor({1, 32, 128, 128}, 4));
 }
 
 TEST_F(ChannelsLastTest, AResidualThatBroadcastsRunsOnTheFallbackWithTheSameResult) {
-  // Add(conv_b, pooled) fuses pooled as conv_b's Z, of [1,32,1,1] where Y is [1,32,40,40]: in NHWC too the
+  // Add(conv_b, pooled) fuses pooled as conv_b's Z, of [1,32,1,1] where Y is [1,32,128,128]: in NHWC too the
   // node must compute what the Add computes. (The last convolution's map is the graph's output: NCHW.)
   auto model = GraphBuilder()
-                   .Input("x", {1, 32, 40, 40})
-                   .Initializer("w_a", RandomTensor({32, 32, 3, 3}, 1))
+                   .Input("x", {1, 32, 128, 128})
+                   .Initializer("w_a", RandomTensor({32, 1, 3, 3}, 1))
                    .Initializer("w_b", RandomTensor({32, 32, 1, 1}, 2))
                    .Initializer("w_c", RandomTensor({16, 32, 3, 3}, 3))
-                   .NodeWith("Conv", {"x", "w_a"}, {"a"}, {IntsAttr("pads", {1, 1, 1, 1})})
+                   .NodeWith("Conv", {"x", "w_a"}, {"a"}, {IntAttr("group", 32), IntsAttr("pads", {1, 1, 1, 1})})
                    .Node("GlobalAveragePool", {"a"}, "pooled")
                    .Node("Conv", {"a", "w_b"}, "b")
                    .Node("Add", {"b", "pooled"}, "sum")
@@ -192,7 +212,7 @@ TEST_F(ChannelsLastTest, AResidualThatBroadcastsRunsOnTheFallbackWithTheSameResu
   ASSERT_TRUE(session.ok()) << session.status();
   EXPECT_EQ((*session)->plan().StepOps(), (std::vector<std::string>{"ToNhwc", "NhwcConv", "NhwcGlobalAveragePool",
                                                                      "NhwcConv", "FromNhwc", "FusedConv"}));
-  ExpectSameAsUnoptimized(model, RandomTensor({1, 32, 40, 40}, 4));
+  ExpectSameAsUnoptimized(model, RandomTensor({1, 32, 128, 128}, 4));
 }
 
 TEST(ChannelsLastOpsTest, HostileShapesAreErrorsNotCrashes) {
