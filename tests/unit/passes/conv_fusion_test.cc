@@ -276,5 +276,33 @@ TEST(ConvFusionTest, NodesMissingInputsAreLeftToTheirKernels) {
   }
 }
 
+// A convolution of no maps (W [0, C, k, k]) is valid and gives an empty map; folding a BatchNormalization of
+// no channels into it, and packing the Conv's W (fused or not), divided W's element count by its zero maps:
+// a SIGFPE that ended the loading process.
+TEST(ConvFusionTest, ABatchNormAfterAConvOfNoMapsLoadsAndGivesTheEmptyResult) {
+  const Tensor none(DataType::kFloat, {0});
+  auto model = GraphBuilder(13)
+                   .Input("x", {1, 2, 4, 4})
+                   .Initializer("w", Tensor(DataType::kFloat, {0, 2, 3, 3}))
+                   .Initializer("scale", none)
+                   .Initializer("shift", none)
+                   .Initializer("mean", none)
+                   .Initializer("var", none)
+                   .Node("Conv", {"x", "w"}, "conv")
+                   .Node("BatchNormalization", {"conv", "scale", "shift", "mean", "var"}, "y")
+                   .Output("y")
+                   .Load();
+  for (bool optimize : {true, false}) {
+    SCOPED_TRACE(optimize);
+    SessionOptions options;
+    options.optimize = optimize;
+    auto session = Session::Create(model, options);
+    ASSERT_TRUE(session.ok()) << session.status();
+    auto out = (*session)->Run({{"x", testing::RandomTensor({1, 2, 4, 4}, 1)}});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ((*out)[0].shape(), (Shape{1, 0, 2, 2}));
+  }
+}
+
 }  // namespace
 }  // namespace onnxserve
