@@ -38,8 +38,8 @@ bool SoftmaxOverLastAxis(const ir::Node* softmax) {
 // A scalar float constant of rank <= 2, which leaves the scores' shape as it is when it broadcasts.
 std::optional<double> ShapePreservingScalar(const ir::Value* value) {
   const Tensor* t = value == nullptr ? nullptr : value->constant();
-  if (t == nullptr || t->dtype() != DataType::kFloat || t->rank() > 2) return std::nullopt;
-  return ScalarConstant(value);
+  if (t == nullptr || t->dtype() != DataType::kFloat) return std::nullopt;
+  return ScalarConstant(value, 2);
 }
 
 // The perm of the Transpose producing `value` (its only reader being the pattern) when the kernel can read

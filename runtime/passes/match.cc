@@ -12,9 +12,9 @@ bool IsOp(const ir::Node* node, std::string_view op_type) {
   return node != nullptr && node->domain() == "ai.onnx" && node->op_type() == op_type;
 }
 
-std::optional<double> ScalarConstant(const ir::Value* value) {
+std::optional<double> ScalarConstant(const ir::Value* value, int64_t max_rank) {
   const Tensor* t = value == nullptr ? nullptr : value->constant();
-  if (t == nullptr || t->NumElements() != 1) return std::nullopt;
+  if (t == nullptr || t->NumElements() != 1 || t->rank() > max_rank) return std::nullopt;
   if (t->dtype() == DataType::kFloat) return t->data<float>()[0];
   if (t->dtype() == DataType::kDouble) return t->data<double>()[0];
   return std::nullopt;

@@ -14,8 +14,10 @@ namespace onnxserve::passes {
 // Whether `node` is the ai.onnx op `op_type`.
 bool IsOp(const ir::Node* node, std::string_view op_type);
 
-// The value's single element as a double, when it is a constant float/double tensor of one element.
-std::optional<double> ScalarConstant(const ir::Value* value);
+// The value's single element as a double, when it is a constant float/double tensor of one element and of
+// rank at most `max_rank`. An operand of one element still broadcasts: of rank 5 it makes x [4] a
+// [1,1,1,1,4], so a pattern that drops it must know the other operand has at least its rank.
+std::optional<double> ScalarConstant(const ir::Value* value, int64_t max_rank);
 
 // Whether `value` is read by exactly `readers` node inputs and by nothing else (no graph output, no
 // subgraph): a value the pattern may fold away.

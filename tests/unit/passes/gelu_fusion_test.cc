@@ -15,12 +15,12 @@ using testing::GraphBuilder;
 using testing::RunPass;
 using testing::TensorsClose;
 
-GraphBuilder GeluSpelledOut(bool half_first, float divisor = 1.4142135f) {
+GraphBuilder GeluSpelledOut(bool half_first, float divisor = 1.4142135f, const Shape& constant_shape = {}) {
   GraphBuilder b(13);
   b.Input("x", {5})
-      .Initializer("sqrt2", Tensor::Scalar(divisor))
-      .Initializer("one", Tensor::Scalar(1.0f))
-      .Initializer("half", Tensor::Scalar(0.5f))
+      .Initializer("sqrt2", Tensor::FromVector<float>(constant_shape, {divisor}))
+      .Initializer("one", Tensor::FromVector<float>(constant_shape, {1.0f}))
+      .Initializer("half", Tensor::FromVector<float>(constant_shape, {0.5f}))
       .Node("Div", {"x", "sqrt2"}, "scaled")
       .Node("Erf", {"scaled"}, "erf")
       .Node("Add", {"erf", "one"}, "shifted");
@@ -54,6 +54,17 @@ TEST(GeluFusionTest, OtherConstantsAreNotGelu) {
   auto result = RunPass(*GeluSpelledOut(false, 2.0f).Load(), *passes::MakeGeluFusion());
   EXPECT_TRUE(result.changes.empty());
   EXPECT_EQ(result.ops.size(), 5u);
+}
+
+// Constants of one element still broadcast: of shape [1,1,1,1,1] they make the spelled-out GELU of x [5] a
+// [1,1,1,1,5], which one Gelu of x [5] is not.
+TEST(GeluFusionTest, ConstantsOfHigherRankThanXStayUnfusedAndKeepTheirShape) {
+  for (bool half_first : {false, true}) {
+    SCOPED_TRACE(half_first);
+    auto model = GeluSpelledOut(half_first, 1.4142135f, {1, 1, 1, 1, 1}).Load();
+    EXPECT_TRUE(RunPass(*model, *passes::MakeGeluFusion()).changes.empty());
+    testing::ExpectSameResultWithAndWithoutPasses(model, {{"x", Tensor::FromVector<float>({5}, kX)}});
+  }
 }
 
 }  // namespace

@@ -17,13 +17,18 @@ using testing::RunPass;
 using testing::TensorsClose;
 
 // x [2, 4] normalized over its last axis (or `axes`), as PyTorch exports nn.LayerNorm at opset 13.
-GraphBuilder LayerNormSpelledOut(std::vector<int64_t> axes = {-1}, bool affine = true) {
+// The constants may be given other shapes of the same elements.
+struct Constants {
+  Shape two = {}, eps = {}, gamma = {4}, beta = {4};
+};
+
+GraphBuilder LayerNormSpelledOut(std::vector<int64_t> axes = {-1}, bool affine = true, const Constants& shapes = {}) {
   GraphBuilder b(13);
   b.Input("x", {2, 4})
-      .Initializer("two", Tensor::Scalar(2.0f))
-      .Initializer("eps", Tensor::Scalar(1e-5f))
-      .Initializer("gamma", Tensor::FromVector<float>({4}, {1.f, 2.f, 0.5f, -1.f}))
-      .Initializer("beta", Tensor::FromVector<float>({4}, {0.f, 0.1f, -0.2f, 3.f}))
+      .Initializer("two", Tensor::FromVector<float>(shapes.two, {2.0f}))
+      .Initializer("eps", Tensor::FromVector<float>(shapes.eps, {1e-5f}))
+      .Initializer("gamma", Tensor::FromVector<float>(shapes.gamma, {1.f, 2.f, 0.5f, -1.f}))
+      .Initializer("beta", Tensor::FromVector<float>(shapes.beta, {0.f, 0.1f, -0.2f, 3.f}))
       .NodeWith("ReduceMean", {"x"}, {"mean"}, {IntsAttr("axes", axes)})
       .Node("Sub", {"x", "mean"}, "d")
       .Node("Pow", {"d", "two"}, "sq")
@@ -76,6 +81,49 @@ TEST(LayerNormFusionTest, LeadingAxesAndSharedIntermediatesStay) {
   auto shared = RunPass(*LayerNormSpelledOut().Output("var").Load(), *passes::MakeLayerNormFusion());
   EXPECT_TRUE(shared.changes.empty());
   EXPECT_EQ(shared.ops.size(), 9u);
+}
+
+// A constant of more dims than the normalized axes broadcasts x's rows past x's shape (epsilon or the
+// exponent, gamma or beta of rank 3 make y [1,2,4]), which LayerNormalization keeps and
+// whose Scale and B span the normalized axes only: the primitives that do so stay, and give their shape.
+TEST(LayerNormFusionTest, ConstantsOfMoreDimsThanTheNormalizedAxesStayWithTheirBroadcasting) {
+  const struct {
+    const char* name;
+    Constants shapes;
+    std::vector<std::string> ops;
+  } cases[] = {
+      {"eps", {.eps = {1, 1, 1}}, {"ReduceMean", "Sub", "Pow", "ReduceMean", "Add", "Sqrt", "Div", "Mul", "Add"}},
+      {"two", {.two = {1, 1, 1}}, {"ReduceMean", "Sub", "Pow", "ReduceMean", "Add", "Sqrt", "Div", "Mul", "Add"}},
+      {"gamma", {.gamma = {1, 1, 4}}, {"LayerNormalization", "Mul", "Add"}},
+      {"beta", {.beta = {1, 1, 4}}, {"LayerNormalization", "Add"}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto model = LayerNormSpelledOut({-1}, /*affine=*/true, c.shapes).Load();
+    EXPECT_EQ(RunPass(*model, *passes::MakeLayerNormFusion()).ops, c.ops);
+    testing::ExpectSameResultWithAndWithoutPasses(model, {{"x", Tensor::FromVector<float>({2, 4}, kX)}});
+  }
+}
+
+// A double x without the affine part: the Scale of 1 the fused node reads must be double too, or every
+// request fails on a type mismatch that the primitives do not have.
+TEST(LayerNormFusionTest, ADoubleNormalizationWithoutTheAffinePartFusesWithADoubleScale) {
+  auto model = GraphBuilder(13)
+                   .Input("x", {2, 4})
+                   .Initializer("eps", Tensor::Scalar(1e-5))
+                   .NodeWith("Cast", {"x"}, {"xd"}, {testing::IntAttr("to", onnx::TensorProto::DOUBLE)})
+                   .NodeWith("ReduceMean", {"xd"}, {"mean"}, {IntsAttr("axes", {-1})})
+                   .Node("Sub", {"xd", "mean"}, "d")
+                   .Node("Mul", {"d", "d"}, "sq")
+                   .NodeWith("ReduceMean", {"sq"}, {"var"}, {IntsAttr("axes", {-1})})
+                   .Node("Add", {"var", "eps"}, "ve")
+                   .Node("Sqrt", {"ve"}, "std")
+                   .Node("Div", {"d", "std"}, "y")
+                   .Output("y")
+                   .Load();
+  EXPECT_EQ(RunPass(*model, *passes::MakeLayerNormFusion()).ops,
+            (std::vector<std::string>{"Cast", "LayerNormalization"}));
+  testing::ExpectSameResultWithAndWithoutPasses(model, {{"x", Tensor::FromVector<float>({2, 4}, kX)}});
 }
 
 }  // namespace
