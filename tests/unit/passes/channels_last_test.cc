@@ -2,6 +2,7 @@
 // the layout, and that a rewritten model computes what the unoptimized graph computes, at one and two
 // threads. Where NhwcConv does not run (no oneDNN, no AVX2) the pass must leave graphs alone.
 #include <algorithm>
+#include <functional>
 
 #include "gtest/gtest.h"
 #include "runtime/exec/session.h"
@@ -213,6 +214,47 @@ TEST_F(ChannelsLastTest, AResidualThatBroadcastsRunsOnTheFallbackWithTheSameResu
   EXPECT_EQ((*session)->plan().StepOps(), (std::vector<std::string>{"ToNhwc", "NhwcConv", "NhwcGlobalAveragePool",
                                                                      "NhwcConv", "FromNhwc", "FusedConv"}));
   ExpectSameAsUnoptimized(model, RandomTensor({1, 32, 128, 128}, 4));
+}
+
+// Two convolutions NhwcConv runs, then `tail` reading the second's map "b" and writing "y".
+GraphBuilder TwoConvolutionsThen(const std::function<void(GraphBuilder&)>& tail) {
+  GraphBuilder builder;
+  builder.Input("x", {1, 32, 40, 40})
+      .Initializer("w_a", RandomTensor({32, 32, 3, 3}, 1))
+      .Initializer("w_b", RandomTensor({32, 32, 3, 3}, 2))
+      .NodeWith("Conv", {"x", "w_a"}, {"a"}, {IntsAttr("pads", {1, 1, 1, 1})})
+      .NodeWith("Conv", {"a", "w_b"}, {"b"}, {IntsAttr("pads", {1, 1, 1, 1})});
+  tail(builder);
+  return builder.Output("y");
+}
+
+TEST_F(ChannelsLastTest, AMulByOneNumberOfRankFiveStaysInNchw) {
+  // One number of shape [1,1,1,1,1] makes the map [1,1,32,40,40]: a layout of four dims cannot hold it, and
+  // FromNhwc refused it on every request.
+  auto model = TwoConvolutionsThen([](GraphBuilder& b) {
+                 b.Initializer("two", Tensor::FromVector<float>({1, 1, 1, 1, 1}, {2.f}))
+                     .Node("Mul", {"b", "two"}, "scaled")
+                     .Node("Neg", {"scaled"}, "y");
+               }).Load();
+  auto session = Session::Create(model);
+  ASSERT_TRUE(session.ok()) << session.status();
+  EXPECT_EQ(Count((*session)->plan().StepOps(), "NhwcConv"), 2) << ::testing::PrintToString((*session)->plan().StepOps());
+  EXPECT_EQ(Count((*session)->plan().StepOps(), "Mul"), 1);
+  ExpectSameAsUnoptimized(model, RandomTensor({1, 32, 40, 40}, 4));
+}
+
+TEST_F(ChannelsLastTest, AConvolutionOfNoMapsStaysInNchw) {
+  // W [0, 32, 3, 3] is a valid convolution of an empty map, which NhwcConv refused at load.
+  auto model = TwoConvolutionsThen([](GraphBuilder& b) {
+                 b.Initializer("w_none", Tensor(DataType::kFloat, {0, 32, 3, 3}))
+                     .NodeWith("Conv", {"b", "w_none"}, {"none"}, {IntsAttr("pads", {1, 1, 1, 1})})
+                     .Node("Relu", {"none"}, "relu")
+                     .Node("Neg", {"relu"}, "y");
+               }).Load();
+  auto session = Session::Create(model);
+  ASSERT_TRUE(session.ok()) << session.status();
+  EXPECT_EQ(Count((*session)->plan().StepOps(), "NhwcConv"), 2) << ::testing::PrintToString((*session)->plan().StepOps());
+  ExpectSameAsUnoptimized(model, RandomTensor({1, 32, 40, 40}, 4));
 }
 
 TEST(ChannelsLastOpsTest, HostileShapesAreErrorsNotCrashes) {
