@@ -249,7 +249,9 @@ class ChannelsLast final : public Pass {
         if (it != candidates.end()) {
           joins &= !channels || *channels == it->second;
           channels = it->second;
-        } else if (IsMapArithmetic(*node) && producer != nullptr && Convertible(*producer)) {
+        } else if (IsMapArithmetic(*node) && producer != nullptr && Convertible(*producer) &&
+                   producer->input(kZ) == nullptr) {
+          // Without Z: a fused Add's operand may widen the result past [N, M, H, W] (a rank-5 number does).
           outside.push_back(Maps(*producer));
         } else {
           joins = false;

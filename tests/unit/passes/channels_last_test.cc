@@ -228,6 +228,18 @@ GraphBuilder TwoConvolutionsThen(const std::function<void(GraphBuilder&)>& tail)
   return builder.Output("y");
 }
 
+// The plan's ops when TwoConvolutionsThen's two run in NHWC and the rest computes what the unoptimized graph
+// computes.
+std::vector<std::string> ExpectTwoNhwcConvsAndTheUnoptimizedResult(const std::shared_ptr<const Model>& model) {
+  auto session = Session::Create(model);
+  EXPECT_TRUE(session.ok()) << session.status();
+  if (!session.ok()) return {};
+  const std::vector<std::string> ops = (*session)->plan().StepOps();
+  EXPECT_EQ(Count(ops, "NhwcConv"), 2) << ::testing::PrintToString(ops);
+  ExpectSameAsUnoptimized(model, RandomTensor({1, 32, 40, 40}, 4));
+  return ops;
+}
+
 TEST_F(ChannelsLastTest, AMulByOneNumberOfRankFiveStaysInNchw) {
   // One number of shape [1,1,1,1,1] makes the map [1,1,32,40,40]: a layout of four dims cannot hold it, and
   // FromNhwc refused it on every request.
@@ -236,11 +248,7 @@ TEST_F(ChannelsLastTest, AMulByOneNumberOfRankFiveStaysInNchw) {
                      .Node("Mul", {"b", "two"}, "scaled")
                      .Node("Neg", {"scaled"}, "y");
                }).Load();
-  auto session = Session::Create(model);
-  ASSERT_TRUE(session.ok()) << session.status();
-  EXPECT_EQ(Count((*session)->plan().StepOps(), "NhwcConv"), 2) << ::testing::PrintToString((*session)->plan().StepOps());
-  EXPECT_EQ(Count((*session)->plan().StepOps(), "Mul"), 1);
-  ExpectSameAsUnoptimized(model, RandomTensor({1, 32, 40, 40}, 4));
+  EXPECT_EQ(Count(ExpectTwoNhwcConvsAndTheUnoptimizedResult(model), "Mul"), 1);
 }
 
 TEST_F(ChannelsLastTest, AConvolutionOfNoMapsStaysInNchw) {
@@ -251,10 +259,22 @@ TEST_F(ChannelsLastTest, AConvolutionOfNoMapsStaysInNchw) {
                      .Node("Relu", {"none"}, "relu")
                      .Node("Neg", {"relu"}, "y");
                }).Load();
-  auto session = Session::Create(model);
-  ASSERT_TRUE(session.ok()) << session.status();
-  EXPECT_EQ(Count((*session)->plan().StepOps(), "NhwcConv"), 2) << ::testing::PrintToString((*session)->plan().StepOps());
-  ExpectSameAsUnoptimized(model, RandomTensor({1, 32, 40, 40}, 4));
+  ExpectTwoNhwcConvsAndTheUnoptimizedResult(model);
+}
+
+TEST_F(ChannelsLastTest, AMapOfAConvolutionOutsideWhoseResidualWidensItStaysInNchw) {
+  // Conv -> Add of a [1,1,1,1,1] number fuses into one FusedConv whose result is [1,1,32,40,40]: the Add
+  // reading it with b's map cannot take it in a layout of four dims (ToNhwc refused it on every request).
+  auto model = TwoConvolutionsThen([](GraphBuilder& b) {
+                 b.Initializer("w_c", RandomTensor({32, 32, 3, 3}, 3))
+                     .Initializer("one", Tensor::FromVector<float>({1, 1, 1, 1, 1}, {1.f}))
+                     .NodeWith("Conv", {"a", "w_c"}, {"c"}, {IntsAttr("pads", {1, 1, 1, 1})})
+                     .Node("Add", {"c", "one"}, "c_plus_one")
+                     .Node("Relu", {"b"}, "b_relu")  // fuses into b's convolution: the Add stays
+                     .Node("Add", {"b_relu", "c_plus_one"}, "sum")
+                     .Node("Neg", {"sum"}, "y");
+               }).Load();
+  ExpectTwoNhwcConvsAndTheUnoptimizedResult(model);
 }
 
 TEST(ChannelsLastOpsTest, HostileShapesAreErrorsNotCrashes) {
