@@ -96,15 +96,23 @@ bool MatchScaledProduct(ir::Value* scores, Match& m) {
 
 // Whether `value`, read through `perm` when a Transpose was absorbed, is known to have rank >= 2. The kernel
 // multiplies matrices; MatMul also takes vectors, and then Softmax normalizes another axis than the keys'.
-// Transposes with a perm, constants and declared shapes tell; an undeclared rank keeps the graph as it is.
+// Transposes with a perm, Reshapes to a constant shape, constants and graph inputs' declared shapes (the
+// plan checks each feed against them) tell. Other values' declared shapes are not checked, so a model
+// could declare a vector a matrix: an unknown rank keeps the graph as it is.
 bool KnownMatrix(const ir::Value* value, const std::vector<int64_t>& perm) {
   if (!perm.empty()) return perm.size() >= 2;
   if (const Tensor* t = value->constant()) return t->rank() >= 2;
-  if (const ir::Node* transpose = value->producer(); IsOp(transpose, "Transpose")) {
-    const ir::Attribute* producer_perm = transpose->FindAttribute("perm");
+  const ir::Node* producer = value->producer();
+  if (IsOp(producer, "Transpose")) {
+    const ir::Attribute* producer_perm = producer->FindAttribute("perm");
     if (producer_perm != nullptr) return producer_perm->ints.size() >= 2;
   }
-  return value->type().is_tensor() && value->type().has_shape && value->type().dims.size() >= 2;
+  if (IsOp(producer, "Reshape") && producer->opset() >= 5 && producer->input(1) != nullptr) {
+    const Tensor* shape = producer->input(1)->constant();
+    if (shape != nullptr) return shape->rank() == 1 && shape->NumElements() >= 2;
+  }
+  return value->is_graph_input() && value->type().is_tensor() && value->type().has_shape &&
+         value->type().dims.size() >= 2;
 }
 
 bool OperandsAreMatrices(const Match& m) {

@@ -207,5 +207,48 @@ TEST(AttentionFusionTest, ScoresPastTheTensorLimitsFailAsTheyDoUnfused) {
   }
 }
 
+// A value's declared shape (value_info) is not checked when the model runs: a model declaring its vector Q a
+// matrix ran unfused and failed every request fused. Graph inputs' shapes are checked, and Reshape's
+// constant shape gives the rank.
+TEST(AttentionFusionTest, AnIntermediateDeclaredAMatrixIsNotTrustedToBeOne) {
+  auto declare = [](onnx::ModelProto& proto, const std::string& name, const std::vector<int64_t>& dims) {
+    auto* info = proto.mutable_graph()->add_value_info();
+    info->set_name(name);
+    auto* tensor = info->mutable_type()->mutable_tensor_type();
+    tensor->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) tensor->mutable_shape()->add_dim()->set_dim_value(d);
+  };
+  onnx::ModelProto proto = GraphBuilder(13)
+                               .Input("x", {4})
+                               .Input("k", {4, 3})
+                               .Input("v", {3, 2})
+                               .Node("Relu", {"x"}, "q")
+                               .Node("MatMul", {"q", "k"}, "qk")
+                               .NodeWith("Softmax", {"qk"}, {"p"}, {IntAttr("axis", -1)})
+                               .Node("MatMul", {"p", "v"}, "y")
+                               .Output("y")
+                               .proto();
+  declare(proto, "q", {3, 4});
+  auto model = Model::FromProto(proto, "");
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_TRUE(RunPass(**model, *passes::MakeAttentionFusion()).changes.empty());
+  ExpectSameResultWithAndWithoutPasses(
+      *model, {{"x", RandomTensor({4}, 1)}, {"k", RandomTensor({4, 3}, 2)}, {"v", RandomTensor({3, 2}, 3)}});
+
+  auto reshaped = GraphBuilder(13)
+                      .Input("x", {12})
+                      .Input("k", {4, 3})
+                      .Input("v", {3, 2})
+                      .Initializer("shape", Tensor::FromVector<int64_t>({2}, {3, 4}))
+                      .Node("Reshape", {"x", "shape"}, "q")
+                      .Node("MatMul", {"q", "k"}, "qk")
+                      .NodeWith("Softmax", {"qk"}, {"p"}, {IntAttr("axis", -1)})
+                      .Node("MatMul", {"p", "v"}, "y")
+                      .Output("y")
+                      .Load();
+  EXPECT_EQ(RunPass(*reshaped, *passes::MakeAttentionFusion()).ops,
+            (std::vector<std::string>{"Reshape", "FusedAttention"}));
+}
+
 }  // namespace
 }  // namespace onnxserve
