@@ -5,7 +5,9 @@
 //   y    = Add(Mul(n, gamma), beta)      (the affine part optional)
 // nine kernels and four full passes over the activations; one LayerNormalization (opset 17) does it in one.
 // The axes must be the trailing ones, given negative (-1, or -2 and -1, ...), since shapes are not known
-// here; gamma, beta and epsilon must be constants.
+// here; gamma, beta, epsilon and the exponent must be constants of no more dims than the normalized axes,
+// so that they cannot widen y past x's rank. (A gamma or beta that widens a normalized dim of 1 still can:
+// LayerNormalization computes that case as the Mul and Add do.)
 #include <algorithm>
 #include <cmath>
 #include <limits>

@@ -105,25 +105,52 @@ TEST(LayerNormFusionTest, ConstantsOfMoreDimsThanTheNormalizedAxesStayWithTheirB
   }
 }
 
+// `x` normalized over its last axis into `n` as exporters also spell it, squaring by Mul(d, d); epsilon is
+// the constant "eps", of x's type.
+GraphBuilder& NormalizeLastAxis(GraphBuilder& b, const std::string& x, const std::string& n) {
+  return b.NodeWith("ReduceMean", {x}, {"mean"}, {IntsAttr("axes", {-1})})
+      .Node("Sub", {x, "mean"}, "d")
+      .Node("Mul", {"d", "d"}, "sq")
+      .NodeWith("ReduceMean", {"sq"}, {"var"}, {IntsAttr("axes", {-1})})
+      .Node("Add", {"var", "eps"}, "ve")
+      .Node("Sqrt", {"ve"}, "std")
+      .Node("Div", {"d", "std"}, n);
+}
+
 // A double x without the affine part: the Scale of 1 the fused node reads must be double too, or every
 // request fails on a type mismatch that the primitives do not have.
 TEST(LayerNormFusionTest, ADoubleNormalizationWithoutTheAffinePartFusesWithADoubleScale) {
-  auto model = GraphBuilder(13)
-                   .Input("x", {2, 4})
-                   .Initializer("eps", Tensor::Scalar(1e-5))
-                   .NodeWith("Cast", {"x"}, {"xd"}, {testing::IntAttr("to", onnx::TensorProto::DOUBLE)})
-                   .NodeWith("ReduceMean", {"xd"}, {"mean"}, {IntsAttr("axes", {-1})})
-                   .Node("Sub", {"xd", "mean"}, "d")
-                   .Node("Mul", {"d", "d"}, "sq")
-                   .NodeWith("ReduceMean", {"sq"}, {"var"}, {IntsAttr("axes", {-1})})
-                   .Node("Add", {"var", "eps"}, "ve")
-                   .Node("Sqrt", {"ve"}, "std")
-                   .Node("Div", {"d", "std"}, "y")
-                   .Output("y")
-                   .Load();
+  GraphBuilder b(13);
+  b.Input("x", {2, 4})
+      .Initializer("eps", Tensor::Scalar(1e-5))
+      .NodeWith("Cast", {"x"}, {"xd"}, {testing::IntAttr("to", onnx::TensorProto::DOUBLE)});
+  auto model = NormalizeLastAxis(b, "xd", "y").Output("y").Load();
   EXPECT_EQ(RunPass(*model, *passes::MakeLayerNormFusion()).ops,
             (std::vector<std::string>{"Cast", "LayerNormalization"}));
   testing::ExpectSameResultWithAndWithoutPasses(model, {{"x", Tensor::FromVector<float>({2, 4}, kX)}});
+}
+
+// Over a normalized dim of 1 every normalized value is 0, and gamma [4] widens the row to [..., 4]: a valid
+// model whose Mul and Add the pass absorbs without seeing shapes. LayerNormalization refused such a Scale on
+// every request; it now computes what the Mul and Add compute.
+TEST(LayerNormFusionTest, AGammaAndBetaThatWidenANormalizedDimOfOneGiveWhatMulAndAddGive) {
+  GraphBuilder b(13);
+  b.Input("x", {2, 1})
+      .Initializer("eps", Tensor::Scalar(1e-5f))
+      .Initializer("gamma", Tensor::FromVector<float>({4}, {1.f, 2.f, 0.5f, -1.f}))
+      .Initializer("beta", Tensor::FromVector<float>({4}, {0.f, 0.1f, -0.2f, 3.f}));
+  NormalizeLastAxis(b, "x", "n")
+      .Node("Mul", {"n", "gamma"}, "scaled")
+      .Node("Add", {"scaled", "beta"}, "y");
+  auto model = b.Output("y").Load();
+  EXPECT_EQ(RunPass(*model, *passes::MakeLayerNormFusion()).ops, std::vector<std::string>{"LayerNormalization"});
+  auto session = Session::Create(model);
+  ASSERT_TRUE(session.ok()) << session.status();
+  auto out = (*session)->Run({{"x", Tensor::FromVector<float>({2, 1}, {3.f, -7.f})}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  // Each row is 0 * gamma + beta.
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({2, 4}, {0.f, 0.1f, -0.2f, 3.f, 0.f, 0.1f, -0.2f, 3.f}), (*out)[0],
+                           1e-6, 1e-6));
 }
 
 }  // namespace
