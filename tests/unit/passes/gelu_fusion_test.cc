@@ -1,7 +1,9 @@
 // The Gelu fusion pass (runtime/passes/gelu_fusion.cc): the exact GELU as exporters spell it before opset
 // 20 becomes one Gelu with the same result, in both orders of the multiplications.
 #include <cmath>
+#include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "runtime/exec/session.h"
 #include "runtime/passes/pass.h"
@@ -65,6 +67,29 @@ TEST(GeluFusionTest, ConstantsOfHigherRankThanXStayUnfusedAndKeepTheirShape) {
     EXPECT_TRUE(RunPass(*model, *passes::MakeGeluFusion()).changes.empty());
     testing::ExpectSameResultWithAndWithoutPasses(model, {{"x", Tensor::FromVector<float>({5}, kX)}});
   }
+}
+
+// After a rewrite the scan goes on from where it was, not from the start: every one of a chain of GELUs
+// (each reading the one before) still fuses.
+TEST(GeluFusionTest, EachOfAChainOfGelusFuses) {
+  GraphBuilder b(13);
+  b.Input("x", {5})
+      .Initializer("sqrt2", Tensor::Scalar(1.4142135f))
+      .Initializer("one", Tensor::Scalar(1.0f))
+      .Initializer("half", Tensor::Scalar(0.5f));
+  std::string in = "x";
+  for (int i = 0; i < 3; ++i) {
+    const std::string p = absl::StrCat("g", i, "_");
+    b.Node("Div", {in, "sqrt2"}, p + "scaled")
+        .Node("Erf", {p + "scaled"}, p + "erf")
+        .Node("Add", {p + "erf", "one"}, p + "shifted")
+        .Node("Mul", {in, "half"}, p + "halved")
+        .Node("Mul", {p + "halved", p + "shifted"}, p + "y");
+    in = p + "y";
+  }
+  auto model = b.Output(in).Load();
+  EXPECT_EQ(RunPass(*model, *passes::MakeGeluFusion()).ops, (std::vector<std::string>{"Gelu", "Gelu", "Gelu"}));
+  testing::ExpectSameResultWithAndWithoutPasses(model, {{"x", Tensor::FromVector<float>({5}, kX)}});
 }
 
 }  // namespace
