@@ -1,6 +1,7 @@
 // The Conv fusion pass (runtime/passes/conv_fusion.cc): results equal the unfused formula, and the plan really
 // holds fewer steps.
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -234,6 +235,23 @@ TEST(ConvFusionTest, ClipBeforeOpset11TakesItsBoundsFromAttributes) {
   ASSERT_TRUE(out.ok()) << out.status();
   // clamp(2x, -1, 3)
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1, 1, 2, 2}, {2, -1, 3, 0.5f}), (*out)[0]));
+}
+
+// Before opset 11 Clip's bounds default to the float's lowest and largest, so an infinite input comes out
+// finite; fused, they defaulted to infinity and the infinities went through.
+TEST(ConvFusionTest, ClipBeforeOpset11WithoutBoundsMakesInfinitiesFinite) {
+  constexpr float kInf = std::numeric_limits<float>::infinity(), kMax = std::numeric_limits<float>::max();
+  const GraphBuilder builder = GraphBuilder(10)
+                                   .Input("x", {1, 1, 2, 2})
+                                   .Initializer("w", Tensor::FromVector<float>({1, 1, 1, 1}, {1.f}))
+                                   .Node("Conv", {"x", "w"}, "conv")
+                                   .Node("Clip", {"conv"}, "y");
+  auto session = Compile(GraphBuilder(builder).Output("y"));
+  ASSERT_NE(session, nullptr);
+  EXPECT_EQ(session->plan().StepOps(), std::vector<std::string>{"FusedConv"});
+  auto out = session->Run({{"x", Tensor::FromVector<float>({1, 1, 2, 2}, {kInf, -kInf, 3, 0.25f})}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1, 1, 2, 2}, {kMax, -kMax, 3, 0.25f}), (*out)[0]));
 }
 
 TEST(ConvFusionTest, NothingFusesAfterTheActivation) {
