@@ -6,6 +6,8 @@
 // (runtime/ops/nn/fused_attention.cc) keeps a block of score rows in cache instead. Every intermediate
 // must have no other reader and Softmax must normalize the last axis (axis = -1, which also means the last
 // axis under Softmax-1/11's 2-D coercion).
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "runtime/passes/match.h"
 #include "runtime/passes/pass.h"
@@ -78,8 +80,10 @@ bool MatchScaledProduct(ir::Value* scores, Match& m) {
     if (product == scores) return false;
     m.nodes.insert(m.nodes.begin(), mul);
   } else if (ir::Node* div = SoleProducer(scores, "Div")) {
+    // The kernel multiplies by the reciprocal: one that overflows the float (of a denormal divisor) would
+    // make zero scores NaN, where dividing them gives 0.
     std::optional<double> s = ShapePreservingScalar(div->input(1));
-    if (!s || *s == 0) return false;
+    if (!s || !std::isfinite(static_cast<float>(1 / *s))) return false;
     m.scale = static_cast<float>(1 / *s);
     product = div->input(0);
     m.nodes.insert(m.nodes.begin(), div);
