@@ -216,13 +216,14 @@ TEST_F(ChannelsLastTest, AResidualThatBroadcastsRunsOnTheFallbackWithTheSameResu
   ExpectSameAsUnoptimized(model, RandomTensor({1, 32, 128, 128}, 4));
 }
 
-// Two convolutions NhwcConv runs, then `tail` reading the second's map "b" and writing "y".
+// Two convolutions NhwcConv runs on every ISA (a depthwise one first), then `tail` reading the second's
+// map "b" and writing "y".
 GraphBuilder TwoConvolutionsThen(const std::function<void(GraphBuilder&)>& tail) {
   GraphBuilder builder;
-  builder.Input("x", {1, 32, 40, 40})
-      .Initializer("w_a", RandomTensor({32, 32, 3, 3}, 1))
+  builder.Input("x", {1, 32, 128, 128})
+      .Initializer("w_a", RandomTensor({32, 1, 3, 3}, 1))
       .Initializer("w_b", RandomTensor({32, 32, 3, 3}, 2))
-      .NodeWith("Conv", {"x", "w_a"}, {"a"}, {IntsAttr("pads", {1, 1, 1, 1})})
+      .NodeWith("Conv", {"x", "w_a"}, {"a"}, {IntAttr("group", 32), IntsAttr("pads", {1, 1, 1, 1})})
       .NodeWith("Conv", {"a", "w_b"}, {"b"}, {IntsAttr("pads", {1, 1, 1, 1})});
   tail(builder);
   return builder.Output("y");
@@ -236,12 +237,12 @@ std::vector<std::string> ExpectTwoNhwcConvsAndTheUnoptimizedResult(const std::sh
   if (!session.ok()) return {};
   const std::vector<std::string> ops = (*session)->plan().StepOps();
   EXPECT_EQ(Count(ops, "NhwcConv"), 2) << ::testing::PrintToString(ops);
-  ExpectSameAsUnoptimized(model, RandomTensor({1, 32, 40, 40}, 4));
+  ExpectSameAsUnoptimized(model, RandomTensor({1, 32, 128, 128}, 4));
   return ops;
 }
 
 TEST_F(ChannelsLastTest, AMulByOneNumberOfRankFiveStaysInNchw) {
-  // One number of shape [1,1,1,1,1] makes the map [1,1,32,40,40]: a layout of four dims cannot hold it, and
+  // One number of shape [1,1,1,1,1] makes the map [1,1,32,128,128]: a layout of four dims cannot hold it, and
   // FromNhwc refused it on every request.
   auto model = TwoConvolutionsThen([](GraphBuilder& b) {
                  b.Initializer("two", Tensor::FromVector<float>({1, 1, 1, 1, 1}, {2.f}))
@@ -263,7 +264,7 @@ TEST_F(ChannelsLastTest, AConvolutionOfNoMapsStaysInNchw) {
 }
 
 TEST_F(ChannelsLastTest, AMapOfAConvolutionOutsideWhoseResidualWidensItStaysInNchw) {
-  // Conv -> Add of a [1,1,1,1,1] number fuses into one FusedConv whose result is [1,1,32,40,40]: the Add
+  // Conv -> Add of a [1,1,1,1,1] number fuses into one FusedConv whose result is [1,1,32,128,128]: the Add
   // reading it with b's map cannot take it in a layout of four dims (ToNhwc refused it on every request).
   auto model = TwoConvolutionsThen([](GraphBuilder& b) {
                  b.Initializer("w_c", RandomTensor({32, 32, 3, 3}, 3))
