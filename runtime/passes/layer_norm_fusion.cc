@@ -86,7 +86,10 @@ std::optional<Match> MatchAt(ir::Node* div) {
   if (!FitsNormalizedRank(eps, normalized_rank) || (is_pow && !FitsNormalizedRank(square->input(1), normalized_rank))) {
     return std::nullopt;
   }
+  // LayerNormalization's epsilon is a float: one it cannot hold (a double's 1e-300 is 0 as a float, which
+  // makes a constant row 0 * inf) stays spelled out.
   m.epsilon = static_cast<float>(*epsilon);
+  if (!std::isfinite(m.epsilon) || (m.epsilon == 0) != (*epsilon == 0)) return std::nullopt;
   m.dtype = eps->constant()->dtype();
   m.nodes = {mean, sub, square, var_mean, add_eps, sqrt, div};
 

@@ -153,5 +153,26 @@ TEST(LayerNormFusionTest, AGammaAndBetaThatWidenANormalizedDimOfOneGiveWhatMulAn
                            1e-6, 1e-6));
 }
 
+// LayerNormalization's epsilon is a float attribute: a double epsilon of 1e-300 became 0, and a row of equal
+// values then normalized to 0 * inf = NaN where the primitives give 0 / sqrt(1e-300) = 0.
+TEST(LayerNormFusionTest, AnEpsilonTheFloatCannotHoldStaysUnfused) {
+  GraphBuilder b(13);
+  b.Input("x", {2, 4})
+      .Initializer("eps", Tensor::Scalar(1e-300))
+      .NodeWith("Cast", {"x"}, {"xd"}, {testing::IntAttr("to", onnx::TensorProto::DOUBLE)});
+  auto model = NormalizeLastAxis(b, "xd", "n").NodeWith("Cast", {"n"}, {"y"}, {testing::IntAttr("to", onnx::TensorProto::FLOAT)})
+                   .Output("y")
+                   .Load();
+  EXPECT_TRUE(RunPass(*model, *passes::MakeLayerNormFusion()).changes.empty());
+  auto session = Session::Create(model);
+  ASSERT_TRUE(session.ok()) << session.status();
+  auto out = (*session)->Run({{"x", Tensor::FromVector<float>({2, 4}, {5, 5, 5, 5, 1, 2, 3, 4})}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  // Row 0 is constant: 0 everywhere. Row 1: (x - 2.5) / sqrt(1.25).
+  const float r = 1 / std::sqrt(1.25f);
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({2, 4}, {0, 0, 0, 0, -1.5f * r, -0.5f * r, 0.5f * r, 1.5f * r}),
+                           (*out)[0], 1e-6, 1e-6));
+}
+
 }  // namespace
 }  // namespace onnxserve
