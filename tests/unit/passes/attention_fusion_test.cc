@@ -271,7 +271,8 @@ TEST(AttentionFusionTest, ADivisorWhoseReciprocalOverflowsStaysUnfused) {
   }
   auto session = Session::Create(model);
   ASSERT_TRUE(session.ok()) << session.status();
-  auto out = (*session)->Run({{"q", Tensor::FromVector<float>({2, 3}, std::vector<float>(6, 0.f))}, {"k", RandomTensor({3, 4}, 2)}, {"v", v}});
+  const Tensor zero_queries = Tensor::FromVector<float>({2, 3}, std::vector<float>(6, 0.f));
+  auto out = (*session)->Run({{"q", zero_queries}, {"k", RandomTensor({3, 4}, 2)}, {"v", v}});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_TRUE(testing::TensorsClose(Tensor::FromVector<float>({2, 2}, {mean[0], mean[1], mean[0], mean[1]}), (*out)[0],
                                     1e-5, 1e-6));

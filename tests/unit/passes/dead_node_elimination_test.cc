@@ -52,7 +52,9 @@ TEST(DeadNodeEliminationTest, DeadReadersGoAndTheLivingOnesStay) {
   EXPECT_EQ(result.changes.size(), 5u);
   ASSERT_EQ(result.graph->FindValue("x")->uses().size(), 1u);
   EXPECT_EQ(result.graph->FindValue("x")->uses()[0].node->op_type(), "Relu");
-  for (const char* gone : {"dead0", "dead2", "dead_too", "also_dead"}) EXPECT_EQ(result.graph->FindValue(gone), nullptr);
+  for (const char* gone : {"dead0", "dead2", "dead_too", "also_dead"}) {
+    EXPECT_EQ(result.graph->FindValue(gone), nullptr) << gone;
+  }
 }
 
 }  // namespace

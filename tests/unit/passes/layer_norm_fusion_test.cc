@@ -160,9 +160,8 @@ TEST(LayerNormFusionTest, AnEpsilonTheFloatCannotHoldStaysUnfused) {
   b.Input("x", {2, 4})
       .Initializer("eps", Tensor::Scalar(1e-300))
       .NodeWith("Cast", {"x"}, {"xd"}, {testing::IntAttr("to", onnx::TensorProto::DOUBLE)});
-  auto model = NormalizeLastAxis(b, "xd", "n").NodeWith("Cast", {"n"}, {"y"}, {testing::IntAttr("to", onnx::TensorProto::FLOAT)})
-                   .Output("y")
-                   .Load();
+  NormalizeLastAxis(b, "xd", "n").NodeWith("Cast", {"n"}, {"y"}, {testing::IntAttr("to", onnx::TensorProto::FLOAT)});
+  auto model = b.Output("y").Load();
   EXPECT_TRUE(RunPass(*model, *passes::MakeLayerNormFusion()).changes.empty());
   auto session = Session::Create(model);
   ASSERT_TRUE(session.ok()) << session.status();
