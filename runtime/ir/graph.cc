@@ -280,6 +280,26 @@ void Graph::RemoveNode(Node* node) {
   RemoveUnusedValues();
 }
 
+void Graph::RemoveNodes(const absl::flat_hash_set<const Node*>& doomed) {
+  absl::flat_hash_set<Value*> read;
+  for (const auto& node : nodes_) {
+    if (!doomed.contains(node.get())) continue;
+    for (Value* value : node->inputs_) {
+      if (value != nullptr) read.insert(value);
+    }
+    read.insert(node->implicit_inputs_.begin(), node->implicit_inputs_.end());
+    for (Value* value : node->outputs_) {
+      if (value != nullptr) value->producer_ = nullptr;
+    }
+  }
+  // Each value's uses filtered once: a value read by many doomed nodes costs its uses, not their square.
+  for (Value* value : read) {
+    std::erase_if(value->uses_, [&](const Use& use) { return doomed.contains(use.node); });
+  }
+  std::erase_if(nodes_, [&](const std::unique_ptr<Node>& node) { return doomed.contains(node.get()); });
+  RemoveUnusedValues();
+}
+
 void Graph::RemoveUnusedValues() {
   std::erase_if(values_, [&](const std::unique_ptr<Value>& value) {
     const bool unused = value->producer_ == nullptr && !value->is_used() && !value->is_graph_input_ &&

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "runtime/core/tensor.h"
 #include "runtime/ir/attribute.h"
 #include "runtime/ir/type.h"
@@ -163,6 +164,9 @@ class Graph {
   void MoveBefore(Node* node, Node* before);
   // Removes a node whose outputs nobody uses.
   void RemoveNode(Node* node);
+  // Removes nodes whose outputs nobody but themselves uses, in time linear in the graph: removing them one
+  // by one scans the graph once per node.
+  void RemoveNodes(const absl::flat_hash_set<const Node*>& doomed);
   // Drops constants and other values without producer or readers that are not graph inputs or outputs.
   void RemoveUnusedValues();
 

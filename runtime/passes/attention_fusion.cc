@@ -6,6 +6,8 @@
 // (runtime/ops/nn/fused_attention.cc) keeps a block of score rows in cache instead. Every intermediate
 // must have no other reader and Softmax must normalize the last axis (axis = -1, which also means the last
 // axis under Softmax-1/11's 2-D coercion).
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "runtime/passes/match.h"
 #include "runtime/passes/pass.h"
@@ -38,8 +40,8 @@ bool SoftmaxOverLastAxis(const ir::Node* softmax) {
 // A scalar float constant of rank <= 2, which leaves the scores' shape as it is when it broadcasts.
 std::optional<double> ShapePreservingScalar(const ir::Value* value) {
   const Tensor* t = value == nullptr ? nullptr : value->constant();
-  if (t == nullptr || t->dtype() != DataType::kFloat || t->rank() > 2) return std::nullopt;
-  return ScalarConstant(value);
+  if (t == nullptr || t->dtype() != DataType::kFloat) return std::nullopt;
+  return ScalarConstant(value, 2);
 }
 
 // The perm of the Transpose producing `value` (its only reader being the pattern) when the kernel can read
@@ -78,8 +80,10 @@ bool MatchScaledProduct(ir::Value* scores, Match& m) {
     if (product == scores) return false;
     m.nodes.insert(m.nodes.begin(), mul);
   } else if (ir::Node* div = SoleProducer(scores, "Div")) {
+    // The kernel multiplies by the reciprocal: one that overflows the float (of a denormal divisor) would
+    // make zero scores NaN, where dividing them gives 0.
     std::optional<double> s = ShapePreservingScalar(div->input(1));
-    if (!s || *s == 0) return false;
+    if (!s || !std::isfinite(static_cast<float>(1 / *s))) return false;
     m.scale = static_cast<float>(1 / *s);
     product = div->input(0);
     m.nodes.insert(m.nodes.begin(), div);
@@ -96,15 +100,23 @@ bool MatchScaledProduct(ir::Value* scores, Match& m) {
 
 // Whether `value`, read through `perm` when a Transpose was absorbed, is known to have rank >= 2. The kernel
 // multiplies matrices; MatMul also takes vectors, and then Softmax normalizes another axis than the keys'.
-// Transposes with a perm, constants and declared shapes tell; an undeclared rank keeps the graph as it is.
+// Transposes with a perm, Reshapes to a constant shape, constants and graph inputs' declared shapes (the
+// plan checks each feed against them) tell. Other values' declared shapes are not checked, so a model
+// could declare a vector a matrix: an unknown rank keeps the graph as it is.
 bool KnownMatrix(const ir::Value* value, const std::vector<int64_t>& perm) {
   if (!perm.empty()) return perm.size() >= 2;
   if (const Tensor* t = value->constant()) return t->rank() >= 2;
-  if (const ir::Node* transpose = value->producer(); IsOp(transpose, "Transpose")) {
-    const ir::Attribute* producer_perm = transpose->FindAttribute("perm");
+  const ir::Node* producer = value->producer();
+  if (IsOp(producer, "Transpose")) {
+    const ir::Attribute* producer_perm = producer->FindAttribute("perm");
     if (producer_perm != nullptr) return producer_perm->ints.size() >= 2;
   }
-  return value->type().is_tensor() && value->type().has_shape && value->type().dims.size() >= 2;
+  if (IsOp(producer, "Reshape") && producer->opset() >= 5 && producer->input(1) != nullptr) {
+    const Tensor* shape = producer->input(1)->constant();
+    if (shape != nullptr) return shape->rank() == 1 && shape->NumElements() >= 2;
+  }
+  return value->is_graph_input() && value->type().is_tensor() && value->type().has_shape &&
+         value->type().dims.size() >= 2;
 }
 
 bool OperandsAreMatrices(const Match& m) {

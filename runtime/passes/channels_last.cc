@@ -46,12 +46,13 @@ int64_t GroupOf(const ir::Node& node) {
   return group == nullptr ? 1 : group->i;
 }
 
-// Whether `node` is a convolution NhwcConv runs: 2-D, float constant W, one group or depthwise, its
+// Whether `node` is a convolution NhwcConv runs: 2-D, float constant non-empty W, one group or depthwise, its
 // result read by nodes only (not a graph output nor a subgraph, which read it by name in NCHW).
 bool Convertible(const ir::Node& node) {
   if (!IsConv(node) || node.input(kX) == nullptr || !OutputStaysInside(node)) return false;
   const Tensor* w = node.input(1) != nullptr ? node.input(1)->constant() : nullptr;
-  if (w == nullptr || w->dtype() != DataType::kFloat || w->rank() != 4) return false;
+  // An empty W (no maps) is a valid convolution that NhwcConv does not take.
+  if (w == nullptr || w->dtype() != DataType::kFloat || w->rank() != 4 || w->NumElements() == 0) return false;
   const int64_t group = GroupOf(node);
   if (group != 1 && !(w->dim(1) == 1 && w->dim(0) == group)) return false;
   return true;
@@ -165,9 +166,11 @@ std::vector<int> MapInputs(const ir::Node& node) {
   return {0};
 }
 
-// Whether `value` is one number, which broadcasts alike in every layout.
+// Whether `value` is one number of rank 4 at most, which broadcasts alike in every layout. Of rank 5 it
+// makes the map [1, N, C, H, W], which the layout cannot hold.
 bool IsScalarConstant(const ir::Value* value) {
-  return value != nullptr && value->constant() != nullptr && value->constant()->NumElements() == 1;
+  const Tensor* t = value == nullptr ? nullptr : value->constant();
+  return t != nullptr && t->NumElements() == 1 && t->rank() <= 4;
 }
 
 class ChannelsLast final : public Pass {
@@ -246,7 +249,9 @@ class ChannelsLast final : public Pass {
         if (it != candidates.end()) {
           joins &= !channels || *channels == it->second;
           channels = it->second;
-        } else if (IsMapArithmetic(*node) && producer != nullptr && Convertible(*producer)) {
+        } else if (IsMapArithmetic(*node) && producer != nullptr && Convertible(*producer) &&
+                   producer->input(kZ) == nullptr) {
+          // Without Z: a fused Add's operand may widen the result past [N, M, H, W] (a rank-5 number does).
           outside.push_back(Maps(*producer));
         } else {
           joins = false;

@@ -105,6 +105,7 @@ class ConvFusion final : public Pass {
     if (conv == nullptr || HasZ(*conv) || !IsInferenceBatchNorm(*bn) || bn->inputs().size() < 5) return;
     const Tensor& w = *conv->input(1)->constant();
     const int64_t channels = w.dim(0);
+    if (channels == 0) return;  // no maps: nothing to fold, and FoldBatchNorm divides by the maps
     const Tensor* b = nullptr;
     if (conv->input(2) != nullptr) {
       b = FloatVector(conv->input(2), channels);

@@ -14,10 +14,14 @@ bool Near(std::optional<double> value, double want) {
   return value.has_value() && std::abs(*value - want) <= 1e-4 * std::abs(want);
 }
 
+// The constants must be of rank 0: Gelu gives x's shape, and a one-element constant of rank r widens an x of
+// lower rank, whose rank is not known here.
+std::optional<double> GeluConstant(const ir::Value* value) { return ScalarConstant(value, 0); }
+
 // The index of `node`'s input that is a scalar constant near `want`, or -1.
 int ConstantInputNear(const ir::Node* node, double want) {
   for (int i = 0; i < 2; ++i) {
-    if (Near(ScalarConstant(node->input(i)), want)) return i;
+    if (Near(GeluConstant(node->input(i)), want)) return i;
   }
   return -1;
 }
@@ -32,7 +36,7 @@ std::optional<Match> MatchAt(ir::Node* erf) {
   if (!IsOp(erf, "Erf") || erf->input(0) == nullptr || !OnlyReadBy(erf->input(0), 1)) return std::nullopt;
   Match m;
   ir::Node* scale = erf->input(0)->producer();
-  if (IsOp(scale, "Div") && Near(ScalarConstant(scale->input(1)), std::sqrt(2.0))) {
+  if (IsOp(scale, "Div") && Near(GeluConstant(scale->input(1)), std::sqrt(2.0))) {
     m.x = scale->input(0);
   } else if (IsOp(scale, "Mul")) {
     const int k = ConstantInputNear(scale, 1 / std::sqrt(2.0));

@@ -1,5 +1,6 @@
 #include "runtime/passes/match.h"
 
+#include <cmath>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -12,9 +13,9 @@ bool IsOp(const ir::Node* node, std::string_view op_type) {
   return node != nullptr && node->domain() == "ai.onnx" && node->op_type() == op_type;
 }
 
-std::optional<double> ScalarConstant(const ir::Value* value) {
+std::optional<double> ScalarConstant(const ir::Value* value, int64_t max_rank) {
   const Tensor* t = value == nullptr ? nullptr : value->constant();
-  if (t == nullptr || t->NumElements() != 1) return std::nullopt;
+  if (t == nullptr || t->NumElements() != 1 || t->rank() > max_rank) return std::nullopt;
   if (t->dtype() == DataType::kFloat) return t->data<float>()[0];
   if (t->dtype() == DataType::kDouble) return t->data<double>()[0];
   return std::nullopt;
@@ -69,12 +70,13 @@ float FloatAttributeOr(const ir::Node* node, std::string_view name, float fallba
   return attr == nullptr ? fallback : attr->f;
 }
 
-// Clip's bound: from attribute `name` before opset 11, from input `index` (a constant float scalar, or
-// omitted) from 11 on; nullopt when not known at load.
-std::optional<float> ClipBound(const ir::Node* node, std::string_view name, int index, float fallback) {
-  if (node->opset() < 11) return FloatAttributeOr(node, name, fallback);
+// Clip's bound: from attribute `name` before opset 11, whose default is the float's `limit` (so an infinite
+// input becomes finite); from input `index` (a constant float scalar, or omitted: no bound) from 11 on;
+// nullopt when not known at load.
+std::optional<float> ClipBound(const ir::Node* node, std::string_view name, int index, float limit) {
+  if (node->opset() < 11) return FloatAttributeOr(node, name, limit);
   const ir::Value* bound = node->input(index);
-  if (bound == nullptr) return fallback;
+  if (bound == nullptr) return std::copysign(std::numeric_limits<float>::infinity(), limit);
   const Tensor* t = bound->constant();
   if (t == nullptr || t->dtype() != DataType::kFloat || t->NumElements() != 1) return std::nullopt;
   return t->data<float>()[0];
@@ -94,8 +96,8 @@ std::optional<std::vector<float>> ActivationParams(const ir::Node* node) {
     return std::nullopt;  // the kernel reports it
   }
   if (op == "Clip") {
-    constexpr float kInf = std::numeric_limits<float>::infinity();
-    const std::optional<float> lo = ClipBound(node, "min", 1, -kInf), hi = ClipBound(node, "max", 2, kInf);
+    constexpr float kMax = std::numeric_limits<float>::max();
+    const std::optional<float> lo = ClipBound(node, "min", 1, -kMax), hi = ClipBound(node, "max", 2, kMax);
     if (!lo || !hi) return std::nullopt;
     return std::vector<float>{*lo, *hi};
   }

@@ -14,8 +14,10 @@ namespace onnxserve::passes {
 // Whether `node` is the ai.onnx op `op_type`.
 bool IsOp(const ir::Node* node, std::string_view op_type);
 
-// The value's single element as a double, when it is a constant float/double tensor of one element.
-std::optional<double> ScalarConstant(const ir::Value* value);
+// The value's single element as a double, when it is a constant float/double tensor of one element and of
+// rank at most `max_rank`. An operand of one element still broadcasts: of rank 5 it makes x [4] a
+// [1,1,1,1,4], so a pattern that drops it must know the other operand has at least its rank.
+std::optional<double> ScalarConstant(const ir::Value* value, int64_t max_rank);
 
 // Whether `value` is read by exactly `readers` node inputs and by nothing else (no graph output, no
 // subgraph): a value the pattern may fold away.
@@ -54,14 +56,22 @@ void SetActivation(ir::Node* node, const ActivationAttributes& activation);
 void AbsorbReader(ir::Graph& graph, ir::Node* producer, ir::Node* reader, std::string_view fused_op,
                   std::vector<std::string>& changes);
 
-// Calls `rewrite_one` on each node in order until it rewrites one, then starts over, until a scan rewrites
-// nothing: a rewrite removes nodes that a snapshot of the order would still hold.
+// Calls `rewrite_one` on each node in order, and scans again until a scan rewrites nothing. A rewrite
+// removes nodes that a snapshot of the order would still hold, so the scan takes a new one and goes on
+// from the rewrite's place (less the nodes it removed, which may have come before it), not from the
+// start: a model of many matches costs a few scans, not one per match.
 template <typename Fn>
 void RewriteUntilStable(ir::Graph& graph, Fn rewrite_one) {
   for (bool changed = true; changed;) {
     changed = false;
-    for (ir::Node* node : graph.nodes()) {
-      if ((changed = rewrite_one(node))) break;
+    std::vector<ir::Node*> nodes = graph.nodes();
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (!rewrite_one(nodes[i])) continue;
+      changed = true;
+      const size_t before = nodes.size();
+      nodes = graph.nodes();
+      const size_t removed = before > nodes.size() ? before - nodes.size() : 0;
+      i = i > removed ? i - removed - 1 : static_cast<size_t>(-1);  // the loop's ++i makes it i - removed, or 0
     }
   }
 }

@@ -328,6 +328,7 @@ class ConvKernel final : public OpKernel {
     if (w == nullptr || w->dtype() != DataType::kFloat || w->rank() < 3 || !PackedGemmSupported()) return;
     const int64_t maps = w->dim(0), group = attrs_.group;
     if (maps % group != 0) return;  // Compute reports the bad shape
+    if (w->NumElements() == 0) return;  // no maps (or no depth): nothing to pack, and W's depth divides by maps
     if (ConvolvesDirectly(group, w->dim(1), maps / group, w->rank() - 2)) return;
     packed_source_ = w->raw_data();
     if (group == 1 && w->rank() == 4) {

@@ -9,6 +9,7 @@
 //   GroupNormalization-21      same rows, scale/bias per channel (shape [C]); stash_type added.
 // Statistics accumulate in double whatever stash_type says (at least as precise as every allowed stash).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <vector>
 
@@ -92,17 +93,29 @@ class LayerNormalization final : public OpKernel {
     const Tensor* bias = ctx.Input(2);
     ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(axis_, x.rank()));
     const Shape row_shape(x.shape().begin() + axis, x.shape().end());
+    absl::StatusOr<std::vector<int64_t>> scale_at = BroadcastOffsets(scale, row_shape, "Scale");
+    absl::StatusOr<std::vector<int64_t>> bias_at = std::vector<int64_t>{};
+    if (bias != nullptr) {
+      bias_at = BroadcastOffsets(*bias, row_shape, "B");
+      if (bias->dtype() != x.dtype()) return absl::InvalidArgumentError("B must have the type of X");
+    }
+    if (scale.dtype() != x.dtype()) return absl::InvalidArgumentError("Scale must have the type of X");
+    if (!scale_at.ok() || !bias_at.ok()) {
+      return NormalizeThenBroadcast(ctx, x, axis, scale, bias, scale_at.ok() ? bias_at.status() : scale_at.status());
+    }
+    return Normalize(ctx, x, axis, scale, *scale_at, bias, *bias_at, ctx.Output(0, x.dtype(), x.shape()));
+  }
+
+ private:
+  // Y = (X - mean) / sqrt(var + epsilon) * Scale + B into `out` (X's shape), with the statistics outputs.
+  absl::Status Normalize(KernelContext& ctx, const Tensor& x, int64_t axis, const Tensor& scale,
+                         const std::vector<int64_t>& scale_at, const Tensor* bias, const std::vector<int64_t>& bias_at,
+                         Tensor& out_tensor) const {
+    const Shape row_shape(x.shape().begin() + axis, x.shape().end());
     Shape stats_shape = x.shape();
     std::fill(stats_shape.begin() + axis, stats_shape.end(), 1);
     const int64_t len = NumElements(row_shape);
     const int64_t rows = NumElements(stats_shape);
-    ASSIGN_OR_RETURN(std::vector<int64_t> scale_at, BroadcastOffsets(scale, row_shape, "Scale"));
-    std::vector<int64_t> bias_at;
-    if (bias != nullptr) {
-      ASSIGN_OR_RETURN(bias_at, BroadcastOffsets(*bias, row_shape, "B"));
-      if (bias->dtype() != x.dtype()) return absl::InvalidArgumentError("B must have the type of X");
-    }
-    if (scale.dtype() != x.dtype()) return absl::InvalidArgumentError("Scale must have the type of X");
     std::vector<RowStats> stats(static_cast<size_t>(rows));
     RETURN_IF_ERROR(DispatchFloating(x, "input \"X\"", [&](auto tag) {
       using T = decltype(tag);
@@ -110,7 +123,7 @@ class LayerNormalization final : public OpKernel {
       const T* in = x.data<T>();
       const T* s = scale.data<T>();
       const T* b = bias != nullptr ? bias->data<T>() : nullptr;
-      T* out = ctx.Output(0, x.dtype(), x.shape()).template data<T>();
+      T* out = out_tensor.template data<T>();
       ForEachRow(ctx.pool(), rows, len, [&](int64_t r) {
         const RowStats st = stats[r] = StatsOf(in + r * len, len, epsilon_);
         const C mean = static_cast<C>(st.mean), inv_std = static_cast<C>(st.inv_std);
@@ -132,7 +145,46 @@ class LayerNormalization final : public OpKernel {
     return absl::OkStatus();
   }
 
- private:
+  // Scale or B that do not fit the normalized dims but broadcast with X, as the Mul and Add of a spelled-out
+  // layer normalization do (LayerNorm fusion absorbs those without seeing shapes: gamma [4] against a
+  // normalized dim of 1 makes Y [..., 4]): normalize with a Scale of 1, then multiply and add broadcasting.
+  // `misfit` is the error when they do not broadcast either.
+  absl::Status NormalizeThenBroadcast(KernelContext& ctx, const Tensor& x, int64_t axis, const Tensor& scale,
+                                      const Tensor* bias, const absl::Status& misfit) const {
+    Shape y_shape = x.shape();
+    for (const Tensor* param : {&scale, bias}) {
+      if (param == nullptr) continue;
+      absl::StatusOr<Shape> widened = BroadcastShapes(y_shape, param->shape());
+      if (!widened.ok()) return misfit;
+      y_shape = *std::move(widened);
+    }
+    const Shape row_shape(x.shape().begin() + axis, x.shape().end());
+    Tensor one(x.dtype(), {});
+    ASSIGN_OR_RETURN(Tensor normalized, Tensor::Create(x.dtype(), x.shape()));
+    RETURN_IF_ERROR(DispatchFloating(x, "input \"X\"", [&](auto tag) {
+      using T = decltype(tag);
+      one.data<T>()[0] = FromCompute<T>(ComputeType<T>{1});
+    }));
+    ASSIGN_OR_RETURN(const std::vector<int64_t> one_at, BroadcastOffsets(one, row_shape, "Scale"));
+    RETURN_IF_ERROR(Normalize(ctx, x, axis, one, one_at, nullptr, {}, normalized));
+    ASSIGN_OR_RETURN(Tensor * y, ctx.CheckedOutput(0, x.dtype(), y_shape));
+    const std::array<std::vector<int64_t>, 3> strides = {
+        BroadcastStrides(x.shape(), y_shape), BroadcastStrides(scale.shape(), y_shape),
+        BroadcastStrides(bias != nullptr ? bias->shape() : Shape{}, y_shape)};
+    return DispatchFloating(x, "input \"X\"", [&](auto tag) {
+      using T = decltype(tag);
+      using C = ComputeType<T>;
+      const T* n = normalized.data<T>();
+      const T* s = scale.data<T>();
+      const T* b = bias != nullptr ? bias->data<T>() : nullptr;
+      T* out = y->template data<T>();
+      ForEachBroadcast(y_shape, strides, [&](int64_t at_out, const std::array<int64_t, 3>& at) {
+        const C shift = b == nullptr ? C{0} : ToCompute(b[at[2]]);
+        out[at_out] = FromCompute<T>(ToCompute(n[at[0]]) * ToCompute(s[at[1]]) + shift);
+      });
+    });
+  }
+
   template <typename Field>
   void WriteStats(KernelContext& ctx, int index, const Shape& shape, const std::vector<RowStats>& stats,
                   Field field) const {

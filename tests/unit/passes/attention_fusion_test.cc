@@ -95,6 +95,11 @@ TEST(AttentionFusionTest, EachSpellingFusesAndMatchesTheUnfusedGraph) {
   }
 }
 
+// Softmax(scores, axis) x v as the graph's output "y".
+GraphBuilder& AttendTo(GraphBuilder& b, const std::string& scores, int64_t axis = -1) {
+  return b.NodeWith("Softmax", {scores}, {"p"}, {IntAttr("axis", axis)}).Node("MatMul", {"p", "v"}, "y").Output("y");
+}
+
 // Softmax(MatMul(q, k) [+ mask], axis) x v with no scale, for shapes that the Case graphs do not make.
 GraphBuilder Unscaled(const Shape& q, const Shape& k, const Shape& v, const Shape& mask, int64_t axis = -1) {
   GraphBuilder b(13);
@@ -104,7 +109,7 @@ GraphBuilder Unscaled(const Shape& q, const Shape& k, const Shape& v, const Shap
     b.Input("mask", mask).Node("Add", {"mask", "qk"}, "masked");
     scores = "masked";
   }
-  b.NodeWith("Softmax", {scores}, {"p"}, {IntAttr("axis", axis)}).Node("MatMul", {"p", "v"}, "y").Output("y");
+  AttendTo(b, scores, axis);
   return b;
 }
 
@@ -205,6 +210,72 @@ TEST(AttentionFusionTest, ScoresPastTheTensorLimitsFailAsTheyDoUnfused) {
     }
     EXPECT_TRUE((*session)->Run(feeds).ok());  // under the default limits the same run succeeds
   }
+}
+
+// A value's declared shape (value_info) is not checked when the model runs: a model declaring its vector Q a
+// matrix ran unfused and failed every request fused. Graph inputs' shapes are checked, and Reshape's
+// constant shape gives the rank.
+TEST(AttentionFusionTest, AnIntermediateDeclaredAMatrixIsNotTrustedToBeOne) {
+  auto declare = [](onnx::ModelProto& proto, const std::string& name, const std::vector<int64_t>& dims) {
+    auto* info = proto.mutable_graph()->add_value_info();
+    info->set_name(name);
+    auto* tensor = info->mutable_type()->mutable_tensor_type();
+    tensor->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) tensor->mutable_shape()->add_dim()->set_dim_value(d);
+  };
+  onnx::ModelProto proto = GraphBuilder(13)
+                               .Input("x", {4})
+                               .Input("k", {4, 3})
+                               .Input("v", {3, 2})
+                               .Node("Relu", {"x"}, "q")
+                               .Node("MatMul", {"q", "k"}, "qk")
+                               .NodeWith("Softmax", {"qk"}, {"p"}, {IntAttr("axis", -1)})
+                               .Node("MatMul", {"p", "v"}, "y")
+                               .Output("y")
+                               .proto();
+  declare(proto, "q", {3, 4});
+  auto model = Model::FromProto(proto, "");
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_TRUE(RunPass(**model, *passes::MakeAttentionFusion()).changes.empty());
+  ExpectSameResultWithAndWithoutPasses(
+      *model, {{"x", RandomTensor({4}, 1)}, {"k", RandomTensor({4, 3}, 2)}, {"v", RandomTensor({3, 2}, 3)}});
+
+  GraphBuilder reshaped(13);
+  reshaped.Input("x", {12})
+      .Input("k", {4, 3})
+      .Input("v", {3, 2})
+      .Initializer("shape", Tensor::FromVector<int64_t>({2}, {3, 4}))
+      .Node("Reshape", {"x", "shape"}, "q")
+      .Node("MatMul", {"q", "k"}, "qk");
+  EXPECT_EQ(RunPass(*AttendTo(reshaped, "qk").Load(), *passes::MakeAttentionFusion()).ops,
+            (std::vector<std::string>{"Reshape", "FusedAttention"}));
+}
+
+// Div by a divisor whose reciprocal overflows the float (1e-45, a denormal): the kernel multiplies by the
+// reciprocal, infinity, and 0 * infinity made the zero scores NaN where 0 / 1e-45 is 0.
+TEST(AttentionFusionTest, ADivisorWhoseReciprocalOverflowsStaysUnfused) {
+  GraphBuilder b(13);
+  b.Input("q", {2, 3})
+      .Input("k", {3, 4})
+      .Input("v", {4, 2})
+      .Initializer("tiny", Tensor::Scalar(1e-45f))
+      .Node("MatMul", {"q", "k"}, "qk")
+      .Node("Div", {"qk", "tiny"}, "scaled");
+  auto model = AttendTo(b, "scaled").Load();
+  EXPECT_TRUE(RunPass(*model, *passes::MakeAttentionFusion()).changes.empty());
+  // Zero queries: every score is 0, every weight 1/4, each output row the mean of V's rows.
+  const Tensor v = RandomTensor({4, 2}, 3);
+  std::vector<float> mean(2, 0.f);
+  for (int t = 0; t < 4; ++t) {
+    for (int j = 0; j < 2; ++j) mean[j] += v.data<float>()[t * 2 + j] / 4;
+  }
+  auto session = Session::Create(model);
+  ASSERT_TRUE(session.ok()) << session.status();
+  const Tensor zero_queries = Tensor::FromVector<float>({2, 3}, std::vector<float>(6, 0.f));
+  auto out = (*session)->Run({{"q", zero_queries}, {"k", RandomTensor({3, 4}, 2)}, {"v", v}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(testing::TensorsClose(Tensor::FromVector<float>({2, 2}, {mean[0], mean[1], mean[0], mean[1]}), (*out)[0],
+                                    1e-5, 1e-6));
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // the layout, and that a rewritten model computes what the unoptimized graph computes, at one and two
 // threads. Where NhwcConv does not run (no oneDNN, no AVX2) the pass must leave graphs alone.
 #include <algorithm>
+#include <functional>
 
 #include "gtest/gtest.h"
 #include "runtime/exec/session.h"
@@ -213,6 +214,68 @@ TEST_F(ChannelsLastTest, AResidualThatBroadcastsRunsOnTheFallbackWithTheSameResu
   EXPECT_EQ((*session)->plan().StepOps(), (std::vector<std::string>{"ToNhwc", "NhwcConv", "NhwcGlobalAveragePool",
                                                                      "NhwcConv", "FromNhwc", "FusedConv"}));
   ExpectSameAsUnoptimized(model, RandomTensor({1, 32, 128, 128}, 4));
+}
+
+// Two convolutions NhwcConv runs on every ISA (a depthwise one first), then `tail` reading the second's
+// map "b" and writing "y".
+GraphBuilder TwoConvolutionsThen(const std::function<void(GraphBuilder&)>& tail) {
+  GraphBuilder builder;
+  builder.Input("x", {1, 32, 128, 128})
+      .Initializer("w_a", RandomTensor({32, 1, 3, 3}, 1))
+      .Initializer("w_b", RandomTensor({32, 32, 3, 3}, 2))
+      .NodeWith("Conv", {"x", "w_a"}, {"a"}, {IntAttr("group", 32), IntsAttr("pads", {1, 1, 1, 1})})
+      .NodeWith("Conv", {"a", "w_b"}, {"b"}, {IntsAttr("pads", {1, 1, 1, 1})});
+  tail(builder);
+  return builder.Output("y");
+}
+
+// The plan's ops when TwoConvolutionsThen's two run in NHWC and the rest computes what the unoptimized graph
+// computes.
+std::vector<std::string> ExpectTwoNhwcConvsAndTheUnoptimizedResult(const std::shared_ptr<const Model>& model) {
+  auto session = Session::Create(model);
+  EXPECT_TRUE(session.ok()) << session.status();
+  if (!session.ok()) return {};
+  const std::vector<std::string> ops = (*session)->plan().StepOps();
+  EXPECT_EQ(Count(ops, "NhwcConv"), 2) << ::testing::PrintToString(ops);
+  ExpectSameAsUnoptimized(model, RandomTensor({1, 32, 128, 128}, 4));
+  return ops;
+}
+
+TEST_F(ChannelsLastTest, AMulByOneNumberOfRankFiveStaysInNchw) {
+  // One number of shape [1,1,1,1,1] makes the map [1,1,32,128,128]: a layout of four dims cannot hold it, and
+  // FromNhwc refused it on every request.
+  auto model = TwoConvolutionsThen([](GraphBuilder& b) {
+                 b.Initializer("two", Tensor::FromVector<float>({1, 1, 1, 1, 1}, {2.f}))
+                     .Node("Mul", {"b", "two"}, "scaled")
+                     .Node("Neg", {"scaled"}, "y");
+               }).Load();
+  EXPECT_EQ(Count(ExpectTwoNhwcConvsAndTheUnoptimizedResult(model), "Mul"), 1);
+}
+
+TEST_F(ChannelsLastTest, AConvolutionOfNoMapsStaysInNchw) {
+  // W [0, 32, 3, 3] is a valid convolution of an empty map, which NhwcConv refused at load.
+  auto model = TwoConvolutionsThen([](GraphBuilder& b) {
+                 b.Initializer("w_none", Tensor(DataType::kFloat, {0, 32, 3, 3}))
+                     .NodeWith("Conv", {"b", "w_none"}, {"none"}, {IntsAttr("pads", {1, 1, 1, 1})})
+                     .Node("Relu", {"none"}, "relu")
+                     .Node("Neg", {"relu"}, "y");
+               }).Load();
+  ExpectTwoNhwcConvsAndTheUnoptimizedResult(model);
+}
+
+TEST_F(ChannelsLastTest, AMapOfAConvolutionOutsideWhoseResidualWidensItStaysInNchw) {
+  // Conv -> Add of a [1,1,1,1,1] number fuses into one FusedConv whose result is [1,1,32,128,128]: the Add
+  // reading it with b's map cannot take it in a layout of four dims (ToNhwc refused it on every request).
+  auto model = TwoConvolutionsThen([](GraphBuilder& b) {
+                 b.Initializer("w_c", RandomTensor({32, 32, 3, 3}, 3))
+                     .Initializer("one", Tensor::FromVector<float>({1, 1, 1, 1, 1}, {1.f}))
+                     .NodeWith("Conv", {"a", "w_c"}, {"c"}, {IntsAttr("pads", {1, 1, 1, 1})})
+                     .Node("Add", {"c", "one"}, "c_plus_one")
+                     .Node("Relu", {"b"}, "b_relu")  // fuses into b's convolution: the Add stays
+                     .Node("Add", {"b_relu", "c_plus_one"}, "sum")
+                     .Node("Neg", {"sum"}, "y");
+               }).Load();
+  ExpectTwoNhwcConvsAndTheUnoptimizedResult(model);
 }
 
 TEST(ChannelsLastOpsTest, HostileShapesAreErrorsNotCrashes) {

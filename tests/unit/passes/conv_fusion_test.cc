@@ -1,6 +1,7 @@
 // The Conv fusion pass (runtime/passes/conv_fusion.cc): results equal the unfused formula, and the plan really
 // holds fewer steps.
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -236,6 +237,23 @@ TEST(ConvFusionTest, ClipBeforeOpset11TakesItsBoundsFromAttributes) {
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1, 1, 2, 2}, {2, -1, 3, 0.5f}), (*out)[0]));
 }
 
+// Before opset 11 Clip's bounds default to the float's lowest and largest, so an infinite input comes out
+// finite; fused, they defaulted to infinity and the infinities went through.
+TEST(ConvFusionTest, ClipBeforeOpset11WithoutBoundsMakesInfinitiesFinite) {
+  constexpr float kInf = std::numeric_limits<float>::infinity(), kMax = std::numeric_limits<float>::max();
+  const GraphBuilder builder = GraphBuilder(10)
+                                   .Input("x", {1, 1, 2, 2})
+                                   .Initializer("w", Tensor::FromVector<float>({1, 1, 1, 1}, {1.f}))
+                                   .Node("Conv", {"x", "w"}, "conv")
+                                   .Node("Clip", {"conv"}, "y");
+  auto session = Compile(GraphBuilder(builder).Output("y"));
+  ASSERT_NE(session, nullptr);
+  EXPECT_EQ(session->plan().StepOps(), std::vector<std::string>{"FusedConv"});
+  auto out = session->Run({{"x", Tensor::FromVector<float>({1, 1, 2, 2}, {kInf, -kInf, 3, 0.25f})}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1, 1, 2, 2}, {kMax, -kMax, 3, 0.25f}), (*out)[0]));
+}
+
 TEST(ConvFusionTest, NothingFusesAfterTheActivation) {
   auto model = GraphBuilder(20)
                    .Input("x", {1, 1, 2, 2})
@@ -273,6 +291,34 @@ TEST(ConvFusionTest, NodesMissingInputsAreLeftToTheirKernels) {
     graph->add_output()->set_name("y");
     auto loaded = Model::FromProto(model, "");
     if (loaded.ok()) (void)Session::Create(*loaded);
+  }
+}
+
+// A convolution of no maps (W [0, C, k, k]) is valid and gives an empty map; folding a BatchNormalization of
+// no channels into it, and packing the Conv's W (fused or not), divided W's element count by its zero maps:
+// a SIGFPE that ended the loading process.
+TEST(ConvFusionTest, ABatchNormAfterAConvOfNoMapsLoadsAndGivesTheEmptyResult) {
+  const Tensor none(DataType::kFloat, {0});
+  auto model = GraphBuilder(13)
+                   .Input("x", {1, 2, 4, 4})
+                   .Initializer("w", Tensor(DataType::kFloat, {0, 2, 3, 3}))
+                   .Initializer("scale", none)
+                   .Initializer("shift", none)
+                   .Initializer("mean", none)
+                   .Initializer("var", none)
+                   .Node("Conv", {"x", "w"}, "conv")
+                   .Node("BatchNormalization", {"conv", "scale", "shift", "mean", "var"}, "y")
+                   .Output("y")
+                   .Load();
+  for (bool optimize : {true, false}) {
+    SCOPED_TRACE(optimize);
+    SessionOptions options;
+    options.optimize = optimize;
+    auto session = Session::Create(model, options);
+    ASSERT_TRUE(session.ok()) << session.status();
+    auto out = (*session)->Run({{"x", testing::RandomTensor({1, 2, 4, 4}, 1)}});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ((*out)[0].shape(), (Shape{1, 0, 2, 2}));
   }
 }
 

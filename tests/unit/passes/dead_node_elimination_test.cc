@@ -1,5 +1,8 @@
 // The dead-node-elimination pass (runtime/passes/dead_node_elimination.cc): nodes whose outputs nothing
 // reads go, with the chains that only feed them; what a graph output or a subgraph reads stays.
+#include <string>
+
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "runtime/passes/pass.h"
 #include "tests/support/graph_builder.h"
@@ -35,6 +38,23 @@ TEST(DeadNodeEliminationTest, ANodeWithOneReadOutputStays) {
   auto result = RunPass(*model, *passes::MakeDeadNodeElimination());
   EXPECT_EQ(result.ops, std::vector<std::string>{"TopK"});
   EXPECT_TRUE(result.changes.empty());
+}
+
+// The pass decides every node before it removes any: a value read by dead and living nodes alike keeps its
+// living reader, and a dead chain goes however long it is.
+TEST(DeadNodeEliminationTest, DeadReadersGoAndTheLivingOnesStay) {
+  GraphBuilder builder;
+  builder.Input("x", {2});
+  for (int i = 0; i < 3; ++i) builder.Node("Neg", {"x"}, absl::StrCat("dead", i));
+  builder.Node("Abs", {"dead0"}, "dead_too").Node("Relu", {"x"}, "y").Node("Sigmoid", {"x"}, "also_dead");
+  auto result = RunPass(*builder.Output("y").Load(), *passes::MakeDeadNodeElimination());
+  EXPECT_EQ(result.ops, std::vector<std::string>{"Relu"});
+  EXPECT_EQ(result.changes.size(), 5u);
+  ASSERT_EQ(result.graph->FindValue("x")->uses().size(), 1u);
+  EXPECT_EQ(result.graph->FindValue("x")->uses()[0].node->op_type(), "Relu");
+  for (const char* gone : {"dead0", "dead2", "dead_too", "also_dead"}) {
+    EXPECT_EQ(result.graph->FindValue(gone), nullptr) << gone;
+  }
 }
 
 }  // namespace
