@@ -169,12 +169,14 @@ class Graph {
   void RemoveNodes(const absl::flat_hash_set<const Node*>& doomed);
   // Drops constants and other values without producer or readers that are not graph inputs or outputs.
   void RemoveUnusedValues();
+  // `base`, or a fresh name derived from it when a value of this graph has that one: what a pass names a new
+  // value, so that no name of the model (which subgraphs read values by) comes to mean the pass's value.
+  std::string UniqueName(const std::string& base) const;
 
  private:
   Value* NewValue(const std::string& name);
   int PositionOf(const Node* node) const;
   static void EraseUse(Value* value, Use use);
-  std::string UniqueName(const std::string& base) const;
 
   std::string name_;
   std::vector<std::unique_ptr<Node>> nodes_;

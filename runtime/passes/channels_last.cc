@@ -313,7 +313,7 @@ class ChannelsLast final : public Pass {
                                        .opset = 1,
                                        .inputs = {value},
                                        .attributes = {}},
-                                      {absl::StrCat(value->name(), "/onnxserve_nhwc")});
+                                      {graph.UniqueName(absl::StrCat(value->name(), "/onnxserve_nhwc"))});
     graph.MoveBefore(to_nhwc, reader);
     to_nhwc->output(0)->set_type(ir::Type::Tensor(DataType::kFloat));
     changes.push_back(absl::StrCat(to_nhwc->Label(), " changes \"", value->name(), "\" to NHWC"));
@@ -341,7 +341,7 @@ class ChannelsLast final : public Pass {
                                          .opset = 1,
                                          .inputs = {nhwc},
                                          .attributes = {}},
-                                        {absl::StrCat(nhwc->name(), "/onnxserve_nchw")});
+                                        {graph.UniqueName(absl::StrCat(nhwc->name(), "/onnxserve_nchw"))});
     const ir::Use first = *std::min_element(others.begin(), others.end(), [&](const ir::Use& a, const ir::Use& b) {
       return position.at(a.node) < position.at(b.node);
     });

@@ -278,6 +278,29 @@ TEST_F(ChannelsLastTest, AMapOfAConvolutionOutsideWhoseResidualWidensItStaysInNc
   ExpectTwoNhwcConvsAndTheUnoptimizedResult(model);
 }
 
+TEST_F(ChannelsLastTest, ItsNewValuesTakeNoNameOfTheModel) {
+  // The model names a value as the pass would name x's NHWC copy: subgraphs read outer values by name, so
+  // that name must keep meaning the model's value.
+  auto model = GraphBuilder()
+                   .Input("x", {1, 32, 128, 128})
+                   .Initializer("w_a", RandomTensor({32, 1, 3, 3}, 1))
+                   .Initializer("w_b", RandomTensor({32, 32, 1, 1}, 2))
+                   .NodeWith("Conv", {"x", "w_a"}, {"a"}, {IntAttr("group", 32), IntsAttr("pads", {1, 1, 1, 1})})
+                   .Node("Conv", {"a", "w_b"}, "b")
+                   .Node("Relu", {"b"}, "y")
+                   .Node("Neg", {"x"}, "x/onnxserve_nhwc")
+                   .Output("y")
+                   .Output("x/onnxserve_nhwc")
+                   .Load();
+  const auto pass = passes::MakeChannelsLast();
+  const testing::PassResult result = RunPass(*model, *pass);
+  ASSERT_EQ(Count(result.ops, "ToNhwc"), 1) << ::testing::PrintToString(result.ops);
+  const ir::Value* named = result.graph->FindValue("x/onnxserve_nhwc");
+  ASSERT_NE(named, nullptr);
+  ASSERT_NE(named->producer(), nullptr);
+  EXPECT_EQ(named->producer()->op_type(), "Neg");
+}
+
 TEST(ChannelsLastOpsTest, HostileShapesAreErrorsNotCrashes) {
   // The internal ops are reachable by any model that names their domain: X of the wrong channels or rank.
   auto model = GraphBuilder()
