@@ -30,4 +30,14 @@ RowWindow WindowOf(int64_t r0, int64_t rows, int64_t in, int64_t stride, int64_t
           std::max<int64_t>(last - in, 0)};
 }
 
+dnnl::memory ReorderedWeights(const dnnl::memory::desc& desc, const dnnl::memory::desc& plain, const float* w,
+                              const dnnl::engine& engine) {
+  dnnl::memory weights(desc, engine);
+  dnnl::memory source(plain, engine, const_cast<float*>(w));
+  dnnl::stream stream(engine);
+  dnnl::reorder(source, weights).execute(stream, source, weights);
+  stream.wait();
+  return weights;
+}
+
 }  // namespace onnxserve

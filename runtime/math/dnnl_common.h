@@ -1,6 +1,6 @@
 // What our two oneDNN paths share (runtime/math/dnnl_conv.h, runtime/math/nhwc_conv.h; built with oneDNN only):
-// the ISA limit, the bounds on a call's work and on the plans a node keeps, and the windows of rows a band
-// of output reads.
+// the ISA limit, the bounds on a call's work and on the plans a node keeps, the windows of rows a band of
+// output reads, and the reorder of constant weights into a primitive's layout.
 #pragma once
 
 #include <cstdint>
@@ -31,5 +31,10 @@ struct RowWindow {
 };
 RowWindow WindowOf(int64_t r0, int64_t rows, int64_t in, int64_t stride, int64_t dilation, int64_t kernel,
                    int64_t pad);
+
+// Constant weights `w`, laid out as `plain` says, reordered into a new memory of the layout `desc` that a
+// primitive chose; made once per layout by the caller, which keeps and shares the copy.
+dnnl::memory ReorderedWeights(const dnnl::memory::desc& desc, const dnnl::memory::desc& plain, const float* w,
+                              const dnnl::engine& engine);
 
 }  // namespace onnxserve

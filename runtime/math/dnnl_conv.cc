@@ -187,14 +187,9 @@ class DnnlConvImpl final : public DnnlConv {
     for (const dnnl::memory& weights : weights_) {
       if (weights.get_desc() == desc) return weights;
     }
-    dnnl::memory weights(desc, engine_);
     const Dims plain_dims = {dims_.maps, dims_.channels, dims_.kernel_h, dims_.kernel_w};
-    dnnl::memory plain(dnnl::memory::desc(plain_dims, kF32, Tag::oihw), engine_, const_cast<float*>(w));
-    dnnl::stream stream(engine_);
-    dnnl::reorder(plain, weights).execute(stream, plain, weights);
-    stream.wait();
-    weights_.push_back(weights);
-    return weights;
+    weights_.push_back(ReorderedWeights(desc, dnnl::memory::desc(plain_dims, kF32, Tag::oihw), w, engine_));
+    return weights_.back();
   }
 
   // One band: X's window into the primitive's layout, the convolution, its output into Y's window. The

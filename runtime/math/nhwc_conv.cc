@@ -207,8 +207,9 @@ class NhwcConvImpl final : public NhwcConv {
                               static_cast<double>(dims_.kernel_h * dims_.kernel_w) *
                               static_cast<double>(shape.out_h) * static_cast<double>(shape.out_w);
     const bool split = threads > 1 && shape.batch < threads && image_work >= kMinSplitWork;
-    const int64_t wanted = std::min(
-        shape.out_h, std::max<int64_t>(split ? threads : 1, static_cast<int64_t>(image_work / kDnnlBandWork) + 1));
+    // In double until bounded by the rows: the work of a hostile shape need not fit in int64.
+    const int64_t wanted = static_cast<int64_t>(std::min<double>(
+        static_cast<double>(shape.out_h), std::max<double>(split ? threads : 1, image_work / kDnnlBandWork + 1)));
     auto plan = std::make_unique<Plan>();
     plan->shape = shape;
     plan->threads = threads;
@@ -229,7 +230,8 @@ class NhwcConvImpl final : public NhwcConv {
     } catch (const dnnl::error&) {
       return nullptr;  // a shape oneDNN does not take: the caller runs it
     }
-    plan->band_work = static_cast<int64_t>(image_work / static_cast<double>(plan->bands.size()));
+    plan->band_work = static_cast<int64_t>(
+        std::min(image_work / static_cast<double>(plan->bands.size()), static_cast<double>(INT64_MAX / 2)));
     return plan;
   }
 
@@ -295,14 +297,9 @@ class NhwcConvImpl final : public NhwcConv {
     for (const dnnl::memory& weights : weights_) {
       if (weights.get_desc() == desc) return weights;
     }
-    dnnl::memory weights(desc, Engine());
     const Tag plain_tag = dims_.depthwise ? Tag::goihw : Tag::oihw;
-    dnnl::memory plain(dnnl::memory::desc(dims, kF32, plain_tag), Engine(), const_cast<float*>(w));
-    dnnl::stream stream(Engine());
-    dnnl::reorder(plain, weights).execute(stream, plain, weights);
-    stream.wait();
-    weights_.push_back(weights);
-    return weights;
+    weights_.push_back(ReorderedWeights(desc, dnnl::memory::desc(dims, kF32, plain_tag), w, Engine()));
+    return weights_.back();
   }
 
   const NhwcConvWeights dims_;
