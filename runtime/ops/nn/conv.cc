@@ -11,7 +11,6 @@
 // in (runtime/math/dnnl_conv.h: its direct convolution beats im2col + GEMM there). Otherwise
 // the OpenBLAS GEMM accumulates onto bias + Z, and the activation runs on each block right after the GEMM
 // that wrote it, while it is in cache.
-#include <array>
 #include <mutex>
 #include <optional>
 
@@ -22,6 +21,7 @@
 #include "runtime/math/packed_gemm.h"
 #include "runtime/ops/blas.h"
 #include "runtime/ops/common.h"
+#include "runtime/ops/elementwise.h"
 #include "runtime/ops/fused_activation.h"
 #include "runtime/ops/window.h"
 #include "runtime/registry/registry.h"
@@ -99,6 +99,12 @@ bool ConvolvesDirectly(int64_t group, int64_t group_channels, int64_t group_maps
          (group_channels == 1 || (group_channels <= kMaxDirectGroupChannels && group_maps <= kMaxDirectGroupMaps));
 }
 
+// The sum of a convolution and a Z that broadcasts against it, on the vector kernels Add runs on.
+struct ResidualSum {
+  static constexpr vec::BinaryOp kVectorOp = vec::BinaryOp::kAdd;
+  float operator()(float a, float b) const { return a + b; }
+};
+
 // kFused: FusedConv, whose 4th input Z and `activation` attribute extend Conv.
 template <bool kFused>
 class ConvKernel final : public OpKernel {
@@ -168,14 +174,8 @@ class ConvKernel final : public OpKernel {
     ASSIGN_OR_RETURN(Tensor conv, Tensor::Create(DataType::kFloat, conv_shape));
     RETURN_IF_ERROR(RunFloat(geo, x, *ctx.Input(1), ctx.Input(2), nullptr, Activation{}, conv, ctx.pool()));
     ASSIGN_OR_RETURN(Tensor * y, ctx.CheckedOutput(0, DataType::kFloat, *y_shape));
-    const std::array<std::vector<int64_t>, 2> strides = {BroadcastStrides(conv_shape, *y_shape),
-                                                          BroadcastStrides(z.shape(), *y_shape)};
-    const float* a = conv.data<float>();
-    const float* c = z.data<float>();
-    float* out = y->data<float>();
-    ForEachBroadcast(*y_shape, strides,
-                     [&](int64_t at_out, const std::array<int64_t, 2>& at) { out[at_out] = a[at[0]] + c[at[1]]; });
-    ActivateRows(activation_, out, 1, y->NumElements(), y->NumElements(), ctx.pool());
+    BroadcastBinary<float, float, float>(ctx.pool(), conv, z, *y, ResidualSum{});
+    ActivateRows(activation_, y->data<float>(), 1, y->NumElements(), y->NumElements(), ctx.pool());
     return absl::OkStatus();
   }
 
