@@ -151,6 +151,30 @@ Reply NoRoute(const Dispatch& dispatch) {
   return reply;
 }
 
+// MHD's URL decoding, except that "%00" stays as written: decoded, its NUL ended the C string MHD hands on, so
+// "/v2/models/m%00/infer" was routed as "/v2/models/m". Left encoded, it names no model and no endpoint.
+size_t UnescapeKeepingNul(void* /*cls*/, MHD_Connection* /*connection*/, char* text) {
+  const auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  char* out = text;
+  for (const char* in = text; *in != '\0'; ++out) {
+    const int high = in[0] == '%' ? hex(in[1]) : -1;
+    const int low = high >= 0 ? hex(in[2]) : -1;
+    if (low < 0 || (high | low) == 0) {
+      *out = *in++;
+      continue;
+    }
+    *out = static_cast<char>(high * 16 + low);
+    in += 3;
+  }
+  *out = '\0';
+  return static_cast<size_t>(out - text);
+}
+
 // The body length the client announced; 0 for a chunked body (capped as it arrives instead). MHD has already
 // rejected a malformed Content-Length by the time handlers run.
 uint64_t DeclaredBodyBytes(MHD_Connection* connection) {
@@ -442,6 +466,7 @@ class MhdHttpServer final : public HttpServer {
         MHD_OPTION_CONNECTION_LIMIT, limits_.max_connections,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, limits_.max_connections_per_ip,
         MHD_OPTION_NOTIFY_COMPLETED, &MhdHttpServer::OnCompleted, nullptr,
+        MHD_OPTION_UNESCAPE_CALLBACK, &UnescapeKeepingNul, nullptr,
         MHD_OPTION_ARRAY, tls_options.data(),
         MHD_OPTION_END);
   }

@@ -344,6 +344,14 @@ class RestTest(unittest.TestCase):
         self.assert_error(404, self.rest.request("GET", "/v2/models/nope/config"), "nope")
         self.assert_error(404, self.rest.request("GET", "/v2/models/add/versions/9"), "")
 
+    def test_an_encoded_nul_in_the_path_does_not_cut_it_short(self):
+        # MHD decodes %00 into a NUL that ended the path: ".../add%00/ready" was answered as GET /v2/models/add.
+        status, _, _ = self.rest.request("GET", "/v2/models/add%00/ready")
+        self.assertEqual(503, status, 'no model "add%00" is ready')
+        self.assert_error(404, self.rest.request("GET", "/v2/models/add%00x"), "")
+        status, _, _ = self.rest.request("GET", "/v2/models/%61dd/ready")
+        self.assertEqual(200, status, "other escapes are still decoded")
+
     def test_bad_requests_are_400(self):
         good_y = {"name": "y", "datatype": "FP32", "shape": [1, 4], "data": [1, 2, 3, 4]}
         cases = [
