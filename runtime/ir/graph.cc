@@ -108,9 +108,22 @@ const Graph* Node::Subgraph(std::string_view attribute) const {
 
 std::vector<Node*> Graph::nodes() const {
   std::vector<Node*> out;
-  out.reserve(nodes_.size());
-  for (const auto& node : nodes_) out.push_back(node.get());
+  out.reserve(num_nodes_);
+  for (const auto& node : nodes_) {
+    if (!node->removed_) out.push_back(node.get());
+  }
   return out;
+}
+
+Node* Graph::NextNode(const Node* node) const {
+  for (auto it = node == nullptr ? nodes_.begin() : std::next(node->place_); it != nodes_.end(); ++it) {
+    if (!(*it)->removed_) return it->get();
+  }
+  return nullptr;
+}
+
+const Node* Graph::PlaceBefore(const Node* node) const {
+  return node->place_ == nodes_.begin() ? nullptr : std::prev(node->place_)->get();
 }
 
 Value* Graph::FindValue(std::string_view name) const {
@@ -129,6 +142,7 @@ std::vector<const Value*> Graph::constants() const {
 Value* Graph::NewValue(const std::string& name) {
   values_.push_back(std::make_unique<Value>());
   Value* value = values_.back().get();
+  value->place_ = std::prev(values_.end());
   value->name_ = name;
   by_name_[name] = value;
   return value;
@@ -184,6 +198,8 @@ void Graph::AddOutput(Value* value, ValueInfo info) {
 Node* Graph::AddNode(NodeSpec spec, const std::vector<std::string>& output_names, int source_index) {
   nodes_.push_back(std::make_unique<Node>());
   Node* node = nodes_.back().get();
+  node->place_ = std::prev(nodes_.end());
+  ++num_nodes_;
   node->name_ = std::move(spec.name);
   node->domain_ = CanonicalDomain(spec.domain);
   node->op_type_ = std::move(spec.op_type);
@@ -254,59 +270,72 @@ void Graph::ReplaceAllUses(Value* value, Value* replacement) {
   }
 }
 
-int Graph::PositionOf(const Node* node) const {
-  for (size_t i = 0; i < nodes_.size(); ++i) {
-    if (nodes_[i].get() == node) return static_cast<int>(i);
-  }
-  return -1;
-}
-
 void Graph::MoveBefore(Node* node, Node* before) {
-  const int from = PositionOf(node);
-  std::unique_ptr<Node> owned = std::move(nodes_[from]);
-  nodes_.erase(nodes_.begin() + from);
-  nodes_.insert(nodes_.begin() + PositionOf(before), std::move(owned));
+  nodes_.splice(before->place_, nodes_, node->place_);
 }
 
 void Graph::RemoveNode(Node* node) {
+  std::vector<Value*> touched;
   for (size_t i = 0; i < node->inputs_.size(); ++i) {
-    if (node->inputs_[i] != nullptr) EraseUse(node->inputs_[i], {node, static_cast<int>(i)});
+    if (node->inputs_[i] == nullptr) continue;
+    EraseUse(node->inputs_[i], {node, static_cast<int>(i)});
+    touched.push_back(node->inputs_[i]);
   }
-  for (Value* value : node->implicit_inputs_) EraseUse(value, {node, -1});
+  for (Value* value : node->implicit_inputs_) {
+    EraseUse(value, {node, -1});
+    touched.push_back(value);
+  }
   for (Value* value : node->outputs_) {
-    if (value != nullptr) value->producer_ = nullptr;
+    if (value == nullptr) continue;
+    value->producer_ = nullptr;
+    touched.push_back(value);
   }
-  nodes_.erase(nodes_.begin() + PositionOf(node));
-  RemoveUnusedValues();
+  node->removed_ = true;
+  --num_nodes_;
+  // A value the node read twice is touched twice: the first call may already have dropped it.
+  absl::flat_hash_set<Value*> seen;
+  for (Value* value : touched) {
+    if (seen.insert(value).second) RemoveIfUnused(value);
+  }
 }
 
 void Graph::RemoveNodes(const absl::flat_hash_set<const Node*>& doomed) {
-  absl::flat_hash_set<Value*> read;
+  absl::flat_hash_set<Value*> touched;
   for (const auto& node : nodes_) {
-    if (!doomed.contains(node.get())) continue;
+    if (node->removed_ || !doomed.contains(node.get())) continue;
     for (Value* value : node->inputs_) {
-      if (value != nullptr) read.insert(value);
+      if (value != nullptr) touched.insert(value);
     }
-    read.insert(node->implicit_inputs_.begin(), node->implicit_inputs_.end());
+    touched.insert(node->implicit_inputs_.begin(), node->implicit_inputs_.end());
     for (Value* value : node->outputs_) {
-      if (value != nullptr) value->producer_ = nullptr;
+      if (value == nullptr) continue;
+      value->producer_ = nullptr;
+      touched.insert(value);
     }
   }
   // Each value's uses filtered once: a value read by many doomed nodes costs its uses, not their square.
-  for (Value* value : read) {
+  for (Value* value : touched) {
     std::erase_if(value->uses_, [&](const Use& use) { return doomed.contains(use.node); });
   }
-  std::erase_if(nodes_, [&](const std::unique_ptr<Node>& node) { return doomed.contains(node.get()); });
-  RemoveUnusedValues();
+  num_nodes_ -= static_cast<int>(
+      std::erase_if(nodes_, [&](const std::unique_ptr<Node>& node) { return doomed.contains(node.get()); }));
+  for (Value* value : touched) RemoveIfUnused(value);
 }
 
-void Graph::RemoveUnusedValues() {
-  std::erase_if(values_, [&](const std::unique_ptr<Value>& value) {
-    const bool unused = value->producer_ == nullptr && !value->is_used() && !value->is_graph_input_ &&
-                        !value->is_outer_scope_;
-    if (unused) by_name_.erase(value->name_);
-    return unused;
-  });
+void Graph::Compact() {
+  std::erase_if(nodes_, [](const std::unique_ptr<Node>& node) { return node->removed_; });
+  for (auto it = values_.begin(); it != values_.end();) {
+    Value* value = (it++)->get();  // advanced first: RemoveIfUnused may erase the value it pointed at
+    RemoveIfUnused(value);
+  }
+}
+
+void Graph::RemoveIfUnused(Value* value) {
+  if (value->producer_ != nullptr || value->is_used() || value->is_graph_input_ || value->is_outer_scope_) return;
+  // A model may give two values one name; the table then names the later one, which stays findable.
+  auto named = by_name_.find(value->name_);
+  if (named != by_name_.end() && named->second == value) by_name_.erase(named);
+  values_.erase(value->place_);
 }
 
 }  // namespace onnxserve::ir

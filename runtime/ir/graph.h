@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -62,6 +63,7 @@ class Value {
   bool is_graph_input_ = false;
   bool is_outer_scope_ = false;
   int graph_output_count_ = 0;
+  std::list<std::unique_ptr<Value>>::iterator place_;  // in its graph's values_, for removal in O(1)
 };
 
 class Node {
@@ -104,6 +106,8 @@ class Node {
   std::vector<Value*> implicit_inputs_;
   std::vector<Attribute> attributes_;
   std::vector<std::pair<std::string, std::unique_ptr<Graph>>> subgraphs_;
+  std::list<std::unique_ptr<Node>>::iterator place_;  // in its graph's nodes_, to move or remove it in O(1)
+  bool removed_ = false;  // out of the order, still linked in nodes_ until Graph::Compact
 };
 
 // What a new node is made of (Graph::AddNode).
@@ -133,7 +137,14 @@ class Graph {
 
   // Nodes in execution order.
   std::vector<Node*> nodes() const;
-  int num_nodes() const { return static_cast<int>(nodes_.size()); }
+  int num_nodes() const { return num_nodes_; }
+  // The node after `node` in the order (the first for nullptr), or nullptr past the last. `node` may have
+  // been removed since the last Compact: it still knows its place, so a scan can go on from a node that a
+  // rewrite removed.
+  Node* NextNode(const Node* node) const;
+  // What comes just before `node` in nodes_, removed or not, or nullptr for the first: a place to go on
+  // from with NextNode after a rewrite, found without walking back over every node removed before it.
+  const Node* PlaceBefore(const Node* node) const;
   Value* FindValue(std::string_view name) const;
   // Every constant value (initializers and folded), in no particular order.
   std::vector<const Value*> constants() const;
@@ -162,25 +173,32 @@ class Graph {
   void ReplaceAllUses(Value* value, Value* replacement);
   // Moves `node` to just before `before` in the order (both in this graph).
   void MoveBefore(Node* node, Node* before);
-  // Removes a node whose outputs nobody uses.
+  // Removes a node whose outputs nobody uses, and the values only it read or wrote, in time of its own
+  // inputs and outputs: a pass rewriting a hostile model of a million nodes stays linear in it. The node
+  // object lives on, out of the order, until Compact.
   void RemoveNode(Node* node);
-  // Removes nodes whose outputs nobody but themselves uses, in time linear in the graph: removing them one
-  // by one scans the graph once per node.
+  // Removes nodes whose outputs nobody but themselves uses, in time linear in the graph and the nodes'
+  // inputs: removing them one by one would filter a value read by all of them once per node.
   void RemoveNodes(const absl::flat_hash_set<const Node*>& doomed);
-  // Drops constants and other values without producer or readers that are not graph inputs or outputs.
-  void RemoveUnusedValues();
+  // Frees the nodes RemoveNode took out, and drops constants and other values without producer or readers
+  // that are not graph inputs or outputs (what a rewrite leaves when it replaces an input). The pass runner
+  // calls it after each pass.
+  void Compact();
   // `base`, or a fresh name derived from it when a value of this graph has that one: what a pass names a new
   // value, so that no name of the model (which subgraphs read values by) comes to mean the pass's value.
   std::string UniqueName(const std::string& base) const;
 
  private:
   Value* NewValue(const std::string& name);
-  int PositionOf(const Node* node) const;
   static void EraseUse(Value* value, Use use);
+  // Drops `value` when it has no producer or readers and is no graph input, output or outer-scope value.
+  void RemoveIfUnused(Value* value);
 
   std::string name_;
-  std::vector<std::unique_ptr<Node>> nodes_;
-  std::vector<std::unique_ptr<Value>> values_;
+  // Lists, so that a rewrite moves or removes a node or value without shifting every one after it.
+  std::list<std::unique_ptr<Node>> nodes_;
+  std::list<std::unique_ptr<Value>> values_;
+  int num_nodes_ = 0;  // in the order: nodes_ less the removed ones
   absl::flat_hash_map<std::string, Value*> by_name_;
   std::vector<ValueInfo> input_infos_;
   std::vector<ValueInfo> output_infos_;

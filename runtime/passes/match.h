@@ -56,22 +56,23 @@ void SetActivation(ir::Node* node, const ActivationAttributes& activation);
 void AbsorbReader(ir::Graph& graph, ir::Node* producer, ir::Node* reader, std::string_view fused_op,
                   std::vector<std::string>& changes);
 
-// Calls `rewrite_one` on each node in order, and scans again until a scan rewrites nothing. A rewrite
-// removes nodes that a snapshot of the order would still hold, so the scan takes a new one and goes on
-// from the rewrite's place (less the nodes it removed, which may have come before it), not from the
-// start: a model of many matches costs a few scans, not one per match.
+// Calls `rewrite_one` on each node in order, and scans again until a scan rewrites nothing. After a rewrite
+// the scan goes on from the node before the rewritten one: the fused node a rewrite leaves in its place is
+// looked at next (and may match again), and a model of many matches costs a few scans, not one per match.
+// That place may be a removed node, this rewrite's or an earlier one's: removed nodes keep their place until
+// the pass ends (ir::Graph::NextNode).
 template <typename Fn>
 void RewriteUntilStable(ir::Graph& graph, Fn rewrite_one) {
   for (bool changed = true; changed;) {
     changed = false;
-    std::vector<ir::Node*> nodes = graph.nodes();
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      if (!rewrite_one(nodes[i])) continue;
+    for (ir::Node* node = graph.NextNode(nullptr); node != nullptr;) {
+      const ir::Node* before = graph.PlaceBefore(node);
+      if (!rewrite_one(node)) {
+        node = graph.NextNode(node);
+        continue;
+      }
       changed = true;
-      const size_t before = nodes.size();
-      nodes = graph.nodes();
-      const size_t removed = before > nodes.size() ? before - nodes.size() : 0;
-      i = i > removed ? i - removed - 1 : static_cast<size_t>(-1);  // the loop's ++i makes it i - removed, or 0
+      node = graph.NextNode(before);
     }
   }
 }

@@ -15,7 +15,9 @@ absl::Status RunOnGraphAndSubgraphs(const Pass& pass, ir::Graph& graph, std::vec
       RETURN_IF_ERROR(RunOnGraphAndSubgraphs(pass, *subgraph, changes));
     }
   }
-  return pass.Run(graph, changes);
+  RETURN_IF_ERROR(pass.Run(graph, changes));
+  graph.Compact();
+  return absl::OkStatus();
 }
 
 // The bytes of the graph's constants, saturating at int64's end: the count of constants is the model's.

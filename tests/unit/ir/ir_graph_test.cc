@@ -103,6 +103,56 @@ TEST(IrGraphTest, ReplacingAndRemovingKeepBothEndsOfEachEdge) {
   EXPECT_EQ(x->uses()[0].node->op_type(), "Relu");
 }
 
+// Passes scan the order while rewrites remove nodes: a removed node keeps its place until Compact, so the
+// scan goes on from it without a snapshot of the whole order per rewrite (quadratic on a hostile model).
+TEST(IrGraphTest, AScanGoesOnFromANodeThatWasRemoved) {
+  auto model = GraphBuilder()
+                   .Input("x", {2})
+                   .Node("Relu", {"x"}, "a")
+                   .Node("Neg", {"a"}, "b")
+                   .Node("Abs", {"b"}, "y")
+                   .Output("y")
+                   .Load();
+  auto built = ir::BuildGraph(*model);
+  ASSERT_TRUE(built.ok()) << built.status();
+  ir::Graph& graph = **built;
+  ir::Node* neg = graph.FindValue("b")->producer();
+  ir::Node* relu = graph.FindValue("a")->producer();
+  graph.ReplaceAllUses(graph.FindValue("b"), graph.FindValue("a"));
+  graph.RemoveNode(neg);
+
+  EXPECT_EQ(Ops(graph), (std::vector<std::string>{"Relu", "Abs"}));
+  EXPECT_EQ(graph.num_nodes(), 2);
+  EXPECT_EQ(graph.NextNode(neg)->op_type(), "Abs");
+  EXPECT_EQ(graph.NextNode(relu)->op_type(), "Abs");
+  EXPECT_EQ(graph.PlaceBefore(graph.NextNode(neg)), neg);
+  EXPECT_EQ(graph.NextNode(nullptr), relu);
+  EXPECT_EQ(graph.FindValue("b"), nullptr);
+
+  graph.Compact();
+  EXPECT_EQ(graph.PlaceBefore(graph.NextNode(relu)), relu);
+  EXPECT_EQ(Ops(graph), (std::vector<std::string>{"Relu", "Abs"}));
+}
+
+// The name table names one value per name. Removing a value used to erase its name's entry even when that
+// named another value, which FindValue then no longer found.
+TEST(IrGraphTest, RemovingAValueKeepsAnotherOfItsNameFindable) {
+  auto model = GraphBuilder().Input("x", {2}).Node("Relu", {"x"}, "a").Node("Neg", {"a"}, "y").Output("y").Load();
+  auto built = ir::BuildGraph(*model);
+  ASSERT_TRUE(built.ok()) << built.status();
+  ir::Graph& graph = **built;
+  ir::Value* x = graph.FindValue("x");
+  ir::Node* relu = graph.FindValue("a")->producer();
+  ir::Node* abs = graph.AddNode({"abs", "", "Abs", 13, {x}, {}}, {"a"});
+  ASSERT_EQ(graph.FindValue("a"), abs->output(0));
+
+  graph.ReplaceAllUses(relu->output(0), x);
+  graph.RemoveNode(relu);
+  EXPECT_EQ(graph.FindValue("a"), abs->output(0));
+  graph.Compact();
+  EXPECT_EQ(graph.FindValue("a"), abs->output(0));
+}
+
 // A model may give a node fewer outputs than the op has. The fusion passes hand the last node's output 0 to
 // the fused node; the fuzzer found a MatMul ending an attention chain with no output at all, whose output 0
 // was read past the end of its list (UBSan).
