@@ -4,7 +4,9 @@
 // Complexity rows fit the growth:
 //   dead:       n Neg nodes reading x that nothing reads (dead-node elimination);
 //   identities: a chain of n Identities (identity elimination);
-//   gelus:      n/5 exact GELUs spelled out in five nodes each, chained (Gelu fusion), after n plain Negs.
+//   gelus:      n/5 exact GELUs spelled out in five nodes each, chained (Gelu fusion), after n plain Negs;
+//   transposes: a chain of n Transposes of x, each the identity (transpose elimination);
+//   matmuls:    n/2 MatMul -> Relu pairs, chained (each Relu fused into its MatMul: gemm fusion).
 #include <memory>
 #include <string>
 
@@ -27,6 +29,15 @@ class ModelWriter {
     auto* type = x->mutable_type()->mutable_tensor_type();
     type->set_elem_type(onnx::TensorProto::FLOAT);
     type->mutable_shape()->add_dim()->set_dim_value(4);
+  }
+
+  void Matrix(const std::string& name, int64_t n) {
+    auto* t = proto_.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    t->add_dims(n);
+    t->add_dims(n);
+    for (int64_t i = 0; i < n * n; ++i) t->add_float_data(i % (n + 1) == 0 ? 1.f : 0.f);
   }
 
   void Scalar(const std::string& name, float value) {
@@ -96,9 +107,26 @@ void BM_LoadGelus(benchmark::State& state) {
   TimeLoads(state, writer.Load(last));
 }
 
+void BM_LoadTransposes(benchmark::State& state) {
+  ModelWriter writer;
+  std::string last = "x";
+  for (int64_t i = 0; i < state.range(0); ++i) last = writer.Node("Transpose", {last});
+  TimeLoads(state, writer.Load(writer.Node("Relu", {last})));
+}
+
+void BM_LoadMatMuls(benchmark::State& state) {
+  ModelWriter writer;
+  writer.Matrix("w", 4);
+  std::string last = "x";
+  for (int64_t i = 0; i < state.range(0) / 2; ++i) last = writer.Node("Relu", {writer.Node("MatMul", {last, "w"})});
+  TimeLoads(state, writer.Load(last));
+}
+
 BENCHMARK(BM_LoadDeadNodes)->RangeMultiplier(4)->Range(4096, 65536)->Unit(benchmark::kMillisecond)->Complexity();
 BENCHMARK(BM_LoadIdentities)->RangeMultiplier(4)->Range(4096, 65536)->Unit(benchmark::kMillisecond)->Complexity();
 BENCHMARK(BM_LoadGelus)->RangeMultiplier(4)->Range(4096, 65536)->Unit(benchmark::kMillisecond)->Complexity();
+BENCHMARK(BM_LoadTransposes)->RangeMultiplier(4)->Range(4096, 65536)->Unit(benchmark::kMillisecond)->Complexity();
+BENCHMARK(BM_LoadMatMuls)->RangeMultiplier(4)->Range(4096, 65536)->Unit(benchmark::kMillisecond)->Complexity();
 
 }  // namespace
 }  // namespace onnxserve
