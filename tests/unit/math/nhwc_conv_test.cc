@@ -146,6 +146,22 @@ TEST_F(NhwcConvTest, CutsLargeImagesIntoBands) {
   Check({.batch = 1, .channels = 64, .maps = 64, .in_h = 64, .in_w = 64, .kernel = 3, .pad = 1}, true, {});
 }
 
+// Dense 3x3s at stride 1 of at least 28 x 28 output pixels per band run through oneDNN's Winograd kernel on
+// AVX-512, in its blocked layout (reorders around each band), the activation after it unless it is Relu;
+// on AVX2 the same shapes run the direct kernel.
+TEST_F(NhwcConvTest, LargeThreeByThreeMapsMatchTheDefinition) {
+  const Case cases[] = {
+      {.batch = 2, .channels = 24, .maps = 40, .in_h = 30, .in_w = 30, .kernel = 3, .pad = 1},
+      // Two bands of 32 and 28 rows (a multiple of Winograd's tile, 4 rows, where half would be 30).
+      {.batch = 1, .channels = 16, .maps = 32, .in_h = 60, .in_w = 31, .kernel = 3, .pad = 1, .threads = 2},
+      // Without pads: each band reads two rows past its own.
+      {.batch = 1, .channels = 32, .maps = 16, .in_h = 34, .in_w = 30, .kernel = 3, .threads = 2},
+  };
+  for (const Case& c : cases) {
+    for (const Activation& activation : EveryActivation()) Check(c, false, activation);
+  }
+}
+
 TEST_F(NhwcConvTest, RefusesPadsPastTheKernelAndShapesPastItsPlans) {
   ThreadPool pool(1);
   const std::vector<float> w = RandomFloats(8 * 8, 2), x = RandomFloats(8 * 64, 1);
