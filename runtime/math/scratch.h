@@ -16,6 +16,8 @@ enum class ScratchSlot {
   kDnnlSource,       // a band of X in oneDNN's layout (dnnl_conv.cc)
   kDnnlDestination,  // its output band before the reorder into Y
   kDnnlScratchpad,   // the primitive's own scratchpad
+  kWinogradInput,    // transformed input patches (winograd.cc)
+  kWinogradProduct,  // their products with the transformed weights
   kCount
 };
 

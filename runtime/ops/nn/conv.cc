@@ -19,6 +19,7 @@
 #include "runtime/math/dnnl_conv.h"
 #include "runtime/math/grouped_conv.h"
 #include "runtime/math/packed_gemm.h"
+#include "runtime/math/winograd.h"
 #include "runtime/ops/blas.h"
 #include "runtime/ops/common.h"
 #include "runtime/ops/elementwise.h"
@@ -215,6 +216,13 @@ class ConvKernel final : public OpKernel {
       return absl::OkStatus();
     }
     const bool constant = packed_source_ != nullptr && w.raw_data() == packed_source_;
+    if (constant && winograd_ != nullptr && WinogradPays(geo, x.dim(0))) {
+      winograd_->Run(WinogradShapeOf(geo, x.dim(0)), x.data<float>(),
+                     {.bias = b ? b->data<float>() : nullptr, .z = z ? z->data<float>() : nullptr,
+                      .activation = activation},
+                     y.data<float>(), pool);
+      return absl::OkStatus();
+    }
     if (constant && dnnl_ != nullptr && z == nullptr) {
       ASSIGN_OR_RETURN(const bool ran, dnnl_->TryRun(DnnlShape(geo, x.dim(0)), x.data<float>(), w.data<float>(),
                                                      b ? b->data<float>() : nullptr, activation, y.data<float>(),
@@ -227,6 +235,22 @@ class ConvKernel final : public OpKernel {
       Run<float>(geo, x, w, b, z, activation, y, pool);
     }
     return absl::OkStatus();
+  }
+
+  // winograd_ exists for 2-D 3x3 weights of one group; it pays at stride 1 on large maps.
+  bool WinogradPays(const ConvGeometry& geo, int64_t batch) const {
+    return geo.strides[0] == 1 && geo.strides[1] == 1 && geo.dilations[0] == 1 && geo.dilations[1] == 1 &&
+           geo.GridSize() >= kMinWinogradPixels && winograd_->Fits(WinogradShapeOf(geo, batch));
+  }
+
+  static WinogradShape WinogradShapeOf(const ConvGeometry& geo, int64_t batch) {
+    return {.batch = batch,
+            .in_h = geo.image[0],
+            .in_w = geo.image[1],
+            .out_h = geo.grid[0],
+            .out_w = geo.grid[1],
+            .pad_top = geo.pad_begin[0],
+            .pad_left = geo.pad_begin[1]};
   }
 
   // oneDNN's view of a 2-D geometry (dnnl_ exists only for 2-D weights).
@@ -333,6 +357,10 @@ class ConvKernel final : public OpKernel {
     packed_source_ = w->raw_data();
     if (group == 1 && w->rank() == 4) {
       dnnl_ = DnnlConv::Create({.maps = maps, .channels = w->dim(1), .kernel_h = w->dim(2), .kernel_w = w->dim(3)});
+      // Its weights are transformed on the first call it runs: a node only ever run on small maps keeps none.
+      if (w->dim(2) == 3 && w->dim(3) == 3 && WinogradConvolutionsWin()) {
+        winograd_ = std::make_unique<Winograd3x3>(w->data<float>(), maps, w->dim(1));
+      }
     }
     // A node oneDNN runs keeps W in oneDNN's layout; ours is packed only if some shape falls back to us, so
     // that a ResNet does not hold every 3x3 weight three times (W, oneDNN's copy and ours: +53 MB RSS).
@@ -427,6 +455,7 @@ class ConvKernel final : public OpKernel {
   mutable std::once_flag packed_once_;
   mutable std::vector<PackedRows> packed_weights_;  // one per group, from packed_source_ (PackedWeights)
   std::unique_ptr<DnnlConv> dnnl_;             // null unless oneDNN runs this node's shape class
+  std::unique_ptr<Winograd3x3> winograd_;      // for a 3x3 of one group on AVX2, used where WinogradPays
 };
 
 using Conv = ConvKernel<false>;

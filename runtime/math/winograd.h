@@ -1,0 +1,79 @@
+// 3x3 convolutions at stride 1 by Winograd's minimal filtering, F(2x2, 3x3) (Lavin & Gray, "Fast
+// Algorithms for Convolutional Neural Networks", 2016): each 2x2 block of output pixels (a tile) of a map
+// is computed from the 4x4 input patch under it with 16 multiplies per (channel, map) pair where the
+// direct convolution needs 36. The input patches and the weights are transformed into 16 planes each;
+// the products are then 16 GEMMs, [maps x channels] * [channels x tiles], on the packed micro-kernels;
+// the inverse transform turns their 16 planes back into 2x2 tiles, adding bias and Z and applying the
+// activation.
+//
+// Why ours: oneDNN's Winograd kernels are AVX-512 only (nhwc_conv.cc runs them there), and on AVX2 its
+// direct convolution reaches about 113 GFLOP/s on ResNet's 3x3s (85% of the FMA peak). Why F(2x2, 3x3):
+// its transforms add and subtract only (and halve the weights), so results stay within a few roundings
+// of the direct convolution's; F(4x4, 3x3) needs fewer multiplies still but was measured 1.5e-4 off
+// relative to the value on a 32-channel 3x3, past what our tests and the conformance suite allow.
+//
+// The transformed weights are 16/9 the size of the plain ones and every image streams them whole (each
+// plane's GEMM reads its own, so threads never read the same ones twice): Winograd pays where the maps
+// have enough pixels to spread that over (kMinWinogradPixels).
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "runtime/core/thread_pool.h"
+#include "runtime/math/activation.h"
+#include "runtime/math/packed_gemm.h"
+
+namespace onnxserve {
+
+// Output pixels per image from which Conv runs a 3x3 at stride 1 through Winograd. In light_resnet50 on
+// one AVX2 thread, against oneDNN's direct kernel (weights cold, as in any model of many layers): 56x56
+// maps of 64 channels 1.81-1.85 -> 1.33-1.57 ms, 28x28 of 128 1.82 -> 1.18-1.24, 14x14 of 256 1.88 ->
+// 1.25-1.33, 7x7 of 512 2.34 -> 2.85 (slower: 16 tiles cannot carry 16 MB of transformed weights).
+inline constexpr int64_t kMinWinogradPixels = 14 * 14;
+
+// Whether Conv runs 3x3s through Winograd3x3 here: on AVX2. On AVX-512 the maps that pay go channels-last
+// to oneDNN's own Winograd kernel, and on NCHW maps this one lost to oneDNN's direct kernel at two threads
+// (56x56 of 64 channels: 701 against 558 us), whose GEMMs there are twice as fast while the transforms
+// are not.
+bool WinogradConvolutionsWin();
+
+// One call's geometry: X [batch, channels, in_h, in_w], Y [batch, maps, out_h, out_w]; pad_top and
+// pad_left rows and columns of zeros before the image (the windows past its end read zeros too).
+struct WinogradShape {
+  int64_t batch = 0, in_h = 0, in_w = 0, out_h = 0, out_w = 0, pad_top = 0, pad_left = 0;
+};
+
+struct WinogradEpilogue {
+  const float* bias = nullptr;  // [maps], or null
+  const float* z = nullptr;     // Y's shape, added before the activation, or null
+  Activation activation;
+};
+
+class Winograd3x3 {
+ public:
+  // Weights [maps, channels, 3, 3]; kept by pointer until the first Run transforms them.
+  Winograd3x3(const float* w, int64_t maps, int64_t channels) : w_(w), maps_(maps), channels_(channels) {}
+
+  // Whether Run takes `shape`: one row of its tiles fits a pass's bounded buffers.
+  bool Fits(const WinogradShape& shape) const;
+
+  // Y = activation(conv(X, W) + bias + Z), for a shape that Fits. Only where PackedGemmSupported(). Splits
+  // over `pool`; throws RunStopped when the run ends between its phases.
+  void Run(const WinogradShape& shape, const float* x, const WinogradEpilogue& epilogue, float* y,
+           ThreadPool& pool) const;
+
+ private:
+  const std::vector<PackedRows>& TransformedWeights() const;
+  // Tile rows [first_row, first_row + rows) of one image: transform, multiply, transform back.
+  void RunTileRows(const WinogradShape& shape, const float* x, int64_t first_row, int64_t rows,
+                   const WinogradEpilogue& epilogue, float* y, ThreadPool& pool) const;
+
+  const float* w_;
+  const int64_t maps_, channels_;
+  mutable std::once_flag transformed_once_;
+  mutable std::vector<PackedRows> u_;  // 16 planes of [maps x channels], G g G^T of each (map, channel)
+};
+
+}  // namespace onnxserve

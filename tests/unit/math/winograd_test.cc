@@ -1,0 +1,116 @@
+// Winograd3x3 against the definition, a plain loop in double over every output, channel and tap, on the
+// ISA the process dispatches on (ctest runs it again with ONNXSERVE_ISA=avx2, where Conv uses it): odd
+// and even map sizes (tiles that hang over the map's edge), pads of 0 to 2, channel and map counts off
+// the micro-kernel's panels, batches, Z, every fused activation, one to three threads, an image cut into
+// several passes; and the shapes it declines.
+#include "runtime/math/winograd.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "runtime/math/isa.h"
+#include "runtime/math/packed_gemm.h"
+#include "tests/support/activation_reference.h"
+#include "tests/support/op_test.h"
+
+namespace onnxserve {
+namespace {
+
+using testing::DescribeActivation;
+using testing::EveryActivation;
+using testing::RandomFloats;
+using testing::ReferenceActivation;
+using testing::ReferenceConvAt;
+using testing::ReferenceConvGeometry;
+
+struct Case {
+  int64_t batch, channels, maps, in_h, in_w, pad;
+  int threads = 1;
+};
+
+class WinogradTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!PackedGemmSupported()) GTEST_SKIP() << "the CPU has no AVX2: Conv never runs Winograd3x3 here";
+  }
+
+  static void Check(const Case& c, bool with_z, const Activation& activation) {
+    SCOPED_TRACE(::testing::Message() << "case {" << c.batch << "," << c.channels << "," << c.maps << "," << c.in_h
+                                      << "," << c.in_w << ", pad " << c.pad << ", threads " << c.threads << "} on "
+                                      << IsaName(ActiveIsa()) << " z=" << with_z
+                                      << " activation=" << DescribeActivation(activation));
+    const int64_t out_h = c.in_h + 2 * c.pad - 2, out_w = c.in_w + 2 * c.pad - 2;
+    const int64_t y_size = c.batch * c.maps * out_h * out_w;
+    const std::vector<float> x = RandomFloats(c.batch * c.channels * c.in_h * c.in_w, 1);
+    const std::vector<float> w = RandomFloats(c.maps * c.channels * 9, 2), b = RandomFloats(c.maps, 3);
+    const std::vector<float> z = RandomFloats(y_size, 4);
+    constexpr float kSentinel = 12345.0f;
+    constexpr int64_t kGuard = 32;
+    std::vector<float> y(static_cast<size_t>(y_size + kGuard), kSentinel);
+    const Winograd3x3 winograd(w.data(), c.maps, c.channels);
+    const WinogradShape shape{.batch = c.batch, .in_h = c.in_h, .in_w = c.in_w, .out_h = out_h, .out_w = out_w,
+                              .pad_top = c.pad, .pad_left = c.pad};
+    ASSERT_TRUE(winograd.Fits(shape));
+    ThreadPool pool(c.threads);
+    winograd.Run(shape, x.data(),
+                 {.bias = b.data(), .z = with_z ? z.data() : nullptr, .activation = activation}, y.data(), pool);
+    const ReferenceConvGeometry geometry{.channels = c.channels, .group_channels = c.channels,
+                                         .group_maps = c.maps, .in_h = c.in_h, .in_w = c.in_w, .kernel_h = 3,
+                                         .kernel_w = 3, .pad_top = c.pad, .pad_left = c.pad};
+    // What the transforms add to the direct convolution's roundings: a few float ulps of the sum of the
+    // products' magnitudes, as for any reordering of the sum.
+    const double tolerance = (AppliedAfterStore(activation) ? 2e-5 : 1e-5) * (1 + 9 * c.channels);
+    for (int64_t n = 0; n < c.batch; ++n) {
+      for (int64_t m = 0; m < c.maps; ++m) {
+        for (int64_t oh = 0; oh < out_h; ++oh) {
+          for (int64_t ow = 0; ow < out_w; ++ow) {
+            const int64_t at = ((n * c.maps + m) * out_h + oh) * out_w + ow;
+            const double want = b[m] + (with_z ? z[at] : 0.0) + ReferenceConvAt(geometry, x.data(), w.data(), n, m, oh, ow);
+            ASSERT_NEAR(y[at], ReferenceActivation(activation, want), tolerance)
+                << "at n=" << n << " map=" << m << " (" << oh << "," << ow << ")";
+          }
+        }
+      }
+    }
+    for (int64_t i = y_size; i < y_size + kGuard; ++i) ASSERT_EQ(y[i], kSentinel) << "wrote past Y at " << i;
+  }
+};
+
+TEST_F(WinogradTest, MatchesTheDefinitionOnEvenAndOddMaps) {
+  const Case cases[] = {
+      {.batch = 1, .channels = 16, .maps = 16, .in_h = 16, .in_w = 16, .pad = 1},
+      // Odd output sizes: the last row and column of tiles hang one pixel over the map.
+      {.batch = 2, .channels = 13, .maps = 10, .in_h = 15, .in_w = 17, .pad = 1, .threads = 2},
+      {.batch = 1, .channels = 9, .maps = 24, .in_h = 12, .in_w = 9, .pad = 0, .threads = 3},
+      {.batch = 1, .channels = 24, .maps = 7, .in_h = 11, .in_w = 14, .pad = 2, .threads = 2},
+      // A 1x1 map from a 3x3 image: one tile, three quarters of it past the map.
+      {.batch = 3, .channels = 5, .maps = 3, .in_h = 3, .in_w = 3, .pad = 0},
+  };
+  for (const Case& c : cases) {
+    Check(c, false, {});
+    Check(c, true, {ActivationKind::kRelu});
+  }
+}
+
+TEST_F(WinogradTest, AppliesEveryFusedActivationAfterZ) {
+  for (const Activation& activation : EveryActivation()) {
+    Check({.batch = 1, .channels = 8, .maps = 12, .in_h = 10, .in_w = 10, .pad = 1, .threads = 2}, true, activation);
+  }
+}
+
+TEST_F(WinogradTest, CutsAnImageOfManyTilesIntoPasses) {
+  // 16 planes x 256 maps x 64 tiles per row: 2^18 floats a row of tiles, so a pass holds 16 of the 64 rows.
+  Check({.batch = 1, .channels = 8, .maps = 256, .in_h = 128, .in_w = 128, .pad = 1, .threads = 2}, false, {});
+}
+
+TEST_F(WinogradTest, DeclinesARowOfTilesPastItsPassBuffers) {
+  const std::vector<float> w(9 * 64 * 64, 0.5f);
+  const Winograd3x3 winograd(w.data(), 64, 64);
+  EXPECT_TRUE(winograd.Fits({.batch = 1, .in_h = 58, .in_w = 58, .out_h = 56, .out_w = 56}));
+  // 16 planes x 64 channels x 2^13 tiles is 2^23 floats: past the 2^22 a pass may hold.
+  EXPECT_FALSE(winograd.Fits({.batch = 1, .in_h = 3, .in_w = 16386, .out_h = 1, .out_w = 16384}));
+}
+
+}  // namespace
+}  // namespace onnxserve
