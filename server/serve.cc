@@ -19,7 +19,6 @@
 #include <vector>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
-#include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/impl/server_builder_option.h>
 #include <grpcpp/impl/server_builder_plugin.h>
 #include <grpcpp/server.h>
@@ -29,13 +28,13 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-#include "health.pb.h"
 #include "cli/limit_options.h"
 #include "server/commands.h"
 #include "server/machine_memory.h"
 #include "server/observability/log.h"
 #include "server/observability/metrics.h"
 #include "server/protocol/grpc_access.h"
+#include "server/protocol/health_service.h"
 #include "server/protocol/http.h"
 #include "server/protocol/rest_api.h"
 #include "server/protocol/security_config.h"
@@ -228,7 +227,7 @@ struct Server {
   SecurityConfig security;
   std::unique_ptr<ServerMetrics> metrics;
   std::unique_ptr<ResponseCache> cache;  // null without --response-cache-byte-size; outlives every request
-  grpc::HealthCheckServiceInterface* health = nullptr;
+  std::unique_ptr<HealthService> health;  // outlives the gRPC server it is registered with
   std::unique_ptr<ModelRepository> repository;
   std::unique_ptr<GrpcAccess> grpc_access;
   std::unique_ptr<InferenceService> service;
@@ -254,10 +253,6 @@ class WithoutReflection final : public grpc::ServerBuilderOption {
 absl::Status StartGrpc(Server& s, int& port) {
   auto tls = LoadServerTls("--grpc", s.security.grpc_tls);
   if (!tls.ok()) return tls.status();
-  grpc::EnableDefaultHealthCheckService(true);
-  // Reflection describes services from protobuf's generated pool, where gRPC's own health service (upb
-  // inside) leaves nothing: proto/health.proto's descriptor stands in, and naming it here links it in.
-  grpc::health::v1::HealthCheckRequest::descriptor();
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   if (!s.security.grpc_reflection) builder.SetOption(std::make_unique<WithoutReflection>());
@@ -265,6 +260,7 @@ absl::Status StartGrpc(Server& s, int& port) {
   builder.AddListeningPort(address, GrpcServerCredentials(*tls), &port);
   builder.SetMaxReceiveMessageSize(static_cast<int>(s.options.max_request_bytes));
   builder.RegisterService(s.service.get());
+  builder.RegisterService(s.health.get());
   if (s.grpc_access->restricts_anything()) {
     std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
     interceptors.push_back(s.grpc_access->InterceptorFactory());
@@ -272,7 +268,6 @@ absl::Status StartGrpc(Server& s, int& port) {
   }
   s.grpc = builder.BuildAndStart();
   if (!s.grpc || port == 0) return absl::UnavailableError(absl::StrCat("cannot listen on ", address));
-  s.health = s.grpc->GetHealthCheckService();
   s.health->SetServingStatus("", false);
   return absl::OkStatus();
 }
@@ -353,6 +348,7 @@ absl::Status Start(Server& s) {
     s.cache = std::make_unique<ResponseCache>(static_cast<size_t>(bytes));
   }
   options.response_cache = s.cache.get();
+  s.health = std::make_unique<HealthService>();
   options.on_model_ready = [&s](const std::string& model, bool ready) {
     if (s.health) s.health->SetServingStatus(model, ready);
   };
@@ -389,7 +385,7 @@ void Shutdown(Server& s, int signal) {
   const absl::Duration grace = absl::Seconds(s.options.shutdown_grace_secs);
   Log(LogLevel::kInfo, "shutdown_started", {{"signal", strsignal(signal)}, {"grace_secs", absl::StrCat(grace / absl::Seconds(1))}});
   s.service->SetReady(false);
-  s.health->Shutdown();  // every service NOT_SERVING, and it stays so
+  s.health->Shutdown();  // every service NOT_SERVING, and it stays so; every Watch told and ended
   // Stops accepting calls, then waits for the running ones (queued requests included) up to the deadline,
   // after which gRPC cancels what is left and the batcher drops it before compute. REST inferences get the
   // same grace at the same time.

@@ -1338,6 +1338,33 @@ TEST(ShutdownTest, SigtermFinishesAcceptedRequestsAndExitsZero) {
   EXPECT_NE(server->Log().find("event=shutdown_complete"), std::string::npos);
 }
 
+// gRPC clients with health checking in their service config keep a Watch open on every backend. Such a stream
+// must end at the signal, told NOT_SERVING first: gRPC's built-in health service left it open until the grace
+// period ran out, so every shutdown took the whole of it.
+TEST(ShutdownTest, SigtermEndsHealthWatchesWithoutWaitingOutTheGracePeriod) {
+  const std::string repo = MakeRepository("shutdown_watch");
+  auto server = ServerProcess::Start(repo, {"--shutdown-grace-secs", "60"});
+  ASSERT_NE(server, nullptr);
+  auto health = grpc::health::v1::Health::NewStub(server->channel());
+  using Status = grpc::health::v1::HealthCheckResponse;
+  grpc::ClientContext watch_ctx;
+  grpc::health::v1::HealthCheckRequest watched;
+  watched.set_service("add");
+  auto watch = health->Watch(&watch_ctx, watched);
+  Status update;
+  ASSERT_TRUE(watch->Read(&update));
+  EXPECT_EQ(update.status(), Status::SERVING);
+
+  const auto signalled = std::chrono::steady_clock::now();
+  EXPECT_EQ(server->Terminate(std::chrono::seconds(30)), 0) << server->Log();
+  EXPECT_LT(std::chrono::steady_clock::now() - signalled, std::chrono::seconds(20))
+      << "the open Watch held the shutdown";
+  std::vector<Status::ServingStatus> statuses;
+  while (watch->Read(&update)) statuses.push_back(update.status());
+  EXPECT_EQ(statuses, std::vector<Status::ServingStatus>{Status::NOT_SERVING});
+  EXPECT_EQ(watch->Finish().error_code(), grpc::UNAVAILABLE);
+}
+
 // Calls of every kind still open at the signal: a health watch (told NOT_SERVING, then ended by the shutdown), a
 // stream and a unary call whose runs never end, and a call whose client went away mid-run. The server cancels
 // what the grace period leaves and exits 0.
