@@ -6,6 +6,7 @@
 //   identities: a chain of n Identities (identity elimination);
 //   gelus:      n/5 exact GELUs spelled out in five nodes each, chained (Gelu fusion), after n plain Negs;
 //   transposes: a chain of n Transposes of x, each the identity (transpose elimination);
+//   fan-out:    n identity Transposes all reading x (transpose elimination takes each off x's readers);
 //   matmuls:    n/2 MatMul -> Relu pairs, chained (each Relu fused into its MatMul: gemm fusion).
 #include <memory>
 #include <string>
@@ -114,6 +115,13 @@ void BM_LoadTransposes(benchmark::State& state) {
   TimeLoads(state, writer.Load(writer.Node("Relu", {last})));
 }
 
+void BM_LoadFanOut(benchmark::State& state) {
+  ModelWriter writer;
+  std::string last;
+  for (int64_t i = 0; i < state.range(0); ++i) last = writer.Node("Transpose", {"x"});
+  TimeLoads(state, writer.Load(writer.Node("Relu", {last})));
+}
+
 void BM_LoadMatMuls(benchmark::State& state) {
   ModelWriter writer;
   writer.Matrix("w", 4);
@@ -126,6 +134,7 @@ BENCHMARK(BM_LoadDeadNodes)->RangeMultiplier(4)->Range(4096, 65536)->Unit(benchm
 BENCHMARK(BM_LoadIdentities)->RangeMultiplier(4)->Range(4096, 65536)->Unit(benchmark::kMillisecond)->Complexity();
 BENCHMARK(BM_LoadGelus)->RangeMultiplier(4)->Range(4096, 65536)->Unit(benchmark::kMillisecond)->Complexity();
 BENCHMARK(BM_LoadTransposes)->RangeMultiplier(4)->Range(4096, 65536)->Unit(benchmark::kMillisecond)->Complexity();
+BENCHMARK(BM_LoadFanOut)->RangeMultiplier(4)->Range(4096, 65536)->Unit(benchmark::kMillisecond)->Complexity();
 BENCHMARK(BM_LoadMatMuls)->RangeMultiplier(4)->Range(4096, 65536)->Unit(benchmark::kMillisecond)->Complexity();
 
 }  // namespace
