@@ -317,8 +317,10 @@ void Graph::RemoveNodes(const absl::flat_hash_set<const Node*>& doomed) {
   for (Value* value : touched) {
     std::erase_if(value->uses_, [&](const Use& use) { return doomed.contains(use.node); });
   }
-  num_nodes_ -= static_cast<int>(
-      std::erase_if(nodes_, [&](const std::unique_ptr<Node>& node) { return doomed.contains(node.get()); }));
+  // A node RemoveNode already took out stays for Compact: it is no longer counted.
+  num_nodes_ -= static_cast<int>(std::erase_if(nodes_, [&](const std::unique_ptr<Node>& node) {
+    return !node->removed_ && doomed.contains(node.get());
+  }));
   for (Value* value : touched) RemoveIfUnused(value);
 }
 

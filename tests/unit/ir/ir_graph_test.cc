@@ -134,6 +134,22 @@ TEST(IrGraphTest, AScanGoesOnFromANodeThatWasRemoved) {
   EXPECT_EQ(Ops(graph), (std::vector<std::string>{"Relu", "Abs"}));
 }
 
+// A pass may hand RemoveNodes a node that a rewrite already removed: it is not counted out twice.
+TEST(IrGraphTest, RemovingANodeTwiceCountsItOnce) {
+  auto model = GraphBuilder().Input("x", {2}).Node("Neg", {"x"}, "a").Node("Relu", {"x"}, "y").Output("y").Load();
+  auto built = ir::BuildGraph(*model);
+  ASSERT_TRUE(built.ok()) << built.status();
+  ir::Graph& graph = **built;
+  ir::Node* neg = graph.FindValue("a")->producer();
+  graph.RemoveNode(neg);
+  ASSERT_EQ(graph.num_nodes(), 1);
+  graph.RemoveNodes({neg});
+  EXPECT_EQ(graph.num_nodes(), 1);
+  EXPECT_EQ(Ops(graph), std::vector<std::string>{"Relu"});
+  graph.Compact();
+  EXPECT_EQ(graph.num_nodes(), 1);
+}
+
 // The name table names one value per name. Removing a value used to erase its name's entry even when that
 // named another value, which FindValue then no longer found.
 TEST(IrGraphTest, RemovingAValueKeepsAnotherOfItsNameFindable) {
