@@ -193,12 +193,16 @@ class Graph {
   static void EraseUse(Value* value, Use use);
   // Drops `value` when it has no producer or readers and is no graph input, output or outer-scope value.
   void RemoveIfUnused(Value* value);
+  void DropUnusedCandidates();
 
   std::string name_;
   // Lists, so that a rewrite moves or removes a node or value without shifting every one after it.
   std::list<std::unique_ptr<Node>> nodes_;
   std::list<std::unique_ptr<Value>> values_;
   int num_nodes_ = 0;  // in the order: nodes_ less the removed ones
+  // Values that lost a reader, their producer or an output place since the last removal: the ones that may
+  // have become unused.
+  absl::flat_hash_set<Value*> maybe_unused_;
   absl::flat_hash_map<std::string, Value*> by_name_;
   std::vector<ValueInfo> input_infos_;
   std::vector<ValueInfo> output_infos_;
