@@ -10,7 +10,7 @@
 // direct convolution reaches about 113 GFLOP/s on ResNet's 3x3s (85% of the FMA peak). Why F(2x2, 3x3):
 // its transforms add and subtract only (and halve the weights), so results stay within a few roundings
 // of the direct convolution's; F(4x4, 3x3) needs fewer multiplies still but was measured 1.5e-4 off
-// relative to the value on a 32-channel 3x3, past what our tests and the conformance suite allow.
+// relative to the value on a 32-channel 3x3, past what the convolution tests allow.
 //
 // The transformed weights are 16/9 the size of the plain ones and every image streams them whole (each
 // plane's GEMM reads its own, so threads never read the same ones twice): Winograd pays where the maps
