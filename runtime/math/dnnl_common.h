@@ -4,8 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
 
 #include "oneapi/dnnl/dnnl.hpp"
+#include "runtime/math/conv_shape.h"
 
 namespace onnxserve {
 
@@ -20,6 +24,22 @@ inline constexpr int64_t kDnnlBandWork = int64_t{1} << 27;
 // Input shapes one node keeps plans for: a model's inputs take a few; a client cycling through sizes gets
 // our kernel past them instead of growing this.
 inline constexpr size_t kMaxDnnlPlans = 4;
+
+// The plan in `plans` for `shape`'s image geometry on `threads` threads, else the one `make()` makes, kept
+// while `plans` holds fewer than kMaxDnnlPlans; null when they are full or `make` declines the shape. The
+// caller holds the lock that guards `plans`. Plan has `shape` and `threads`.
+template <typename Plan, typename Make>
+const Plan* FindOrMakePlan(std::vector<std::unique_ptr<Plan>>& plans, const ConvShape2D& shape, int threads,
+                           Make make) {
+  for (const auto& plan : plans) {
+    if (plan->threads == threads && SameImageGeometry(plan->shape, shape)) return plan.get();
+  }
+  if (plans.size() >= kMaxDnnlPlans) return nullptr;
+  std::unique_ptr<Plan> plan = make();
+  if (plan == nullptr) return nullptr;
+  plans.push_back(std::move(plan));
+  return plans.back().get();
+}
 
 // A plain NCHW window of one image: `channels` x `rows` x `cols` of an image `height` x `width`.
 dnnl::memory::desc PlainWindow(int64_t channels, int64_t rows, int64_t cols, int64_t height, int64_t width);

@@ -45,26 +45,19 @@ struct Band {
 
 // The bands of one input shape on one thread count.
 struct Plan {
-  DnnlConvShape shape;
+  ConvShape2D shape;
   int threads = 0;
   int64_t band_rows = 0, bands = 0, band_work = 0;
   std::map<std::tuple<int64_t, int64_t, int64_t, int64_t>, Band> kinds;  // by (rows in, pad before, after, out)
   std::vector<const Band*> band_of;                                      // per band index
 };
 
-bool SameKey(const Plan& plan, const DnnlConvShape& s, int threads) {
-  const DnnlConvShape& p = plan.shape;
-  return plan.threads == threads && p.in_h == s.in_h && p.in_w == s.in_w && p.out_h == s.out_h && p.out_w == s.out_w &&
-         p.stride_h == s.stride_h && p.stride_w == s.stride_w && p.dilation_h == s.dilation_h &&
-         p.dilation_w == s.dilation_w && p.pad_top == s.pad_top && p.pad_left == s.pad_left;
-}
-
 class DnnlConvImpl final : public DnnlConv {
  public:
   explicit DnnlConvImpl(const DnnlConvWeights& dims)
       : dims_(dims), engine_(dnnl::engine::kind::cpu, 0), zero_bias_(static_cast<size_t>(dims.maps), 0.0f) {}
 
-  absl::StatusOr<bool> TryRun(const DnnlConvShape& shape, const float* x, const float* w, const float* bias,
+  absl::StatusOr<bool> TryRun(const ConvShape2D& shape, const float* x, const float* w, const float* bias,
                               const Activation& activation, float* y, ThreadPool& pool) const override {
     const Plan* plan = PlanFor(shape, w, pool.num_threads());
     if (plan == nullptr) return false;
@@ -82,7 +75,7 @@ class DnnlConvImpl final : public DnnlConv {
   // over the rows it wrote while they are in cache.
   void RunBands(const Plan& plan, int64_t batch, const float* x, const float* bias, const Activation& activation,
                 float* y, ThreadPool& pool) const {
-    const DnnlConvShape& shape = plan.shape;
+    const ConvShape2D& shape = plan.shape;
     const int64_t image_in = dims_.channels * shape.in_h * shape.in_w;
     const int64_t image_out = dims_.maps * shape.out_h * shape.out_w;
     const vec::VectorKernels& kernels = vec::Kernels();
@@ -102,19 +95,14 @@ class DnnlConvImpl final : public DnnlConv {
   }
 
   // The plan of `shape` on `threads` threads, made on its first call; null when it is not one to run.
-  const Plan* PlanFor(const DnnlConvShape& shape, const float* w, int threads) const {
+  const Plan* PlanFor(const ConvShape2D& shape, const float* w, int threads) const {
     absl::MutexLock lock(&mutex_);
-    for (const auto& plan : plans_) {
-      if (SameKey(*plan, shape, threads)) return plan.get();
-    }
-    if (plans_.size() >= kMaxDnnlPlans) return nullptr;
-    auto plan = MakePlan(shape, w, threads);
-    if (plan == nullptr) return nullptr;
-    plans_.push_back(std::move(plan));
-    return plans_.back().get();
+    return FindOrMakePlan(plans_, shape, threads, [&] {
+      return MakePlan(shape, w, threads);  // under the lock taken above
+    });
   }
 
-  std::unique_ptr<Plan> MakePlan(const DnnlConvShape& shape, const float* w, int threads) const
+  std::unique_ptr<Plan> MakePlan(const ConvShape2D& shape, const float* w, int threads) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
     const int64_t ext_h = (dims_.kernel_h - 1) * shape.dilation_h + 1;
     const int64_t ext_w = (dims_.kernel_w - 1) * shape.dilation_w + 1;
@@ -153,7 +141,7 @@ class DnnlConvImpl final : public DnnlConv {
     return plan;
   }
 
-  Band MakeBand(const DnnlConvShape& shape, const RowWindow& rows_in, const RowWindow& cols_in, int64_t rows_out,
+  Band MakeBand(const ConvShape2D& shape, const RowWindow& rows_in, const RowWindow& cols_in, int64_t rows_out,
                 const float* w) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
     const int64_t c = dims_.channels, m = dims_.maps;
     const int64_t in_rows = rows_in.end - rows_in.begin, in_cols = cols_in.end - cols_in.begin;

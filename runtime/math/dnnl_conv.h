@@ -20,19 +20,13 @@
 #include "absl/status/statusor.h"
 #include "runtime/core/thread_pool.h"
 #include "runtime/math/activation.h"
+#include "runtime/math/conv_shape.h"
 
 namespace onnxserve {
 
 // The weights' dims, [maps, channels, kernel_h, kernel_w].
 struct DnnlConvWeights {
   int64_t maps = 0, channels = 0, kernel_h = 0, kernel_w = 0;
-};
-
-// One call's geometry: X is [batch, channels, in_h, in_w], Y [batch, maps, out_h, out_w]; pads are the
-// rows and columns of zeros before the image (those after follow from the output size).
-struct DnnlConvShape {
-  int64_t batch = 0, in_h = 0, in_w = 0, out_h = 0, out_w = 0;
-  int64_t stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1, pad_top = 0, pad_left = 0;
 };
 
 class DnnlConv {
@@ -44,11 +38,12 @@ class DnnlConv {
   virtual ~DnnlConv() = default;
 
   // Y = activation(conv(X, W) + bias) (bias may be null) on `pool`'s threads, W being the weights of
-  // Create's dims as given at load (reordered once per input shape, on its first call). False, Y
+  // Create's dims as given at load (reordered once per input shape, on its first call). X is NCHW; the
+  // pads after the image are not read (they follow from the output size). False, Y
   // untouched, when it does not run this shape (pads past the kernel, too many shapes already, a row of
   // output too much work for one band); the caller's kernel runs it then. Throws RunStopped when the run
   // ends between bands.
-  virtual absl::StatusOr<bool> TryRun(const DnnlConvShape& shape, const float* x, const float* w, const float* bias,
+  virtual absl::StatusOr<bool> TryRun(const ConvShape2D& shape, const float* x, const float* w, const float* bias,
                                       const Activation& activation, float* y, ThreadPool& pool) const = 0;
 };
 

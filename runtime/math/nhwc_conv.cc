@@ -118,26 +118,18 @@ struct Band {
 
 // The bands of one input shape on one thread count.
 struct Plan {
-  NhwcConvShape shape;
+  ConvShape2D shape;
   int threads = 0;
   int64_t band_work = 0;
   std::vector<Band> bands;
 };
-
-bool SameKey(const Plan& plan, const NhwcConvShape& s, int threads) {
-  const NhwcConvShape& p = plan.shape;
-  return plan.threads == threads && p.in_h == s.in_h && p.in_w == s.in_w && p.out_h == s.out_h &&
-         p.out_w == s.out_w && p.stride_h == s.stride_h && p.stride_w == s.stride_w &&
-         p.dilation_h == s.dilation_h && p.dilation_w == s.dilation_w && p.pad_top == s.pad_top &&
-         p.pad_left == s.pad_left && p.pad_bottom == s.pad_bottom && p.pad_right == s.pad_right;
-}
 
 class NhwcConvImpl final : public NhwcConv {
  public:
   NhwcConvImpl(const NhwcConvWeights& dims, bool has_z, const Activation& activation)
       : dims_(dims), has_z_(has_z), activation_(activation), zero_bias_(static_cast<size_t>(dims.maps), 0.0f) {}
 
-  absl::StatusOr<bool> TryRun(const NhwcConvShape& shape, const float* x, const float* w, const float* bias,
+  absl::StatusOr<bool> TryRun(const ConvShape2D& shape, const float* x, const float* w, const float* bias,
                               const float* z, float* y, ThreadPool& pool) const override {
     if (has_z_ != (z != nullptr)) return absl::InternalError("Z given to a convolution made without it, or none");
     const Plan* plan = PlanFor(shape, w, pool.num_threads());
@@ -160,7 +152,7 @@ class NhwcConvImpl final : public NhwcConv {
   // its convolution adds to them, on its own thread, while they are then in cache.
   void RunBands(const Plan& plan, const float* x, const float* bias, const float* z, float* y,
                 ThreadPool& pool) const {
-    const NhwcConvShape& s = plan.shape;
+    const ConvShape2D& s = plan.shape;
     const int64_t in_image = s.in_h * s.in_w * InChannels(), out_image = s.out_h * s.out_w * dims_.maps;
     const int64_t bands = static_cast<int64_t>(plan.bands.size());
     const vec::VectorKernels& kernels = vec::Kernels();
@@ -212,19 +204,14 @@ class NhwcConvImpl final : public NhwcConv {
                         ThreadScratch(slot, static_cast<int64_t>(desc.get_size() / sizeof(float)) + 1));
   }
 
-  const Plan* PlanFor(const NhwcConvShape& shape, const float* w, int threads) const {
+  const Plan* PlanFor(const ConvShape2D& shape, const float* w, int threads) const {
     absl::MutexLock lock(&mutex_);
-    for (const auto& plan : plans_) {
-      if (SameKey(*plan, shape, threads)) return plan.get();
-    }
-    if (plans_.size() >= kMaxDnnlPlans) return nullptr;
-    auto plan = MakePlan(shape, w, threads);
-    if (plan == nullptr) return nullptr;
-    plans_.push_back(std::move(plan));
-    return plans_.back().get();
+    return FindOrMakePlan(plans_, shape, threads, [&] {
+      return MakePlan(shape, w, threads);  // under the lock taken above
+    });
   }
 
-  std::unique_ptr<Plan> MakePlan(const NhwcConvShape& shape, const float* w, int threads) const
+  std::unique_ptr<Plan> MakePlan(const ConvShape2D& shape, const float* w, int threads) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
     const int64_t ext_h = (dims_.kernel_h - 1) * shape.dilation_h + 1;
     const int64_t ext_w = (dims_.kernel_w - 1) * shape.dilation_w + 1;
@@ -271,7 +258,7 @@ class NhwcConvImpl final : public NhwcConv {
   }
 
   // A 1x1 at stride 1 without pads: its map is a matrix of pixels, cut anywhere.
-  bool IsPointwise(const NhwcConvShape& s) const {
+  bool IsPointwise(const ConvShape2D& s) const {
     return dims_.kernel_h == 1 && dims_.kernel_w == 1 && s.stride_h == 1 && s.stride_w == 1 && s.pad_top == 0 &&
            s.pad_left == 0 && s.pad_bottom == 0 && s.pad_right == 0;
   }
@@ -279,12 +266,12 @@ class NhwcConvImpl final : public NhwcConv {
   // A dense 3x3 at stride 1 without Z: oneDNN's Winograd convolution (AVX-512 only) takes it, in its blocked
   // layout, where its bands are large enough (kMinWinogradPixels). Z would have to join in the blocked
   // layout, before the activation: those stay direct.
-  bool WinogradFits(const NhwcConvShape& s) const {
+  bool WinogradFits(const ConvShape2D& s) const {
     return !dims_.depthwise && !has_z_ && dims_.kernel_h == 3 && dims_.kernel_w == 3 && s.stride_h == 1 &&
            s.stride_w == 1 && s.dilation_h == 1 && s.dilation_w == 1;
   }
 
-  Band MakeBand(const NhwcConvShape& s, int64_t out_row, int64_t out_rows, bool winograd, const float* w) const
+  Band MakeBand(const ConvShape2D& s, int64_t out_row, int64_t out_rows, bool winograd, const float* w) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
     const RowWindow rows = WindowOf(out_row, out_rows, s.in_h, s.stride_h, s.dilation_h, dims_.kernel_h, s.pad_top);
     const dnnl::memory::desc src({1, InChannels(), rows.end - rows.begin, s.in_w}, kF32, Tag::nhwc);

@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "runtime/core/thread_pool.h"
 #include "runtime/math/activation.h"
+#include "runtime/math/conv_shape.h"
 
 namespace onnxserve {
 
@@ -42,14 +43,6 @@ struct NhwcConvWeights {
   bool depthwise = false;
 };
 
-// One call's geometry: X is [batch, in_h, in_w, channels], Y [batch, out_h, out_w, maps]. Pads are the
-// zero rows and columns before and after the image.
-struct NhwcConvShape {
-  int64_t batch = 0, in_h = 0, in_w = 0, out_h = 0, out_w = 0;
-  int64_t stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
-  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
-};
-
 class NhwcConv {
  public:
   // The convolution of weights of `dims`, Y = activation(conv(X, W) + bias [+ Z when `has_z`]); null
@@ -57,12 +50,13 @@ class NhwcConv {
   static std::unique_ptr<NhwcConv> Create(const NhwcConvWeights& dims, bool has_z, const Activation& activation);
   virtual ~NhwcConv() = default;
 
-  // Runs one call, W being the weights of Create's dims as given at load (reordered once per input shape,
+  // Runs one call, X [batch, in_h, in_w, channels] and Y [batch, out_h, out_w, maps], W being the weights of
+  // Create's dims as given at load (reordered once per input shape,
   // on its first call); Z, of Y's shape, is read when Create was told it is there. False, Y untouched,
   // when it does not run this shape (pads oneDNN refuses, a shape it has only its reference code for, too
   // many shapes already): the caller runs it another way then. Throws RunStopped when the run ends
   // between bands.
-  virtual absl::StatusOr<bool> TryRun(const NhwcConvShape& shape, const float* x, const float* w,
+  virtual absl::StatusOr<bool> TryRun(const ConvShape2D& shape, const float* x, const float* w,
                                       const float* bias, const float* z, float* y, ThreadPool& pool) const = 0;
 };
 

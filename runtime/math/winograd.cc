@@ -127,7 +127,7 @@ void WeightStep(const double g[3], double out[4]) {
 
 bool WinogradConvolutionsWin() { return ActiveIsa() == Isa::kAvx2; }
 
-bool Winograd3x3::Fits(const WinogradShape& shape) const {
+bool Winograd3x3::Fits(const ConvShape2D& shape) const {
   // In double: a hostile model's channels times a hostile request's width need not fit in int64.
   return static_cast<double>(kPlanes) * static_cast<double>(std::max(maps_, channels_)) *
              static_cast<double>(TilesAcross(shape.out_w)) <= static_cast<double>(kMaxPassFloats);
@@ -158,7 +158,7 @@ const std::vector<PackedRows>& Winograd3x3::TransformedWeights() const {
   return u_;
 }
 
-void Winograd3x3::Run(const WinogradShape& shape, const float* x, const WinogradEpilogue& epilogue, float* y,
+void Winograd3x3::Run(const ConvShape2D& shape, const float* x, const WinogradEpilogue& epilogue, float* y,
                       ThreadPool& pool) const {
   const int64_t tiles_h = TilesAcross(shape.out_h), tiles_w = TilesAcross(shape.out_w);
   const int64_t rows_per_pass =
@@ -182,7 +182,7 @@ void Winograd3x3::Run(const WinogradShape& shape, const float* x, const Winograd
   });
 }
 
-void Winograd3x3::RunTileRows(const WinogradShape& shape, const float* x, int64_t first_row, int64_t rows,
+void Winograd3x3::RunTileRows(const ConvShape2D& shape, const float* x, int64_t first_row, int64_t rows,
                               const WinogradEpilogue& epilogue, float* y, ThreadPool& pool) const {
   const std::vector<PackedRows>& u = TransformedWeights();
   const int64_t tiles_w = TilesAcross(shape.out_w), tiles = rows * tiles_w, plane = shape.in_h * shape.in_w;

@@ -23,6 +23,7 @@
 
 #include "runtime/core/thread_pool.h"
 #include "runtime/math/activation.h"
+#include "runtime/math/conv_shape.h"
 #include "runtime/math/packed_gemm.h"
 
 namespace onnxserve {
@@ -39,12 +40,6 @@ inline constexpr int64_t kMinWinogradPixels = 14 * 14;
 // are not.
 bool WinogradConvolutionsWin();
 
-// One call's geometry: X [batch, channels, in_h, in_w], Y [batch, maps, out_h, out_w]; pad_top and
-// pad_left rows and columns of zeros before the image (the windows past its end read zeros too).
-struct WinogradShape {
-  int64_t batch = 0, in_h = 0, in_w = 0, out_h = 0, out_w = 0, pad_top = 0, pad_left = 0;
-};
-
 struct WinogradEpilogue {
   const float* bias = nullptr;  // [maps], or null
   const float* z = nullptr;     // Y's shape, added before the activation, or null
@@ -57,17 +52,18 @@ class Winograd3x3 {
   Winograd3x3(const float* w, int64_t maps, int64_t channels) : w_(w), maps_(maps), channels_(channels) {}
 
   // Whether Run takes `shape`: one row of its tiles fits a pass's bounded buffers.
-  bool Fits(const WinogradShape& shape) const;
+  bool Fits(const ConvShape2D& shape) const;
 
-  // Y = activation(conv(X, W) + bias + Z), for a shape that Fits. Only where PackedGemmSupported(). Splits
-  // over `pool`; throws RunStopped when the run ends between its phases.
-  void Run(const WinogradShape& shape, const float* x, const WinogradEpilogue& epilogue, float* y,
+  // Y = activation(conv(X, W) + bias + Z), X and Y NCHW, for a shape at stride 1 and dilation 1 that Fits
+  // (the pads after the image are not read: windows past it read zeros). Only where PackedGemmSupported().
+  // Splits over `pool`; throws RunStopped when the run ends between its phases.
+  void Run(const ConvShape2D& shape, const float* x, const WinogradEpilogue& epilogue, float* y,
            ThreadPool& pool) const;
 
  private:
   const std::vector<PackedRows>& TransformedWeights() const;
   // Tile rows [first_row, first_row + rows) of one image: transform, multiply, transform back.
-  void RunTileRows(const WinogradShape& shape, const float* x, int64_t first_row, int64_t rows,
+  void RunTileRows(const ConvShape2D& shape, const float* x, int64_t first_row, int64_t rows,
                    const WinogradEpilogue& epilogue, float* y, ThreadPool& pool) const;
 
   const float* w_;

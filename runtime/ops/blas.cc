@@ -277,6 +277,29 @@ void NarrowFromFloat(const Tensor& f, Tensor& out) {
   }
 }
 
+ConvShape2D ConvGeometry::Shape2D(int64_t batch) const {
+  // The zeros the last window reads past the image. Below zero (a 1x1 at stride 2 of an even image leaves
+  // its last column unread) it is 0 for oneDNN: its formula for the output size then still gives ours,
+  // since the unread part is shorter than a stride.
+  auto pad_end = [&](int d) {
+    const int64_t extent = (kernel[d] - 1) * dilations[d] + 1;
+    return std::max<int64_t>(0, (grid[d] - 1) * strides[d] + extent - image[d] - pad_begin[d]);
+  };
+  return {.batch = batch,
+          .in_h = image[0],
+          .in_w = image[1],
+          .out_h = grid[0],
+          .out_w = grid[1],
+          .stride_h = strides[0],
+          .stride_w = strides[1],
+          .dilation_h = dilations[0],
+          .dilation_w = dilations[1],
+          .pad_top = pad_begin[0],
+          .pad_left = pad_begin[1],
+          .pad_bottom = pad_end(0),
+          .pad_right = pad_end(1)};
+}
+
 ConvGeometry::Dims ConvGeometry::OrOnes(const std::vector<int64_t>& given, size_t rank) {
   return given.empty() ? Dims(rank, 1) : Dims(given.begin(), given.end());
 }

@@ -12,6 +12,7 @@
 #include "absl/types/span.h"
 #include "runtime/core/tensor.h"
 #include "runtime/core/thread_pool.h"
+#include "runtime/math/conv_shape.h"
 #include "runtime/registry/kernel.h"
 
 namespace onnxserve {
@@ -72,6 +73,8 @@ struct ConvGeometry {
   int64_t KernelSize() const;
   // A 1x1 kernel, stride 1, no padding, same image and grid: the image already is the column matrix.
   bool IsPointwise() const;
+  // A 2-D geometry as the math kernels take it (oneDNN's paths, Winograd3x3), for `batch` images.
+  ConvShape2D Shape2D(int64_t batch) const;
   // An attribute's values, or `rank` ones where the model left it out (strides, dilations).
   static Dims OrOnes(const std::vector<int64_t>& given, size_t rank);
 };

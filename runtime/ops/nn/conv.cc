@@ -216,18 +216,22 @@ class ConvKernel final : public OpKernel {
       return absl::OkStatus();
     }
     const bool constant = packed_source_ != nullptr && w.raw_data() == packed_source_;
-    if (constant && winograd_ != nullptr && WinogradPays(geo, x.dim(0))) {
-      winograd_->Run(WinogradShapeOf(geo, x.dim(0)), x.data<float>(),
-                     {.bias = b ? b->data<float>() : nullptr, .z = z ? z->data<float>() : nullptr,
-                      .activation = activation},
-                     y.data<float>(), pool);
-      return absl::OkStatus();
-    }
-    if (constant && dnnl_ != nullptr && z == nullptr) {
-      ASSIGN_OR_RETURN(const bool ran, dnnl_->TryRun(DnnlShape(geo, x.dim(0)), x.data<float>(), w.data<float>(),
-                                                     b ? b->data<float>() : nullptr, activation, y.data<float>(),
-                                                     pool));
-      if (ran) return absl::OkStatus();
+    // Both exist only for 2-D weights.
+    if (constant && (winograd_ != nullptr || dnnl_ != nullptr)) {
+      const ConvShape2D shape = geo.Shape2D(x.dim(0));
+      if (winograd_ != nullptr && WinogradPays(shape)) {
+        winograd_->Run(shape, x.data<float>(),
+                       {.bias = b ? b->data<float>() : nullptr, .z = z ? z->data<float>() : nullptr,
+                        .activation = activation},
+                       y.data<float>(), pool);
+        return absl::OkStatus();
+      }
+      if (dnnl_ != nullptr && z == nullptr) {
+        ASSIGN_OR_RETURN(const bool ran, dnnl_->TryRun(shape, x.data<float>(), w.data<float>(),
+                                                       b ? b->data<float>() : nullptr, activation, y.data<float>(),
+                                                       pool));
+        if (ran) return absl::OkStatus();
+      }
     }
     if (constant) {
       RunPacked(geo, x, PackedWeights(w), b, z, activation, y, pool);
@@ -238,34 +242,10 @@ class ConvKernel final : public OpKernel {
   }
 
   // winograd_ exists for 2-D 3x3 weights of one group; it pays at stride 1 on large maps.
-  bool WinogradPays(const ConvGeometry& geo, int64_t batch) const {
-    return geo.strides[0] == 1 && geo.strides[1] == 1 && geo.dilations[0] == 1 && geo.dilations[1] == 1 &&
-           geo.GridSize() >= kMinWinogradPixels && winograd_->Fits(WinogradShapeOf(geo, batch));
-  }
-
-  static WinogradShape WinogradShapeOf(const ConvGeometry& geo, int64_t batch) {
-    return {.batch = batch,
-            .in_h = geo.image[0],
-            .in_w = geo.image[1],
-            .out_h = geo.grid[0],
-            .out_w = geo.grid[1],
-            .pad_top = geo.pad_begin[0],
-            .pad_left = geo.pad_begin[1]};
-  }
-
-  // oneDNN's view of a 2-D geometry (dnnl_ exists only for 2-D weights).
-  static DnnlConvShape DnnlShape(const ConvGeometry& geo, int64_t batch) {
-    return {.batch = batch,
-            .in_h = geo.image[0],
-            .in_w = geo.image[1],
-            .out_h = geo.grid[0],
-            .out_w = geo.grid[1],
-            .stride_h = geo.strides[0],
-            .stride_w = geo.strides[1],
-            .dilation_h = geo.dilations[0],
-            .dilation_w = geo.dilations[1],
-            .pad_top = geo.pad_begin[0],
-            .pad_left = geo.pad_begin[1]};
+  bool WinogradPays(const ConvShape2D& s) const {
+    return s.stride_h == 1 && s.stride_w == 1 && s.dilation_h == 1 && s.dilation_w == 1 &&
+           // In double: with no images, the map's size is not bounded by Y's.
+           static_cast<double>(s.out_h) * static_cast<double>(s.out_w) >= kMinWinogradPixels && winograd_->Fits(s);
   }
 
   // The shape GroupedConv2D takes when this 1-D or 2-D convolution's groups are small enough

@@ -104,7 +104,7 @@ class NhwcConvKernel final : public OpKernel {
     if (z != nullptr && z->shape() != y_shape) return RunFallback(ctx);
     ASSIGN_OR_RETURN(Tensor * y, ctx.CheckedOutput(0, DataType::kFloat, y_shape));
     if (conv_ != nullptr) {
-      ASSIGN_OR_RETURN(const bool ran, conv_->TryRun(ShapeOf(geo, x.dim(0)), x.data<float>(), w.data<float>(),
+      ASSIGN_OR_RETURN(const bool ran, conv_->TryRun(geo.Shape2D(x.dim(0)), x.data<float>(), w.data<float>(),
                                                      b ? b->data<float>() : nullptr, z ? z->data<float>() : nullptr,
                                                      y->data<float>(), ctx.pool()));
       if (ran) return absl::OkStatus();
@@ -113,29 +113,6 @@ class NhwcConvKernel final : public OpKernel {
   }
 
  private:
-  static NhwcConvShape ShapeOf(const ConvGeometry& geo, int64_t batch) {
-    // The zeros the last window reads past the image. Below zero (a 1x1 at stride 2 of an even image
-    // leaves its last column unread) it is 0 for oneDNN: its formula for the output size then still gives
-    // ours, since the unread part is shorter than a stride.
-    auto pad_end = [&](int d) {
-      const int64_t extent = (geo.kernel[d] - 1) * geo.dilations[d] + 1;
-      return std::max<int64_t>(0, (geo.grid[d] - 1) * geo.strides[d] + extent - geo.image[d] - geo.pad_begin[d]);
-    };
-    return {.batch = batch,
-            .in_h = geo.image[0],
-            .in_w = geo.image[1],
-            .out_h = geo.grid[0],
-            .out_w = geo.grid[1],
-            .stride_h = geo.strides[0],
-            .stride_w = geo.strides[1],
-            .dilation_h = geo.dilations[0],
-            .dilation_w = geo.dilations[1],
-            .pad_top = geo.pad_begin[0],
-            .pad_left = geo.pad_begin[1],
-            .pad_bottom = pad_end(0),
-            .pad_right = pad_end(1)};
-  }
-
   // FusedConv's kernel on X and Z in NCHW, its Y changed back to NHWC.
   absl::Status RunFallback(KernelContext& ctx) const {
     const Tensor x = ToNchw(*ctx.Input(0), ctx.pool());

@@ -44,7 +44,7 @@ std::string Describe(const Case& c) {
                                                        c.pad_right, c.threads});
 }
 
-DnnlConvShape ShapeOf(const Case& c) {
+ConvShape2D ShapeOf(const Case& c) {
   return {.batch = c.batch,
           .in_h = c.in_h,
           .in_w = c.in_w,
@@ -75,7 +75,7 @@ class DnnlConvTest : public ::testing::Test {
   static void Check(const Case& c, bool bias, const Activation& activation) {
     SCOPED_TRACE(::testing::Message() << "case " << Describe(c) << " on " << IsaName(ActiveIsa())
                                       << " bias=" << bias << " activation=" << DescribeActivation(activation));
-    const DnnlConvShape shape = ShapeOf(c);
+    const ConvShape2D shape = ShapeOf(c);
     const int64_t taps = c.channels * c.kernel * c.kernel, map_size = shape.out_h * shape.out_w;
     const int64_t y_size = c.batch * c.maps * map_size;
     const std::vector<float> x = RandomFloats(c.batch * c.channels * c.in_h * c.in_w, 1);

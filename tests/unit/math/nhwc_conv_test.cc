@@ -42,7 +42,7 @@ std::string Describe(const Case& c) {
                                                        c.stride, c.pad, c.depthwise, c.threads});
 }
 
-NhwcConvShape ShapeOf(const Case& c) {
+ConvShape2D ShapeOf(const Case& c) {
   const int64_t out_h = ConvOutputSize(c.in_h, c.pad, c.pad, c.kernel, 1, c.stride);
   const int64_t out_w = ConvOutputSize(c.in_w, c.pad, c.pad, c.kernel, 1, c.stride);
   // What the kernel tells oneDNN: the zeros the last window reads, never below zero.
@@ -74,7 +74,7 @@ class NhwcConvTest : public ::testing::Test {
   static void Check(const Case& c, bool with_z, const Activation& activation) {
     SCOPED_TRACE(::testing::Message() << "case " << Describe(c) << " on " << IsaName(ActiveIsa())
                                       << " z=" << with_z << " activation=" << DescribeActivation(activation));
-    const NhwcConvShape shape = ShapeOf(c);
+    const ConvShape2D shape = ShapeOf(c);
     const int64_t group_channels = c.depthwise ? 1 : c.channels;
     const int64_t taps = group_channels * c.kernel * c.kernel, out_pixels = shape.out_h * shape.out_w;
     const int64_t y_size = c.batch * c.maps * out_pixels;
@@ -168,13 +168,13 @@ TEST_F(NhwcConvTest, RefusesPadsPastTheKernelAndShapesPastItsPlans) {
   std::vector<float> y(8 * 64 * 4, 0.0f);
   const auto conv = NhwcConv::Create({.maps = 8, .channels = 8, .kernel_h = 1, .kernel_w = 1}, false, {});
   // A 1x1 with a pad of 1: its border outputs read only zeros, which oneDNN does not take.
-  NhwcConvShape padded{.batch = 1, .in_h = 8, .in_w = 8, .out_h = 10, .out_w = 10, .pad_top = 1, .pad_left = 1,
-                       .pad_bottom = 1, .pad_right = 1};
+  ConvShape2D padded{.batch = 1, .in_h = 8, .in_w = 8, .out_h = 10, .out_w = 10, .pad_top = 1, .pad_left = 1,
+                     .pad_bottom = 1, .pad_right = 1};
   EXPECT_FALSE(*conv->TryRun(padded, x.data(), w.data(), nullptr, nullptr, y.data(), pool));
   EXPECT_EQ(y, std::vector<float>(y.size(), 0.0f)) << "a refused shape must leave Y alone";
   int ran = 0;
   for (int64_t side = 1; side <= 8; ++side) {
-    const NhwcConvShape shape{.batch = 1, .in_h = side, .in_w = 8, .out_h = side, .out_w = 8};
+    const ConvShape2D shape{.batch = 1, .in_h = side, .in_w = 8, .out_h = side, .out_w = 8};
     ran += *conv->TryRun(shape, x.data(), w.data(), nullptr, nullptr, y.data(), pool);
   }
   EXPECT_EQ(ran, 4) << "plans are kept for four shapes a node; past them the caller's kernel runs";
@@ -184,7 +184,7 @@ TEST_F(NhwcConvTest, RejectsZWhereItWasNotMadeForOne) {
   ThreadPool pool(1);
   const std::vector<float> w = RandomFloats(8 * 8, 2), x = RandomFloats(8 * 16, 1);
   std::vector<float> y(8 * 16), z(8 * 16);
-  const NhwcConvShape shape{.batch = 1, .in_h = 4, .in_w = 4, .out_h = 4, .out_w = 4};
+  const ConvShape2D shape{.batch = 1, .in_h = 4, .in_w = 4, .out_h = 4, .out_w = 4};
   const auto conv = NhwcConv::Create({.maps = 8, .channels = 8, .kernel_h = 1, .kernel_w = 1}, false, {});
   EXPECT_FALSE(conv->TryRun(shape, x.data(), w.data(), nullptr, z.data(), y.data(), pool).ok());
 }

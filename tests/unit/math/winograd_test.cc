@@ -49,7 +49,7 @@ class WinogradTest : public ::testing::Test {
     constexpr int64_t kGuard = 32;
     std::vector<float> y(static_cast<size_t>(y_size + kGuard), kSentinel);
     const Winograd3x3 winograd(w.data(), c.maps, c.channels);
-    const WinogradShape shape{.batch = c.batch, .in_h = c.in_h, .in_w = c.in_w, .out_h = out_h, .out_w = out_w,
+    const ConvShape2D shape{.batch = c.batch, .in_h = c.in_h, .in_w = c.in_w, .out_h = out_h, .out_w = out_w,
                               .pad_top = c.pad, .pad_left = c.pad};
     ASSERT_TRUE(winograd.Fits(shape));
     ThreadPool pool(c.threads);
