@@ -132,6 +132,9 @@ class NhwcConvImpl final : public NhwcConv {
   absl::StatusOr<bool> TryRun(const ConvShape2D& shape, const float* x, const float* w, const float* bias,
                               const float* z, float* y, ThreadPool& pool) const override {
     if (has_z_ != (z != nullptr)) return absl::InternalError("Z given to a convolution made without it, or none");
+    // No images: nothing to compute, however large an image the request declares (X and Y are empty then,
+    // so nothing bounds the image, and its plan would have a band per row).
+    if (shape.batch == 0) return true;
     const Plan* plan = PlanFor(shape, w, pool.num_threads());
     if (plan == nullptr) return false;
     try {

@@ -237,6 +237,26 @@ TEST_F(DnnlConvTest, DeclinesWhatItShouldNotRun) {
       << "the keyword spotter's stem: 40 multiply-adds per output";
 }
 
+// A request of no images may still declare a huge image (X has no elements whatever its height): there is
+// nothing to compute, and planning it made a plan of 589,824 bands that took one of the node's few slots.
+TEST_F(DnnlConvTest, NoImagesOfAHugeSizeTakeNoPlan) {
+  ThreadPool pool(2);
+  const std::vector<float> w = RandomFloats(8 * 16 * 9, 2), x = RandomFloats(16 * 16 * 16, 1);
+  std::vector<float> y(8 * 16 * 16);
+  const auto conv = Make({.batch = 1, .channels = 16, .maps = 8, .in_h = 1, .in_w = 1, .kernel = 3});
+  const int64_t tall = int64_t{1} << 30;
+  const ConvShape2D none{.batch = 0, .in_h = tall, .in_w = 64, .out_h = tall, .out_w = 64, .pad_top = 1,
+                         .pad_left = 1, .pad_bottom = 1, .pad_right = 1};
+  const absl::StatusOr<bool> ran = conv->TryRun(none, x.data(), w.data(), nullptr, {}, y.data(), pool);
+  ASSERT_TRUE(ran.ok()) << ran.status();
+  EXPECT_TRUE(*ran);
+  for (int64_t size = 8; size < 12; ++size) {
+    const Case c{.batch = 1, .channels = 16, .maps = 8, .in_h = size, .in_w = size, .kernel = 3};
+    EXPECT_TRUE(*conv->TryRun(ShapeOf(c), x.data(), w.data(), nullptr, {}, y.data(), pool))
+        << size << ": the node still has a plan for each of its first four sizes";
+  }
+}
+
 TEST_F(DnnlConvTest, StopsBetweenBandsWhenTheRunEnds) {
   const Case c{.batch = 4, .channels = 64, .maps = 64, .in_h = 64, .in_w = 64, .kernel = 3, .pad_top = 1,
                .pad_left = 1, .pad_bottom = 1, .pad_right = 1, .threads = 2};

@@ -180,6 +180,21 @@ TEST_F(NhwcConvTest, RefusesPadsPastTheKernelAndShapesPastItsPlans) {
   EXPECT_EQ(ran, 4) << "plans are kept for four shapes a node; past them the caller's kernel runs";
 }
 
+// A request of no images may still declare a huge image (X has no elements whatever its height): there is
+// nothing to compute, and planning bands for the image would make a primitive per row.
+TEST_F(NhwcConvTest, NoImagesOfAHugeSizeComputeNothing) {
+  ThreadPool pool(2);
+  const std::vector<float> w = RandomFloats(8 * 8 * 9, 2);
+  const auto conv = NhwcConv::Create({.maps = 8, .channels = 8, .kernel_h = 3, .kernel_w = 3}, false, {});
+  const int64_t side = int64_t{1} << 30;
+  const ConvShape2D shape{.batch = 0, .in_h = side, .in_w = side, .out_h = side, .out_w = side, .pad_top = 1,
+                          .pad_left = 1, .pad_bottom = 1, .pad_right = 1};
+  float none = 0.0f;
+  const absl::StatusOr<bool> ran = conv->TryRun(shape, &none, w.data(), nullptr, nullptr, &none, pool);
+  ASSERT_TRUE(ran.ok()) << ran.status();
+  EXPECT_TRUE(*ran);
+}
+
 TEST_F(NhwcConvTest, RejectsZWhereItWasNotMadeForOne) {
   ThreadPool pool(1);
   const std::vector<float> w = RandomFloats(8 * 8, 2), x = RandomFloats(8 * 16, 1);
