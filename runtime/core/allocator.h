@@ -1,6 +1,6 @@
-// Aligned buffers for tensor storage, recycled by exact size so that steady-state inference with known
-// shapes allocates nothing from the system: a buffer released after its last use is handed to the next
-// request of the same size (within a run, or in the next run).
+// Aligned buffers for tensor storage, recycled so that steady-state inference with known shapes allocates
+// nothing from the system: a buffer released after its last use is handed to a later request of its size or
+// a little smaller (within a run, or in the next run), the most recently released first.
 #pragma once
 
 #include <cstddef>

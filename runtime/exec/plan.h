@@ -1,7 +1,8 @@
-// An ExecutionPlan is an optimized graph (runtime/ir/, rewritten by runtime/passes/) compiled once: nodes in order with their kernels created, every value given a
-// slot, and for each node the slots whose last reader it is, so that intermediate buffers go back to the
-// allocator's cache the moment nothing needs them and the next node of the same size reuses them. Run() is
-// const and keeps all per-run state in a local frame: one plan serves many threads.
+// An ExecutionPlan is an optimized graph (runtime/ir/, rewritten by runtime/passes/) compiled once: nodes
+// in order with their kernels created, every value given a slot, and for each node the slots whose last
+// reader it is, so that intermediate buffers go back to the allocator's cache the moment nothing needs them
+// and a later node of about their size reuses them while they are in cache. Run() is const and keeps all
+// per-run state in a local frame: one plan serves many threads.
 #pragma once
 
 #include <memory>

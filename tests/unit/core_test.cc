@@ -62,14 +62,39 @@ TEST(TensorTest, StringTensorsOwnTheirElements) {
   EXPECT_EQ(copy.data<std::string>()[0], "");
 }
 
+// Where a buffer of `bytes` was, now back in the cache.
+void* ReleasedBuffer(size_t bytes) { return AllocateBuffer(bytes).get(); }
+
+// Each test uses sizes no other test of this binary does, so the cache holds no other buffer that fits.
 TEST(AllocatorTest, ReleasedBuffersAreReusedBySize) {
-  void* first;
-  {
-    auto a = AllocateBuffer(4096 * 3);
-    first = a.get();
-  }
-  auto b = AllocateBuffer(4096 * 3);
-  EXPECT_EQ(b.get(), first);
+  void* released = ReleasedBuffer(4096 * 3);
+  EXPECT_EQ(AllocateBuffer(4096 * 3).get(), released);
+}
+
+TEST(AllocatorTest, ARequestALittleSmallerTakesTheBufferReleasedLast) {
+  void* released = ReleasedBuffer(4096 * 50);
+  EXPECT_EQ(AllocateBuffer(4096 * 40).get(), released);
+}
+
+TEST(AllocatorTest, OfTheBuffersThatFitTheOneReleasedLastGoesFirst) {
+  auto exact = AllocateBuffer(4096 * 60);
+  auto larger = AllocateBuffer(4096 * 61);
+  void* exact_data = exact.get();
+  void* larger_data = larger.get();
+  exact.reset();
+  larger.reset();
+  auto first = AllocateBuffer(4096 * 60);
+  auto second = AllocateBuffer(4096 * 60);
+  EXPECT_EQ(first.get(), larger_data);
+  EXPECT_EQ(second.get(), exact_data);
+}
+
+TEST(AllocatorTest, ABufferMoreThanHalfAgainTheRequestIsNotTaken) {
+  void* released = ReleasedBuffer(4096 * 200);
+  auto small = AllocateBuffer(4096 * 100);
+  EXPECT_NE(small.get(), released);
+  auto fits = AllocateBuffer(4096 * 200);
+  EXPECT_EQ(fits.get(), released);
 }
 
 TEST(ThreadPoolTest, CoversTheRangeExactlyOnceFromManyCallers) {

@@ -47,6 +47,19 @@ TEST(MemoryAccountTest, TensorsChargeTheCurrentRunUntilFreedAndNothingOutsideOne
   EXPECT_EQ(CurrentMemoryAccount(), nullptr);
 }
 
+// A run that gets a larger cached buffer is charged what it asked for: the rest was charged to whoever
+// allocated it, and released with it.
+TEST(MemoryAccountTest, ATensorInALargerCachedBufferChargesItsOwnSize) {
+  { Tensor cached(DataType::kFloat, {3000}); }
+  auto account = std::make_shared<MemoryAccount>(kBudget);
+  {
+    ScopedMemoryAccount scope(account);
+    Tensor t(DataType::kFloat, {2500});
+    EXPECT_EQ(account->live_bytes(), 10048);  // 10,000 bytes rounded up to the 64-byte alignment
+  }
+  EXPECT_EQ(account->live_bytes(), 0);
+}
+
 // Tensors allocated inside ParallelFor chunks, whichever thread runs them, count against the caller's run.
 TEST(MemoryAccountTest, ParallelForChunksChargeTheCallersAccount) {
   ThreadPool pool(4);
