@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "absl/status/statusor.h"
 #include "runtime/core/thread_pool.h"
@@ -43,11 +44,22 @@ struct NhwcConvWeights {
   bool depthwise = false;
 };
 
+// A pointwise convolution (1x1, stride 1, no pads, one group) into a depthwise one, as MobileNet blocks
+// expand their maps before filtering them: X' = activation(conv(X, W') + bias'), of the depthwise
+// convolution's channels. Computed into each band's window of X' just before the band reads it, X' never
+// goes to memory whole: MobileNet's 16 -> 96 maps of 112 x 112 take 4.8 MB, written and read back from
+// memory otherwise.
+struct NhwcPrologue {
+  int64_t channels = 0;  // of X
+  Activation activation;
+};
+
 class NhwcConv {
  public:
   // The convolution of weights of `dims`, Y = activation(conv(X, W) + bias [+ Z when `has_z`]); null
-  // unless NhwcConvAvailable().
-  static std::unique_ptr<NhwcConv> Create(const NhwcConvWeights& dims, bool has_z, const Activation& activation);
+  // unless NhwcConvAvailable(). With a `prologue` it runs TryRunWithPrologue, else TryRun.
+  static std::unique_ptr<NhwcConv> Create(const NhwcConvWeights& dims, bool has_z, const Activation& activation,
+                                          std::optional<NhwcPrologue> prologue = std::nullopt);
   virtual ~NhwcConv() = default;
 
   // Runs one call, X [batch, in_h, in_w, channels] and Y [batch, out_h, out_w, maps], W being the weights of
@@ -58,6 +70,14 @@ class NhwcConv {
   // between bands.
   virtual absl::StatusOr<bool> TryRun(const ConvShape2D& shape, const float* x, const float* w,
                                       const float* bias, const float* z, float* y, ThreadPool& pool) const = 0;
+
+  // As TryRun on X' = the prologue of X [batch, in_h, in_w, prologue channels] with its weights `w_pre`
+  // [channels, prologue channels, 1, 1] and `bias_pre` (null: none). Also false where X' of one image is
+  // small enough to stay in cache whole (kMinPrologueBytes): computing each band's window of it costs the
+  // rows that windows share, for nothing there.
+  virtual absl::StatusOr<bool> TryRunWithPrologue(const ConvShape2D& shape, const float* x, const float* w_pre,
+                                                  const float* bias_pre, const float* w, const float* bias,
+                                                  const float* z, float* y, ThreadPool& pool) const = 0;
 };
 
 }  // namespace onnxserve

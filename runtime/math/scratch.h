@@ -18,6 +18,7 @@ enum class ScratchSlot {
   kDnnlScratchpad,   // the primitive's own scratchpad
   kWinogradInput,    // transformed input patches (winograd.cc)
   kWinogradProduct,  // their products with the transformed weights
+  kPrologueWindow,   // a band's window of a prologue's output (nhwc_conv.cc)
   kCount
 };
 

@@ -43,6 +43,7 @@ std::vector<std::unique_ptr<Pass>> DefaultPasses(const ir::Graph& graph) {
   passes.push_back(MakeLayerNormFusion());
   passes.push_back(MakeAttentionFusion());
   passes.push_back(MakeChannelsLast());
+  passes.push_back(MakeNhwcPrologueFusion());
   passes.push_back(MakeDeadNodeElimination());
   return passes;
 }

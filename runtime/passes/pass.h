@@ -31,8 +31,9 @@ struct PassReport {
 
 // In order: identity elimination, constant folding, Transpose/Reshape elimination (so that fusion sees the
 // shortest chains), Gelu fusion (so that a Gelu can then fuse into the Conv or MatMul before it), Conv
-// fusion, Gemm fusion, LayerNormalization fusion, attention fusion, channels-last (last of the rewrites: it
-// reads the fused convolutions), dead-node elimination. For one model:
+// fusion, Gemm fusion, LayerNormalization fusion, attention fusion, channels-last (it
+// reads the fused convolutions), NHWC prologue fusion (it reads channels-last's convolutions), dead-node
+// elimination. For one model:
 // `graph` sets constant folding's memory budget, and the passes' budgets cover its subgraphs too.
 std::vector<std::unique_ptr<Pass>> DefaultPasses(const ir::Graph& graph);
 
@@ -59,5 +60,6 @@ std::unique_ptr<Pass> MakeAttentionFusion();
 std::unique_ptr<Pass> MakeTransposeReshapeElimination();
 std::unique_ptr<Pass> MakeDeadNodeElimination();
 std::unique_ptr<Pass> MakeChannelsLast();
+std::unique_ptr<Pass> MakeNhwcPrologueFusion();
 
 }  // namespace onnxserve::passes

@@ -1,5 +1,7 @@
 #include "tests/support/graph_builder.h"
 
+#include <algorithm>
+
 #include "gtest/gtest.h"
 #include "runtime/exec/session.h"
 #include "runtime/ir/builder.h"
@@ -63,11 +65,17 @@ PassResult RunPass(const onnxserve::Model& model, const passes::Pass& pass) {
   return result;
 }
 
+int CountOps(const std::vector<std::string>& ops, const std::string& op) {
+  return static_cast<int>(std::count(ops.begin(), ops.end(), op));
+}
+
 void ExpectSameResultWithAndWithoutPasses(std::shared_ptr<const onnxserve::Model> model,
-                                          const std::vector<std::pair<std::string, Tensor>>& feeds) {
-  SessionOptions plain;
+                                          const std::vector<std::pair<std::string, Tensor>>& feeds, int threads,
+                                          double rtol, double atol) {
+  SessionOptions optimized_options, plain;
+  optimized_options.intra_op_threads = plain.intra_op_threads = threads;
   plain.optimize = false;
-  auto optimized = Session::Create(model);
+  auto optimized = Session::Create(model, optimized_options);
   auto unoptimized = Session::Create(model, plain);
   ASSERT_TRUE(optimized.ok()) << optimized.status();
   ASSERT_TRUE(unoptimized.ok()) << unoptimized.status();
@@ -76,7 +84,9 @@ void ExpectSameResultWithAndWithoutPasses(std::shared_ptr<const onnxserve::Model
   ASSERT_TRUE(got.ok()) << got.status();
   ASSERT_TRUE(want.ok()) << want.status();
   ASSERT_EQ(got->size(), want->size());
-  for (size_t i = 0; i < got->size(); ++i) EXPECT_TRUE(TensorsClose((*want)[i], (*got)[i], 1e-5, 1e-6));
+  for (size_t i = 0; i < got->size(); ++i) {
+    EXPECT_TRUE(TensorsClose((*want)[i], (*got)[i], rtol, atol)) << "output " << i << ", threads " << threads;
+  }
 }
 
 onnx::AttributeProto IntAttr(const std::string& name, int64_t value) {

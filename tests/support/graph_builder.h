@@ -48,9 +48,14 @@ struct PassResult {
 };
 PassResult RunPass(const onnxserve::Model& model, const passes::Pass& pass);
 
-// Runs `model` with and without the graph passes and checks both give the same outputs.
+// How many of `ops` (a plan's StepOps, a PassResult's ops) are `op`.
+int CountOps(const std::vector<std::string>& ops, const std::string& op);
+
+// Runs `model` with and without the graph passes, on `threads` threads, and checks both give the same
+// outputs to the tolerances (TensorsClose's).
 void ExpectSameResultWithAndWithoutPasses(std::shared_ptr<const onnxserve::Model> model,
-                                          const std::vector<std::pair<std::string, Tensor>>& feeds);
+                                          const std::vector<std::pair<std::string, Tensor>>& feeds, int threads = 1,
+                                          double rtol = 1e-5, double atol = 1e-6);
 
 onnx::AttributeProto IntAttr(const std::string& name, int64_t value);
 onnx::AttributeProto FloatAttr(const std::string& name, float value);

@@ -2,9 +2,11 @@
 // NHWC [N, H, W, C]:
 //   ToNhwc(X) -> Y: NCHW [N, C, H, W] to NHWC;
 //   FromNhwc(X) -> Y: back to NCHW;
-//   NhwcConv(X, W, B, Z) -> Y: FusedConv (its attributes, `activation` included) on X and Z in NHWC,
-//   writing Y in NHWC, on oneDNN (runtime/math/nhwc_conv.h). A shape oneDNN does not take runs on
-//   FusedConv's own kernel between layout changes, so a model the pass rewrote computes what it did;
+//   NhwcConv(X, W, B, Z, W', B') -> Y: FusedConv (its attributes, `activation` included) on X and Z in
+//   NHWC, writing Y in NHWC, on oneDNN (runtime/math/nhwc_conv.h). A shape oneDNN does not take runs on
+//   FusedConv's own kernel between layout changes, so a model the pass rewrote computes what it did.
+//   Given W' (written by runtime/passes/nhwc_prologue_fusion.cc), the convolution is depthwise and reads
+//   not X but its prologue, prologue_activation(pointwise conv(X, W') + B') (NhwcPrologue);
 //   NhwcGlobalAveragePool(X) -> Y: GlobalAveragePool in NHWC, Y [N, 1, 1, C].
 #include <algorithm>
 #include <limits>
@@ -56,6 +58,16 @@ class FromNhwcKernel final : public OpKernel {
   }
 };
 
+absl::Status CheckBias(const Tensor* b, int64_t maps, const char* name) {
+  if (b == nullptr || (b->dtype() == DataType::kFloat && b->rank() == 1 && b->dim(0) == maps)) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(name, " ", b->DebugString(), ": expected float [", maps, "]"));
+}
+
+// The input indices of a prologue's weights and bias.
+constexpr int kPrologueW = 4, kPrologueB = 5;
+
 class NhwcConvKernel final : public OpKernel {
  public:
   absl::Status Init(const KernelInfo& info) {
@@ -72,7 +84,13 @@ class NhwcConvKernel final : public OpKernel {
     }
     weights_ = {.maps = w->dim(0), .channels = w->dim(1), .kernel_h = w->dim(2), .kernel_w = w->dim(3),
                 .depthwise = depthwise};
-    conv_ = NhwcConv::Create(weights_, info.HasInput(3), activation_);
+    ASSIGN_OR_RETURN(prologue_, PrologueOf(info));
+    conv_ = NhwcConv::Create(weights_, info.HasInput(3), activation_, prologue_);
+    if (prologue_) {
+      prologue_conv_ = NhwcConv::Create({.maps = Channels(), .channels = prologue_->channels, .kernel_h = 1,
+                                         .kernel_w = 1},
+                                        false, prologue_->activation);
+    }
     // The fallback sees W as not constant, so it packs no second copy of it at load; it runs rarely.
     const KernelInfo fallback_info(info.node(), {}, {});
     ASSIGN_OR_RETURN(fallback_, KernelRegistry::Global().Find(kInternal, "FusedConv", 1)->create(fallback_info));
@@ -81,41 +99,103 @@ class NhwcConvKernel final : public OpKernel {
 
   absl::Status Compute(KernelContext& ctx) const override {
     RETURN_IF_ERROR(RequireInputs(ctx, 2));
-    const Tensor& x = *ctx.Input(0);
+    const Tensor& input = *ctx.Input(0);
     const Tensor& w = *ctx.Input(1);
     const Tensor* b = ctx.Input(2);
     const Tensor* z = ctx.Input(3);
-    const int64_t channels = weights_.channels * attrs_.group, maps = weights_.maps;
-    RETURN_IF_ERROR(CheckFloatMaps(x, "X", "[N,H,W,C]"));
-    if (x.dim(3) != channels) {
-      return absl::InvalidArgumentError(absl::StrCat("X ", x.DebugString(), ": expected ", channels, " channels"));
+    RETURN_IF_ERROR(CheckFloatMaps(input, "X", "[N,H,W,C]"));
+    const int64_t input_channels = prologue_ ? prologue_->channels : Channels();
+    if (input.dim(3) != input_channels) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("X ", input.DebugString(), ": expected ", input_channels, " channels"));
     }
-    if (b != nullptr && (b->dtype() != DataType::kFloat || b->rank() != 1 || b->dim(0) != maps)) {
-      return absl::InvalidArgumentError(absl::StrCat("B ", b->DebugString(), ": expected float [", maps, "]"));
-    }
+    RETURN_IF_ERROR(CheckBias(b, weights_.maps, "B"));
+    if (prologue_) RETURN_IF_ERROR(CheckBias(ctx.Input(kPrologueB), Channels(), "the prologue's B"));
     ConvGeometry geo;
     RETURN_IF_ERROR(attrs_.Resolve(absl::MakeConstSpan(w.shape()).subspan(2), &geo));
-    geo.image = {x.dim(1), x.dim(2)};
+    geo.image = {input.dim(1), input.dim(2)};
     RETURN_IF_ERROR(attrs_.PlaceOutput(geo));
-    const Shape y_shape = {x.dim(0), geo.grid[0], geo.grid[1], maps};
+    const Shape y_shape = {input.dim(0), geo.grid[0], geo.grid[1], weights_.maps};
     if (z != nullptr) RETURN_IF_ERROR(CheckFloatMaps(*z, "Z", "[N,H,W,C]"));
     // A Z that broadcasts against Y (the fused Add's other operand need not have Y's shape) is FusedConv's
     // to handle.
-    if (z != nullptr && z->shape() != y_shape) return RunFallback(ctx);
-    ASSIGN_OR_RETURN(Tensor * y, ctx.CheckedOutput(0, DataType::kFloat, y_shape));
-    if (conv_ != nullptr) {
-      ASSIGN_OR_RETURN(const bool ran, conv_->TryRun(geo.Shape2D(x.dim(0)), x.data<float>(), w.data<float>(),
-                                                     b ? b->data<float>() : nullptr, z ? z->data<float>() : nullptr,
-                                                     y->data<float>(), ctx.pool()));
+    const bool z_broadcasts = z != nullptr && z->shape() != y_shape;
+    const ConvShape2D shape = geo.Shape2D(input.dim(0));
+    const float* bias = b ? b->data<float>() : nullptr;
+    if (prologue_ && conv_ != nullptr && !z_broadcasts) {
+      ASSIGN_OR_RETURN(Tensor * y, ctx.CheckedOutput(0, DataType::kFloat, y_shape));
+      const Tensor* b_pre = ctx.Input(kPrologueB);
+      ASSIGN_OR_RETURN(const bool ran, conv_->TryRunWithPrologue(
+                                           shape, input.data<float>(), ctx.Input(kPrologueW)->data<float>(),
+                                           b_pre ? b_pre->data<float>() : nullptr, w.data<float>(), bias,
+                                           z ? z->data<float>() : nullptr, y->data<float>(), ctx.pool()));
       if (ran) return absl::OkStatus();
     }
-    return RunFallback(ctx);
+    std::optional<Tensor> expanded;
+    if (prologue_) {
+      ASSIGN_OR_RETURN(expanded, RunPrologue(ctx, input));
+    }
+    const Tensor& x = expanded ? *expanded : input;
+    if (z_broadcasts) return RunFallback(ctx, x);
+    ASSIGN_OR_RETURN(Tensor * y, ctx.CheckedOutput(0, DataType::kFloat, y_shape));
+    if (conv_ != nullptr) {
+      ASSIGN_OR_RETURN(const bool ran, conv_->TryRun(shape, x.data<float>(), w.data<float>(), bias,
+                                                     z ? z->data<float>() : nullptr, y->data<float>(), ctx.pool()));
+      if (ran) return absl::OkStatus();
+    }
+    return RunFallback(ctx, x);
   }
 
  private:
-  // FusedConv's kernel on X and Z in NCHW, its Y changed back to NHWC.
-  absl::Status RunFallback(KernelContext& ctx) const {
-    const Tensor x = ToNchw(*ctx.Input(0), ctx.pool());
+  int64_t Channels() const { return weights_.channels * attrs_.group; }
+
+  // The prologue a fusion gave the node: W' a constant float [channels, C, 1, 1] for the convolution's
+  // channels.
+  absl::StatusOr<std::optional<NhwcPrologue>> PrologueOf(const KernelInfo& info) const {
+    if (!info.HasInput(kPrologueW)) return std::nullopt;
+    const Tensor* w = info.ConstantInput(kPrologueW);
+    if (w == nullptr || w->dtype() != DataType::kFloat || w->rank() != 4 || w->dim(0) != Channels() ||
+        w->dim(1) == 0 || w->dim(2) != 1 || w->dim(3) != 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the prologue's W: expected a constant float [", Channels(), ",C,1,1]"));
+    }
+    ASSIGN_OR_RETURN(std::string name, info.Attr<std::string>("prologue_activation", ""));
+    ASSIGN_OR_RETURN(std::vector<float> params, info.Attr<std::vector<float>>("prologue_activation_params", {}));
+    ASSIGN_OR_RETURN(Activation activation, ActivationOf(name, params));
+    return NhwcPrologue{.channels = w->dim(1), .activation = activation};
+  }
+
+  // The prologue's output of the whole of X, where the convolution does not compute it band by band: on
+  // oneDNN, else as the product of X's pixels [N*H*W, C] and W'^T.
+  absl::StatusOr<Tensor> RunPrologue(KernelContext& ctx, const Tensor& x) const {
+    const int64_t batch = x.dim(0), height = x.dim(1), width = x.dim(2);
+    ASSIGN_OR_RETURN(Tensor expanded, Tensor::Create(DataType::kFloat, {batch, height, width, Channels()}));
+    const float* w = ctx.Input(kPrologueW)->data<float>();
+    const Tensor* b = ctx.Input(kPrologueB);
+    float* out = expanded.data<float>();
+    if (prologue_conv_ != nullptr) {
+      const ConvShape2D shape{.batch = batch, .in_h = height, .in_w = width, .out_h = height, .out_w = width};
+      ASSIGN_OR_RETURN(const bool ran, prologue_conv_->TryRun(shape, x.data<float>(), w,
+                                                              b ? b->data<float>() : nullptr, nullptr, out,
+                                                              ctx.pool()));
+      if (ran) return expanded;
+    }
+    const int64_t pixels = batch * height * width, channels = Channels();
+    Gemm<float>(false, true, pixels, channels, prologue_->channels, 1.0f, x.data<float>(), prologue_->channels, w,
+                prologue_->channels, 0.0f, out, channels, &ctx.pool());
+    if (b != nullptr) {
+      const float* bias = b->data<float>();
+      for (int64_t p = 0; p < pixels; ++p) {
+        for (int64_t c = 0; c < channels; ++c) out[p * channels + c] += bias[c];
+      }
+    }
+    ActivateRows(prologue_->activation, out, pixels, channels, channels, ctx.pool());
+    return expanded;
+  }
+
+  // FusedConv's kernel on X (the convolution's input, NHWC) and Z in NCHW, its Y changed back to NHWC.
+  absl::Status RunFallback(KernelContext& ctx, const Tensor& x_nhwc) const {
+    const Tensor x = ToNchw(x_nhwc, ctx.pool());
     std::optional<Tensor> z;
     if (ctx.Input(3) != nullptr) z = ToNchw(*ctx.Input(3), ctx.pool());
     const std::vector<const Tensor*> inputs = {&x, ctx.Input(1), ctx.Input(2), z ? &*z : nullptr};
@@ -133,8 +213,10 @@ class NhwcConvKernel final : public OpKernel {
   ConvAttributes attrs_;
   Activation activation_;
   NhwcConvWeights weights_;
-  std::unique_ptr<NhwcConv> conv_;      // null without oneDNN: every call falls back
-  std::unique_ptr<OpKernel> fallback_;  // FusedConv of the same node
+  std::optional<NhwcPrologue> prologue_;
+  std::unique_ptr<NhwcConv> conv_;           // null without oneDNN: every call falls back
+  std::unique_ptr<NhwcConv> prologue_conv_;  // the prologue alone, where it is computed whole
+  std::unique_ptr<OpKernel> fallback_;       // FusedConv of the same node
 };
 
 // Each image's pixels are summed channel by channel in pixel order, a run of channels at a time in a local

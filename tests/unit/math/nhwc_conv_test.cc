@@ -8,6 +8,7 @@
 #include "runtime/math/nhwc_conv.h"
 
 #include <atomic>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <thread>
@@ -63,6 +64,30 @@ std::vector<float> Nhwc(const std::vector<float>& nchw, int64_t batch, int64_t c
   return out;
 }
 
+// A pointwise convolution computed into the convolution's input (NhwcPrologue): X' = activation(conv(X, W')
+// + bias'), X of `channels`.
+struct PrologueCase {
+  int64_t channels;
+  Activation activation;
+  bool with_bias = true;
+};
+
+// X' by the definition, NCHW, in double rounded to float as the kernels store it.
+std::vector<float> ReferencePrologue(const PrologueCase& pre, const std::vector<float>& x, const std::vector<float>& w,
+                                     const std::vector<float>& b, int64_t batch, int64_t maps, int64_t pixels) {
+  std::vector<float> out(static_cast<size_t>(batch * maps * pixels));
+  for (int64_t n = 0; n < batch; ++n) {
+    for (int64_t m = 0; m < maps; ++m) {
+      for (int64_t p = 0; p < pixels; ++p) {
+        double sum = pre.with_bias ? b[m] : 0.0;
+        for (int64_t k = 0; k < pre.channels; ++k) sum += double{w[m * pre.channels + k]} * x[(n * pre.channels + k) * pixels + p];
+        out[(n * maps + m) * pixels + p] = static_cast<float>(ReferenceActivation(pre.activation, sum));
+      }
+    }
+  }
+  return out;
+}
+
 class NhwcConvTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -70,15 +95,21 @@ class NhwcConvTest : public ::testing::Test {
   }
 
   // Y = activation(conv(X, W) + bias [+ Z]) against the definition, with Y followed by sentinels oneDNN must
-  // not write.
-  static void Check(const Case& c, bool with_z, const Activation& activation) {
+  // not write; with a prologue, on X' computed from an X of its channels.
+  static void Check(const Case& c, bool with_z, const Activation& activation,
+                    const std::optional<PrologueCase>& pre = std::nullopt) {
     SCOPED_TRACE(::testing::Message() << "case " << Describe(c) << " on " << IsaName(ActiveIsa())
-                                      << " z=" << with_z << " activation=" << DescribeActivation(activation));
+                                      << " z=" << with_z << " activation=" << DescribeActivation(activation)
+                                      << " prologue=" << (pre ? DescribeActivation(pre->activation) : "none"));
     const ConvShape2D shape = ShapeOf(c);
     const int64_t group_channels = c.depthwise ? 1 : c.channels;
     const int64_t taps = group_channels * c.kernel * c.kernel, out_pixels = shape.out_h * shape.out_w;
     const int64_t y_size = c.batch * c.maps * out_pixels;
-    const std::vector<float> x = RandomFloats(c.batch * c.channels * c.in_h * c.in_w, 1);
+    const int64_t pixels = c.in_h * c.in_w, x_channels = pre ? pre->channels : c.channels;
+    const std::vector<float> x = RandomFloats(c.batch * x_channels * pixels, 1);
+    const std::vector<float> w_pre = RandomFloats(c.channels * x_channels, 5), b_pre = RandomFloats(c.channels, 6);
+    const std::vector<float> conv_input =
+        pre ? ReferencePrologue(*pre, x, w_pre, b_pre, c.batch, c.channels, pixels) : x;
     const std::vector<float> w = RandomFloats(c.maps * taps, 2), b = RandomFloats(c.maps, 3);
     const std::vector<float> z = RandomFloats(y_size, 4);  // NHWC already: any values do
     constexpr float kSentinel = 12345.0f;
@@ -87,11 +118,15 @@ class NhwcConvTest : public ::testing::Test {
     ThreadPool pool(c.threads);
     const auto conv = NhwcConv::Create({.maps = c.maps, .channels = group_channels, .kernel_h = c.kernel,
                                         .kernel_w = c.kernel, .depthwise = c.depthwise},
-                                       with_z, activation);
+                                       with_z, activation,
+                                       pre ? std::optional<NhwcPrologue>({x_channels, pre->activation}) : std::nullopt);
     ASSERT_NE(conv, nullptr);
-    const std::vector<float> x_nhwc = Nhwc(x, c.batch, c.channels, c.in_h * c.in_w);
+    const std::vector<float> x_nhwc = Nhwc(x, c.batch, x_channels, pixels);
+    const float* z_data = with_z ? z.data() : nullptr;
     const absl::StatusOr<bool> ran =
-        conv->TryRun(shape, x_nhwc.data(), w.data(), b.data(), with_z ? z.data() : nullptr, y.data(), pool);
+        pre ? conv->TryRunWithPrologue(shape, x_nhwc.data(), w_pre.data(), pre->with_bias ? b_pre.data() : nullptr,
+                                       w.data(), b.data(), z_data, y.data(), pool)
+            : conv->TryRun(shape, x_nhwc.data(), w.data(), b.data(), z_data, y.data(), pool);
     ASSERT_TRUE(ran.ok()) << ran.status();
     ASSERT_TRUE(*ran);
     const ReferenceConvGeometry geometry{.channels = c.channels, .group_channels = group_channels,
@@ -103,8 +138,11 @@ class NhwcConvTest : public ::testing::Test {
         for (int64_t ow = 0; ow < shape.out_w; ++ow) {
           for (int64_t m = 0; m < c.maps; ++m) {
             const int64_t at = ((n * shape.out_h + oh) * shape.out_w + ow) * c.maps + m;
-            const double want = b[m] + (with_z ? z[at] : 0.0) + ReferenceConvAt(geometry, x.data(), w.data(), n, m, oh, ow);
-            const double tolerance = (AppliedAfterStore(activation) ? 2e-5 : 1e-5) * (1 + taps);
+            const double want =
+                b[m] + (with_z ? z[at] : 0.0) + ReferenceConvAt(geometry, conv_input.data(), w.data(), n, m, oh, ow);
+            // X' of a prologue sums its channels first: its rounding reaches each tap.
+            const double tolerance =
+                (AppliedAfterStore(activation) ? 2e-5 : 1e-5) * (1 + taps) * (pre ? 1 + pre->channels : 1);
             ASSERT_NEAR(y[at], ReferenceActivation(activation, want), tolerance)
                 << "at n=" << n << " map=" << m << " (" << oh << "," << ow << ")";
           }
@@ -160,6 +198,47 @@ TEST_F(NhwcConvTest, LargeThreeByThreeMapsMatchTheDefinition) {
   for (const Case& c : cases) {
     for (const Activation& activation : EveryActivation()) Check(c, false, activation);
   }
+}
+
+// The expansion of a MobileNet block into its depthwise convolution, computed band by band into each band's
+// window: X' of 48 x 128 x 128 floats (3 MiB, where computing it whole stops paying) and over. Bands meet
+// inside a window's rows (stride 1 windows overlap by two rows, stride 2 by one, 5x5 by four), and the last
+// band's window ends at the image, short of its pads.
+TEST_F(NhwcConvTest, APrologueComputedBandByBandMatchesTheDefinition) {
+  const Case cases[] = {
+      {.batch = 1, .channels = 48, .maps = 48, .in_h = 128, .in_w = 128, .kernel = 3, .pad = 1, .depthwise = true},
+      {.batch = 2, .channels = 48, .maps = 48, .in_h = 129, .in_w = 130, .kernel = 3, .stride = 2, .pad = 1,
+       .depthwise = true, .threads = 2},
+      {.batch = 1, .channels = 64, .maps = 64, .in_h = 111, .in_w = 113, .kernel = 5, .stride = 2, .pad = 2,
+       .depthwise = true, .threads = 3},
+  };
+  const Activation hard_swish{ActivationKind::kHardSwish};
+  for (const Case& c : cases) {
+    Check(c, false, {ActivationKind::kRelu}, PrologueCase{.channels = 8, .activation = {ActivationKind::kRelu}});
+    Check(c, true, hard_swish, PrologueCase{.channels = 5, .activation = hard_swish, .with_bias = false});
+  }
+  for (const Activation& activation : EveryActivation()) {
+    Check(cases[0], false, {}, PrologueCase{.channels = 3, .activation = activation});
+  }
+}
+
+// An X' that stays in cache whole (under 3 MiB an image) is the caller's to compute: the bands' shared rows
+// would cost for nothing.
+TEST_F(NhwcConvTest, APrologueOfSmallMapsIsLeftToTheCaller) {
+  ThreadPool pool(1);
+  const int64_t channels = 16, side = 32;
+  const std::vector<float> x = RandomFloats(4 * side * side, 1), w_pre = RandomFloats(channels * 4, 2);
+  const std::vector<float> w = RandomFloats(channels * 9, 3);
+  std::vector<float> y(channels * side * side, 0.0f);
+  const auto conv = NhwcConv::Create({.maps = channels, .channels = 1, .kernel_h = 3, .kernel_w = 3, .depthwise = true},
+                                     false, {}, NhwcPrologue{.channels = 4, .activation = {}});
+  const ConvShape2D shape{.batch = 1, .in_h = side, .in_w = side, .out_h = side, .out_w = side, .pad_top = 1,
+                          .pad_left = 1, .pad_bottom = 1, .pad_right = 1};
+  const absl::StatusOr<bool> ran =
+      conv->TryRunWithPrologue(shape, x.data(), w_pre.data(), nullptr, w.data(), nullptr, nullptr, y.data(), pool);
+  ASSERT_TRUE(ran.ok()) << ran.status();
+  EXPECT_FALSE(*ran);
+  EXPECT_EQ(y, std::vector<float>(y.size(), 0.0f)) << "a declined call must leave Y alone";
 }
 
 TEST_F(NhwcConvTest, RefusesPadsPastTheKernelAndShapesPastItsPlans) {
