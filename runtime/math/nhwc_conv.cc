@@ -138,7 +138,7 @@ class NhwcConvImpl final : public NhwcConv {
     const Plan* plan = PlanFor(shape, w, pool.num_threads());
     if (plan == nullptr) return false;
     try {
-      RunBands(*plan, x, bias != nullptr ? bias : zero_bias_.data(), z, y, pool);
+      RunBands(*plan, shape.batch, x, bias != nullptr ? bias : zero_bias_.data(), z, y, pool);
     } catch (const dnnl::error& e) {
       return absl::InternalError(absl::StrCat("oneDNN NHWC convolution: ", e.what()));
     }
@@ -151,15 +151,16 @@ class NhwcConvImpl final : public NhwcConv {
   bool ReluInPrimitive() const { return activation_.kind == ActivationKind::kRelu; }
   int64_t InChannels() const { return dims_.depthwise ? dims_.maps : dims_.channels; }
 
+  // The plan's bands of each of `batch` images: the call's, not the plan's, which is kept for any batch.
   // Z joins through oneDNN's sum post-op: each band copies its rows of Z into its rows of Y just before
   // its convolution adds to them, on its own thread, while they are then in cache.
-  void RunBands(const Plan& plan, const float* x, const float* bias, const float* z, float* y,
+  void RunBands(const Plan& plan, int64_t batch, const float* x, const float* bias, const float* z, float* y,
                 ThreadPool& pool) const {
     const ConvShape2D& s = plan.shape;
     const int64_t in_image = s.in_h * s.in_w * InChannels(), out_image = s.out_h * s.out_w * dims_.maps;
     const int64_t bands = static_cast<int64_t>(plan.bands.size());
     const vec::VectorKernels& kernels = vec::Kernels();
-    pool.ParallelFor(s.batch * bands, 1, [&](int64_t begin, int64_t end) {
+    pool.ParallelFor(batch * bands, 1, [&](int64_t begin, int64_t end) {
       omp_set_num_threads(1);  // this thread's oneDNN calls compute alone: the pool is the parallelism
       for (int64_t i = begin; i < end; ++i) {
         StopIfRunEnded(plan.band_work);

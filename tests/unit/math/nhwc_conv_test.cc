@@ -3,11 +3,12 @@
 // MobileNet's shapes scaled down (1x1, 3x3 "same", the 1x1 at stride 2 of an even image, depthwise at
 // strides 1 and 2), batches, a pointwise convolution cut into runs of pixels, one to three threads (bands of rows shared out), Z through the sum post-op,
 // every fused activation, images large enough to be cut into bands for the run limits; what it refuses
-// (pads past the kernel, more shapes than it keeps plans for); and the layout changes both ways, tensors
-// too small to split and large ones split over the pool.
+// (pads past the kernel, more shapes than it keeps plans for); a plan reused for calls of other batches;
+// and the layout changes both ways, tensors too small to split and large ones split over the pool.
 #include "runtime/math/nhwc_conv.h"
 
 #include <atomic>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <thread>
@@ -69,9 +70,15 @@ class NhwcConvTest : public ::testing::Test {
     if (!NhwcConvAvailable()) GTEST_SKIP() << "built without oneDNN (ONNXSERVE_DNNL=OFF), or the CPU has no AVX2";
   }
 
+  static std::unique_ptr<NhwcConv> Make(const Case& c, bool with_z, const Activation& activation) {
+    return NhwcConv::Create({.maps = c.maps, .channels = c.depthwise ? 1 : c.channels, .kernel_h = c.kernel,
+                             .kernel_w = c.kernel, .depthwise = c.depthwise},
+                            with_z, activation);
+  }
+
   // Y = activation(conv(X, W) + bias [+ Z]) against the definition, with Y followed by sentinels oneDNN must
-  // not write.
-  static void Check(const Case& c, bool with_z, const Activation& activation) {
+  // not write; on `made` (made by Make for the same weights, Z and activation) when given, else on a new one.
+  static void Check(const Case& c, bool with_z, const Activation& activation, const NhwcConv* made = nullptr) {
     SCOPED_TRACE(::testing::Message() << "case " << Describe(c) << " on " << IsaName(ActiveIsa())
                                       << " z=" << with_z << " activation=" << DescribeActivation(activation));
     const ConvShape2D shape = ShapeOf(c);
@@ -85,9 +92,8 @@ class NhwcConvTest : public ::testing::Test {
     constexpr int64_t kGuard = 32;
     std::vector<float> y(static_cast<size_t>(y_size + kGuard), kSentinel);
     ThreadPool pool(c.threads);
-    const auto conv = NhwcConv::Create({.maps = c.maps, .channels = group_channels, .kernel_h = c.kernel,
-                                        .kernel_w = c.kernel, .depthwise = c.depthwise},
-                                       with_z, activation);
+    const std::unique_ptr<NhwcConv> own = made == nullptr ? Make(c, with_z, activation) : nullptr;
+    const NhwcConv* conv = made != nullptr ? made : own.get();
     ASSERT_NE(conv, nullptr);
     const std::vector<float> x_nhwc = Nhwc(x, c.batch, c.channels, c.in_h * c.in_w);
     const absl::StatusOr<bool> ran =
@@ -144,6 +150,24 @@ TEST_F(NhwcConvTest, AppliesEveryFusedActivationAfterZ) {
 TEST_F(NhwcConvTest, CutsLargeImagesIntoBands) {
   // 64 x 64 x 9 multiply-adds per output, 64 x 64 outputs: past one band's work on one thread.
   Check({.batch = 1, .channels = 64, .maps = 64, .in_h = 64, .in_w = 64, .kernel = 3, .pad = 1}, true, {});
+}
+
+// A node keeps its plans per image geometry, whatever the batch: a later call of more or fewer images of
+// the same size must compute each of its own images, and no image past them (the plan once ran the batch
+// of the call that made it: the images past it were left unwritten, or written past Y's end).
+TEST_F(NhwcConvTest, RunsTheBatchOfEachCallOnAPlanMadeForAnother) {
+  for (const bool winograd : {false, true}) {
+    const Case one = winograd ? Case{.batch = 1, .channels = 16, .maps = 16, .in_h = 28, .in_w = 28, .kernel = 3,
+                                     .pad = 1}
+                              : Case{.batch = 1, .channels = 8, .maps = 16, .in_h = 6, .in_w = 5, .kernel = 3,
+                                     .pad = 1, .threads = 2};
+    const std::unique_ptr<NhwcConv> conv = Make(one, false, {});
+    for (const int64_t batch : {1, 3, 1, 2}) {
+      Case c = one;
+      c.batch = batch;
+      Check(c, false, {}, conv.get());
+    }
+  }
 }
 
 // Dense 3x3s at stride 1 of at least 28 x 28 output pixels per band run through oneDNN's Winograd kernel on
