@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "runtime/core/memory_budget.h"
 #include "runtime/core/run_limits.h"
 #include "runtime/math/isa.h"
 #include "runtime/math/scratch.h"
@@ -123,6 +124,34 @@ void WeightStep(const double g[3], double out[4]) {
   out[3] = g[2];
 }
 
+// G g G^T of each (map, channel) of the weights `w` [maps, channels, 3, 3], as 16 planes of [maps x
+// channels]. Model state that every later run reads, like the initializers it comes from: not charged to
+// the run that happens to need it first, which would keep it charged to that run's account after the run.
+std::vector<PackedRows> TransformWeights(const float* w, int64_t maps, int64_t channels) {
+  const ScopedMemoryAccount model_state(nullptr);
+  const int64_t pairs = maps * channels;
+  std::vector<float> u(static_cast<size_t>(kPlanes * pairs));
+  for (int64_t pair = 0; pair < pairs; ++pair) {
+    const float* g = w + pair * 9;
+    double columns[4][3];
+    for (int j = 0; j < 3; ++j) {
+      const double column[3] = {g[j], g[3 + j], g[6 + j]};
+      double out[4];
+      WeightStep(column, out);
+      for (int i = 0; i < 4; ++i) columns[i][j] = out[i];
+    }
+    for (int i = 0; i < 4; ++i) {
+      double out[4];
+      WeightStep(columns[i], out);
+      for (int j = 0; j < 4; ++j) u[static_cast<size_t>((i * 4 + j) * pairs + pair)] = static_cast<float>(out[j]);
+    }
+  }
+  std::vector<PackedRows> planes;
+  planes.reserve(kPlanes);
+  for (int p = 0; p < kPlanes; ++p) planes.emplace_back(u.data() + p * pairs, maps, channels, channels);
+  return planes;
+}
+
 }  // namespace
 
 bool WinogradConvolutionsWin() { return ActiveIsa() == Isa::kAvx2; }
@@ -134,27 +163,8 @@ bool Winograd3x3::Fits(const ConvShape2D& shape) const {
 }
 
 const std::vector<PackedRows>& Winograd3x3::TransformedWeights() const {
-  std::call_once(transformed_once_, [&] {
-    const int64_t pairs = maps_ * channels_;
-    std::vector<float> u(static_cast<size_t>(kPlanes * pairs));
-    for (int64_t pair = 0; pair < pairs; ++pair) {
-      const float* g = w_ + pair * 9;
-      double columns[4][3];
-      for (int j = 0; j < 3; ++j) {
-        const double column[3] = {g[j], g[3 + j], g[6 + j]};
-        double out[4];
-        WeightStep(column, out);
-        for (int i = 0; i < 4; ++i) columns[i][j] = out[i];
-      }
-      for (int i = 0; i < 4; ++i) {
-        double out[4];
-        WeightStep(columns[i], out);
-        for (int j = 0; j < 4; ++j) u[static_cast<size_t>((i * 4 + j) * pairs + pair)] = static_cast<float>(out[j]);
-      }
-    }
-    u_.reserve(kPlanes);
-    for (int p = 0; p < kPlanes; ++p) u_.emplace_back(u.data() + p * pairs, maps_, channels_, channels_);
-  });
+  // Assigned whole, so that a first use that throws (memory) leaves none made for the next to build on.
+  std::call_once(transformed_once_, [&] { u_ = TransformWeights(w_, maps_, channels_); });
   return u_;
 }
 
