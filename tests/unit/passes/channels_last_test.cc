@@ -106,6 +106,32 @@ TEST_F(ChannelsLastTest, AMobileNetBlockComputesWhatTheUnoptimizedGraphComputes)
   ExpectSameAsUnoptimized(MobileNetBlock(128).Load(), x, 2);
 }
 
+// A node's oneDNN plans are kept per image size, not per batch: a session serving requests of one image size
+// and several batch sizes computes each request's every image (the plans once ran the first request's batch).
+TEST_F(ChannelsLastTest, RequestsOfOtherBatchesOnOneSessionComputeEveryImage) {
+  onnx::ModelProto proto = MobileNetBlock(128).proto();
+  proto.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)
+      ->set_dim_param("N");
+  auto model = Model::FromProto(proto, "");
+  ASSERT_TRUE(model.ok()) << model.status();
+  SessionOptions plain_options;
+  plain_options.optimize = false;
+  auto optimized = Session::Create(*model);
+  auto plain = Session::Create(*model, plain_options);
+  ASSERT_TRUE(optimized.ok()) << optimized.status();
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  ASSERT_GT(Count((*optimized)->plan().StepOps(), "NhwcConv"), 0);
+  for (const int64_t batch : {1, 3, 1, 2}) {
+    SCOPED_TRACE(::testing::Message() << "batch " << batch);
+    const Tensor x = RandomTensor({batch, 3, 128, 128}, static_cast<int>(10 + batch));
+    auto got = (*optimized)->Run({{"x", x}});
+    auto want = (*plain)->Run({{"x", x}});
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_TRUE(want.ok()) << want.status();
+    EXPECT_TRUE(TensorsClose((*want)[0], (*got)[0], 1e-4, 1e-4));
+  }
+}
+
 TEST_F(ChannelsLastTest, SmallMapsStayInNchw) {
   // At 8 x 8 the block's convolutions average far below a call of oneDNN's worth.
   auto session = Session::Create(MobileNetBlock(8).Load());
