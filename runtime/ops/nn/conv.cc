@@ -219,11 +219,12 @@ class ConvKernel final : public OpKernel {
     // Both exist only for 2-D weights.
     if (constant && (winograd_ != nullptr || dnnl_ != nullptr)) {
       const ConvShape2D shape = geo.Shape2D(x.dim(0));
-      if (winograd_ != nullptr && WinogradPays(shape)) {
-        winograd_->Run(shape, x.data<float>(),
-                       {.bias = b ? b->data<float>() : nullptr, .z = z ? z->data<float>() : nullptr,
-                        .activation = activation},
-                       y.data<float>(), pool);
+      // Where Winograd's sums overflowed (huge or infinite inputs), a direct path below computes Y again.
+      if (winograd_ != nullptr && WinogradPays(shape) &&
+          winograd_->Run(shape, x.data<float>(),
+                         {.bias = b ? b->data<float>() : nullptr, .z = z ? z->data<float>() : nullptr,
+                          .activation = activation},
+                         y.data<float>(), pool)) {
         return absl::OkStatus();
       }
       if (dnnl_ != nullptr && z == nullptr) {

@@ -2,9 +2,11 @@
 // ISA the process dispatches on (ctest runs it again with ONNXSERVE_ISA=avx2, where Conv uses it): odd
 // and even map sizes (tiles that hang over the map's edge), pads of 0 to 2, channel and map counts off
 // the micro-kernel's panels, batches, Z, every fused activation, one to three threads, an image cut into
-// several passes; weights transformed outside the first run's budget; and the shapes it declines.
+// several passes; weights transformed outside the first run's budget; sums that overflow reported; and the
+// shapes it declines.
 #include "runtime/math/winograd.h"
 
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -57,8 +59,9 @@ class WinogradTest : public ::testing::Test {
                               .pad_top = c.pad, .pad_left = c.pad};
     ASSERT_TRUE(winograd.Fits(shape));
     ThreadPool pool(c.threads);
-    winograd.Run(shape, x.data(),
-                 {.bias = b.data(), .z = with_z ? z.data() : nullptr, .activation = activation}, y.data(), pool);
+    ASSERT_TRUE(winograd.Run(shape, x.data(),
+                             {.bias = b.data(), .z = with_z ? z.data() : nullptr, .activation = activation},
+                             y.data(), pool));
     const ReferenceConvGeometry geometry{.channels = c.channels, .group_channels = c.channels,
                                          .group_maps = c.maps, .in_h = c.in_h, .in_w = c.in_w, .kernel_h = 3,
                                          .kernel_w = 3, .pad_top = c.pad, .pad_left = c.pad};
@@ -121,6 +124,27 @@ TEST_F(WinogradTest, TransformsItsWeightsOutsideTheBudgetOfTheRunThatComesFirst)
     EXPECT_NO_THROW(Check(c, false, {}, &winograd));
   }
   Check(c, false, {}, &winograd);
+}
+
+// The input transform adds neighbouring pixels before any weight scales them: 3e38 + 3e38 is inf where the
+// direct convolution's products by 1e-3 sum to 5e36; an infinite pixel makes inf - inf = NaN where the
+// direct sums are inf. Run says so (false) rather than return either, whatever the activation would make of
+// it (a Relu turns -inf into 0): Conv then computes Y the direct way.
+TEST_F(WinogradTest, SaysSoWhereItsSumsOfHugeOrInfiniteInputsOverflow) {
+  const std::vector<float> w(4 * 4 * 9, 1e-3f);
+  const Winograd3x3 winograd(w.data(), 4, 4);
+  const ConvShape2D shape{.batch = 2, .in_h = 8, .in_w = 8, .out_h = 8, .out_w = 8, .pad_top = 1, .pad_left = 1};
+  std::vector<float> y(2 * 4 * 64);
+  ThreadPool pool(2);
+  const std::vector<float> ones(2 * 4 * 64, 1.0f);
+  EXPECT_TRUE(winograd.Run(shape, ones.data(), {}, y.data(), pool));
+  for (const float bad : {3e38f, std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                          std::numeric_limits<float>::quiet_NaN()}) {
+    SCOPED_TRACE(::testing::Message() << "an input of " << bad << " in the second image");
+    std::vector<float> x = ones;
+    for (int64_t i = 4 * 64; i < 2 * 4 * 64; ++i) x[static_cast<size_t>(i)] = i % 7 == 0 || bad == 3e38f ? bad : 1.0f;
+    EXPECT_FALSE(winograd.Run(shape, x.data(), {.activation = {ActivationKind::kRelu}}, y.data(), pool));
+  }
 }
 
 TEST_F(WinogradTest, DeclinesARowOfTilesPastItsPassBuffers) {
