@@ -17,6 +17,7 @@ namespace {
 using testing::GraphBuilder;
 using testing::IntAttr;
 using testing::IntsAttr;
+using testing::OpTest;
 using testing::RandomTensor;
 using testing::RunPass;
 using testing::TensorsClose;
@@ -325,6 +326,19 @@ TEST_F(ChannelsLastTest, ItsNewValuesTakeNoNameOfTheModel) {
   ASSERT_NE(named, nullptr);
   ASSERT_NE(named->producer(), nullptr);
   EXPECT_EQ(named->producer()->op_type(), "Neg");
+}
+
+// GlobalAveragePool sums each plane in double; the pass's NHWC pool must give the same means, however large
+// the map a request sends. Summed in float pixel by pixel, 2^22 pixels of 0.7 came to a mean of 0.729 (4%
+// off), of 1.1 to 1.053: past 2^24 / 0.7 the sum stops growing by each pixel as it should.
+TEST(ChannelsLastOpsTest, TheNhwcPoolsMeanOfAHugeMapIsGlobalAveragePools) {
+  for (const float v : {0.7f, 1.1f}) {
+    Tensor x(DataType::kFloat, {1, 2048, 2048, 2});
+    for (float& e : x.mutable_values<float>()) e = v;
+    auto result = OpTest("NhwcGlobalAveragePool", 1, "ai.onnxserve").Input("x", x).Output("y").Run();
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1, 1, 1, 2}, {v, v}), (*result)[0], 1e-6, 0)) << v;
+  }
 }
 
 TEST(ChannelsLastOpsTest, HostileShapesAreErrorsNotCrashes) {
