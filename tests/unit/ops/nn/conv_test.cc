@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "runtime/exec/session.h"
+#include "tests/support/graph_builder.h"
 #include "tests/support/op_test.h"
 
 namespace onnxserve {
@@ -197,6 +199,27 @@ TEST(ConvTest, ShapesOneDnnDeclinesRunOnWeightsPackedAtFirstNeed) {
     ExpectConvMatchesReference({1, 16, 6, 7}, {8, 16, 3, 3}, {.pads = {3, 3, 3, 3}}, true, threads);
     ExpectConvMatchesReference({2, 16, 9, 9}, {8, 16, 3, 3}, {.strides = {2, 2}, .pads = {1, 4, 1, 4}}, false, threads);
   }
+}
+
+// That copy of W is the model's, as W is, not a tensor of the run that first needs it: charged to that run,
+// it failed a request well within its budget (here 100 KiB, of which Y takes 9; the packed W is 144 more),
+// and stayed counted in that run's account after it.
+TEST(ConvTest, WeightsPackedAtFirstNeedAreNotChargedToTheRunThatNeedsThem) {
+  const Tensor x = Random({1, 64, 2, 2}, 1), w = Random({64, 64, 3, 3}, 2);
+  auto model = testing::GraphBuilder()
+                   .Input("x", {1, 64, 2, 2})
+                   .Initializer("w", w)
+                   .NodeWith("Conv", {"x", "w"}, {"y"}, {testing::IntsAttr("pads", {3, 3, 3, 3})})
+                   .Output("y")
+                   .Load();
+  SessionOptions options;
+  options.memory_budget_bytes = 100 << 10;
+  auto session = Session::Create(model, options);
+  ASSERT_TRUE(session.ok()) << session.status();
+  auto result = (*session)->Run({{"x", x}});
+  ASSERT_TRUE(result.ok()) << result.status();
+  const ConvParams p = Defaults(2, {.pads = {3, 3, 3, 3}});
+  EXPECT_TRUE(TensorsClose(ReferenceConv(x, w, nullptr, p), (*result)[0], 1e-4, 1e-5));
 }
 
 TEST(ConvTest, SameSizeGridsCopyEachTapAsOneShiftedPlane) {
