@@ -3,6 +3,8 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
+#include <bit>
 #include <cstring>
 #include <tuple>
 #include <utility>
@@ -101,6 +103,18 @@ constexpr int64_t kMinWinogradPixels = 28 * 28;
 
 int64_t RoundUp(int64_t value, int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
 
+// Whether none of y's n floats is infinite or NaN (the maximum of their bits less the sign is below the
+// infinity's), applying Relu to them on the way when `relu`: one pass over a band, not two. AVX2 code,
+// which NhwcConv needs (NhwcConvAvailable).
+__attribute__((target("avx2"))) bool AllFiniteThenRelu(float* y, int64_t n, bool relu) {
+  int32_t largest_bits = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    largest_bits = std::max(largest_bits, std::bit_cast<int32_t>(y[i]) & 0x7fffffff);
+    if (relu) y[i] = std::max(y[i], 0.0f);
+  }
+  return largest_bits < 0x7f800000;
+}
+
 // One band's primitive: a dense part of an image's output (its floats from `out_offset` on) and where in
 // the image its input starts. A band of output rows reads the input rows its windows cover, with the zero
 // rows before and after them as its own padding; a pointwise convolution's band is any run of pixels.
@@ -110,7 +124,9 @@ struct Band {
   dnnl::convolution_forward conv;
   dnnl::memory weights;
   // A Winograd band runs in oneDNN's blocked layout: its window of X is reordered into per-thread scratch
-  // before the primitive and its output back into Y after it.
+  // before the primitive and its output back into Y after it. Its Relu, if any, runs after that, as the
+  // check of its values does (AllFiniteThenRelu): an infinity or NaN its transforms made must be seen
+  // before a Relu hides one.
   bool blocked = false;
   dnnl::memory::desc nhwc_src, nhwc_dst;
   dnnl::reorder to_blocked, from_blocked;
@@ -138,11 +154,10 @@ class NhwcConvImpl final : public NhwcConv {
     const Plan* plan = PlanFor(shape, w, pool.num_threads());
     if (plan == nullptr) return false;
     try {
-      RunBands(*plan, shape.batch, x, bias != nullptr ? bias : zero_bias_.data(), z, y, pool);
+      return RunBands(*plan, shape.batch, x, bias != nullptr ? bias : zero_bias_.data(), z, y, pool);
     } catch (const dnnl::error& e) {
       return absl::InternalError(absl::StrCat("oneDNN NHWC convolution: ", e.what()));
     }
-    return true;
   }
 
  private:
@@ -153,13 +168,17 @@ class NhwcConvImpl final : public NhwcConv {
 
   // The plan's bands of each of `batch` images: the call's, not the plan's, which is kept for any batch.
   // Z joins through oneDNN's sum post-op: each band copies its rows of Z into its rows of Y just before
-  // its convolution adds to them, on its own thread, while they are then in cache.
-  void RunBands(const Plan& plan, int64_t batch, const float* x, const float* bias, const float* z, float* y,
+  // its convolution adds to them, on its own thread, while they are then in cache. False where a Winograd
+  // band's result is infinite or NaN: its transforms add and scale neighbouring pixels before the weights
+  // scale them down, so huge or infinite inputs overflow there where the direct convolution's sums need not
+  // (inputs of 1e38 and weights of 1e-3 gave inf for 1.4e37).
+  bool RunBands(const Plan& plan, int64_t batch, const float* x, const float* bias, const float* z, float* y,
                 ThreadPool& pool) const {
     const ConvShape2D& s = plan.shape;
     const int64_t in_image = s.in_h * s.in_w * InChannels(), out_image = s.out_h * s.out_w * dims_.maps;
     const int64_t bands = static_cast<int64_t>(plan.bands.size());
     const vec::VectorKernels& kernels = vec::Kernels();
+    std::atomic<bool> finite{true};
     pool.ParallelFor(batch * bands, 1, [&](int64_t begin, int64_t end) {
       omp_set_num_threads(1);  // this thread's oneDNN calls compute alone: the pool is the parallelism
       for (int64_t i = begin; i < end; ++i) {
@@ -171,9 +190,14 @@ class NhwcConvImpl final : public NhwcConv {
           std::memcpy(y + y_offset, z + y_offset, static_cast<size_t>(band.out_floats) * sizeof(float));
         }
         RunBand(band, x + n * in_image + band.in_offset, bias, y + y_offset);
+        if (band.blocked && !AllFiniteThenRelu(y + y_offset, band.out_floats, ReluInPrimitive())) {
+          finite.store(false, std::memory_order_relaxed);
+          continue;
+        }
         if (!ReluInPrimitive()) ApplyActivation(kernels, activation_, y + y_offset, band.out_floats);
       }
     });
+    return finite.load(std::memory_order_relaxed);
   }
 
   void RunBand(const Band& band, const float* x, const float* bias, float* y) const {
@@ -292,8 +316,7 @@ class NhwcConvImpl final : public NhwcConv {
       try {
         const auto any = [](const dnnl::memory::desc& d) { return dnnl::memory::desc(d.dims(), kF32, Tag::any); };
         Band band = MakeBandOf(desc(dnnl::algorithm::convolution_winograd, any(src), any(dst)), in_offset,
-                               out_offset, out_floats, w);
-        band.blocked = true;
+                               out_offset, out_floats, w, /*winograd=*/true);
         band.nhwc_src = src;
         band.nhwc_dst = dst;
         band.to_blocked = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), src, Engine(), band.pd.src_desc()));
@@ -304,7 +327,8 @@ class NhwcConvImpl final : public NhwcConv {
         // No Winograd kernel here (AVX2, or a shape it does not take): the direct one below.
       }
     }
-    return MakeBandOf(desc(dnnl::algorithm::convolution_direct, src, dst), in_offset, out_offset, out_floats, w);
+    return MakeBandOf(desc(dnnl::algorithm::convolution_direct, src, dst), in_offset, out_offset, out_floats, w,
+                      /*winograd=*/false);
   }
 
   // Pixels [p0, p0 + count) of a pointwise convolution, as one row of `count` pixels.
@@ -314,7 +338,7 @@ class NhwcConvImpl final : public NhwcConv {
         dnnl::memory::desc({1, InChannels(), 1, count}, kF32, Tag::nhwc),
         dnnl::memory::desc(WeightDims(), kF32, Tag::any), dnnl::memory::desc({dims_.maps}, kF32, Tag::x),
         dnnl::memory::desc({1, dims_.maps, 1, count}, kF32, Tag::nhwc), {1, 1}, {0, 0}, {0, 0}, {0, 0});
-    return MakeBandOf(desc, p0 * InChannels(), p0 * dims_.maps, count * dims_.maps, w);
+    return MakeBandOf(desc, p0 * InChannels(), p0 * dims_.maps, count * dims_.maps, w, /*winograd=*/false);
   }
 
   Dims WeightDims() const {
@@ -323,14 +347,15 @@ class NhwcConvImpl final : public NhwcConv {
   }
 
   Band MakeBandOf(const dnnl::convolution_forward::desc& desc, int64_t in_offset, int64_t out_offset,
-                  int64_t out_floats, const float* w) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
+                  int64_t out_floats, const float* w, bool winograd) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
     dnnl::post_ops post_ops;
     if (has_z_) post_ops.append_sum(1.0f);
-    if (ReluInPrimitive()) post_ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    if (ReluInPrimitive() && !winograd) post_ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
     dnnl::primitive_attr attr;
     attr.set_post_ops(post_ops);
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // per-thread scratch: calls may run concurrently
     Band band;
+    band.blocked = winograd;
     band.in_offset = in_offset;
     band.out_offset = out_offset;
     band.out_floats = out_floats;

@@ -3,6 +3,7 @@
 // threads. Where NhwcConv does not run (no oneDNN, no AVX2) the pass must leave graphs alone.
 #include <algorithm>
 #include <functional>
+#include <utility>
 
 #include "gtest/gtest.h"
 #include "runtime/exec/session.h"
@@ -338,6 +339,35 @@ TEST(ChannelsLastOpsTest, TheNhwcPoolsMeanOfAHugeMapIsGlobalAveragePools) {
     auto result = OpTest("NhwcGlobalAveragePool", 1, "ai.onnxserve").Input("x", x).Output("y").Run();
     ASSERT_TRUE(result.ok()) << result.status();
     EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1, 1, 1, 2}, {v, v}), (*result)[0], 1e-6, 0)) << v;
+  }
+}
+
+// A 3x3 at stride 1 on maps this large runs on AVX-512 through oneDNN's Winograd kernel, whose input
+// transform adds and scales neighbouring pixels before the weights scale them down: inputs of 1e38 came out
+// inf and of 3e38 NaN everywhere, where the definition's sums of products by 1e-3 are at most 4.32e37 and
+// 1.44e37. NhwcConv must give the definition's numbers however a request fills its maps.
+TEST(ChannelsLastOpsTest, AThreeByThreeOfHugeInputsGivesTheDefinitionsNumbers) {
+  constexpr int64_t kSide = 64, kChannels = 16;  // bands of 32 rows or more: Winograd's, on one or two threads
+  const Tensor w = Tensor::FromVector<float>({kChannels, kChannels, 3, 3},
+                                             std::vector<float>(kChannels * kChannels * 9, 1e-3f));
+  for (const auto& [v, threads] : {std::pair{1e38f, 1}, std::pair{3e38f, 1}, std::pair{3e38f, 2}}) {
+    Tensor x(DataType::kFloat, {1, kSide, kSide, kChannels});
+    for (float& e : x.mutable_values<float>()) e = v;
+    // Each output: v * 1e-3 for each channel of each tap inside the image.
+    Tensor want(DataType::kFloat, {1, kSide, kSide, kChannels});
+    auto inside = [](int64_t at) { return 3 - (at == 0) - (at == kSide - 1); };
+    for (int64_t h = 0; h < kSide; ++h) {
+      for (int64_t w = 0; w < kSide; ++w) {
+        for (int64_t m = 0; m < kChannels; ++m) {
+          want.data<float>()[(h * kSide + w) * kChannels + m] =
+              static_cast<float>(static_cast<double>(v) * 1e-3 * kChannels * inside(h) * inside(w));
+        }
+      }
+    }
+    auto got = OpTest("NhwcConv", 1, "ai.onnxserve").Threads(threads).Input("x", x).Constant("w", w)
+                   .Attr("pads", std::vector<int64_t>{1, 1, 1, 1}).Output("y").Run();
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_TRUE(TensorsClose(want, (*got)[0], 1e-5, 0)) << "inputs of " << v << " on " << threads << " threads";
   }
 }
 
