@@ -101,6 +101,13 @@ void Reorder(int64_t batch, int64_t channels, int64_t pixels, bool to_nhwc, cons
 // Outputs differ from the direct ones by under 2e-6 of the largest.
 constexpr int64_t kMinWinogradPixels = 28 * 28;
 
+// A Winograd band's blocked copies of its window of X and of its output stay in per-thread scratch after
+// the call; a band is bounded in work (kDnnlBandWork), and on few channels and maps, padded to oneDNN's
+// blocks of 16, that let one band of a 3000 x 3000 image of one channel keep 1.1 GB. Bands are cut to keep
+// their copies within this many floats (16 MB), which ResNet's bands are far below.
+constexpr int64_t kMaxBlockedBandFloats = int64_t{1} << 22;
+constexpr int64_t kChannelBlock = 16;  // nChw16c, the blocked layout oneDNN's Winograd kernel takes
+
 int64_t RoundUp(int64_t value, int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
 
 // Whether none of y's n floats is infinite or NaN (the maximum of their bits less the sign is below the
@@ -269,10 +276,11 @@ class NhwcConvImpl final : public NhwcConv {
         }
       } else {
         int64_t band_rows = (shape.out_h + wanted - 1) / wanted;
-        const bool winograd = WinogradFits(shape) && band_rows * shape.out_w >= kMinWinogradPixels;
         // Winograd's bands start on a row of its output tiles (at most 4 rows high), so that each band
-        // computes its rows as the whole image does.
-        if (winograd) band_rows = RoundUp(band_rows, 4);
+        // computes its rows as the whole image does; there may be more of them, for their copies' bound.
+        const int64_t winograd_rows = std::min(RoundUp(band_rows, 4), MaxWinogradBandRows(shape));
+        const bool winograd = WinogradFits(shape) && winograd_rows * shape.out_w >= kMinWinogradPixels;
+        if (winograd) band_rows = winograd_rows;
         for (int64_t r0 = 0; r0 < shape.out_h; r0 += band_rows) {
           plan->bands.push_back(MakeBand(shape, r0, std::min(band_rows, shape.out_h - r0), winograd, w));
         }
@@ -289,6 +297,18 @@ class NhwcConvImpl final : public NhwcConv {
   bool IsPointwise(const ConvShape2D& s) const {
     return dims_.kernel_h == 1 && dims_.kernel_w == 1 && s.stride_h == 1 && s.stride_w == 1 && s.pad_top == 0 &&
            s.pad_left == 0 && s.pad_bottom == 0 && s.pad_right == 0;
+  }
+
+  // The most output rows, a multiple of 4, of a Winograd band whose blocked copies (its window of X, two
+  // rows more, and its output, channels and maps padded to the block) stay within kMaxBlockedBandFloats;
+  // 0 when not even 4 rows do.
+  int64_t MaxWinogradBandRows(const ConvShape2D& s) const {
+    // In double: a hostile width times channels need not fit in int64.
+    const double in_row = static_cast<double>(RoundUp(InChannels(), kChannelBlock)) * static_cast<double>(s.in_w);
+    const double out_row = static_cast<double>(RoundUp(dims_.maps, kChannelBlock)) * static_cast<double>(s.out_w);
+    const double rows = (static_cast<double>(kMaxBlockedBandFloats) - 2 * in_row) / (in_row + out_row);
+    if (rows < 4) return 0;
+    return static_cast<int64_t>(std::min(rows, static_cast<double>(RoundUp(s.out_h, 4)))) / 4 * 4;
   }
 
   // A dense 3x3 at stride 1 without Z: oneDNN's Winograd convolution (AVX-512 only) takes it, in its blocked
