@@ -3,6 +3,8 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <tuple>
@@ -100,6 +102,13 @@ void Reorder(int64_t batch, int64_t channels, int64_t pixels, bool to_nhwc, cons
 // Outputs differ from the direct ones by under 2e-6 of the largest.
 constexpr int64_t kMinWinogradPixels = 28 * 28;
 
+// A Winograd band's blocked copies of its window of X and of its output stay in per-thread scratch after
+// the call; a band is bounded in work (kDnnlBandWork), and on few channels and maps, padded to oneDNN's
+// blocks of 16, that let one band of a 3000 x 3000 image of one channel keep 1.1 GB. Bands are cut to keep
+// their copies within this many floats (16 MB), which ResNet's bands are far below.
+constexpr int64_t kMaxBlockedBandFloats = int64_t{1} << 22;
+constexpr int64_t kChannelBlock = 16;  // nChw16c, the blocked layout oneDNN's Winograd kernel takes
+
 // A prologue's output of one image below this stays in cache between the two convolutions (the L2 of a
 // core holds it, or most of the L3): it is computed whole then, not band by band. Measured in MobileNet on
 // one thread of AVX-512: its 16 -> 96 maps of 112 x 112 (4.8 MB) into a depthwise 3x3 at stride 2 took
@@ -113,6 +122,18 @@ constexpr int64_t kMaxPrologueWindowFloats = int64_t{4} << 20;
 
 int64_t RoundUp(int64_t value, int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
 
+// Whether none of y's n floats is infinite or NaN (the maximum of their bits less the sign is below the
+// infinity's), applying Relu to them on the way when `relu`: one pass over a band, not two. AVX2 code,
+// which NhwcConv needs (NhwcConvAvailable).
+__attribute__((target("avx2"))) bool AllFiniteThenRelu(float* y, int64_t n, bool relu) {
+  int32_t largest_bits = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    largest_bits = std::max(largest_bits, std::bit_cast<int32_t>(y[i]) & 0x7fffffff);
+    if (relu) y[i] = std::max(y[i], 0.0f);
+  }
+  return largest_bits < 0x7f800000;
+}
+
 // One band's primitive: a dense part of an image's output (its floats from `out_offset` on) and where in
 // the image its input starts. A band of output rows reads the input rows its windows cover, with the zero
 // rows before and after them as its own padding; a pointwise convolution's band is any run of pixels.
@@ -122,7 +143,9 @@ struct Band {
   dnnl::convolution_forward conv;
   dnnl::memory weights;
   // A Winograd band runs in oneDNN's blocked layout: its window of X is reordered into per-thread scratch
-  // before the primitive and its output back into Y after it.
+  // before the primitive and its output back into Y after it. Its Relu, if any, runs after that, as the
+  // check of its values does (AllFiniteThenRelu): an infinity or NaN its transforms made must be seen
+  // before a Relu hides one.
   bool blocked = false;
   dnnl::memory::desc nhwc_src, nhwc_dst;
   dnnl::reorder to_blocked, from_blocked;
@@ -161,11 +184,10 @@ class NhwcConvImpl final : public NhwcConv {
     const Plan* plan = PlanFor(shape, w, pool.num_threads());
     if (plan == nullptr) return false;
     try {
-      RunBands(*plan, x, nullptr, bias != nullptr ? bias : zero_bias_.data(), z, y, pool);
+      return RunBands(*plan, shape.batch, x, nullptr, bias != nullptr ? bias : zero_bias_.data(), z, y, pool);
     } catch (const dnnl::error& e) {
       return absl::InternalError(absl::StrCat("oneDNN NHWC convolution: ", e.what()));
     }
-    return true;
   }
 
   absl::StatusOr<bool> TryRunWithPrologue(const ConvShape2D& shape, const float* x, const float* w_pre,
@@ -181,12 +203,11 @@ class NhwcConvImpl final : public NhwcConv {
     const Plan* plan = ProloguePlanFor(shape, w_pre, w, pool.num_threads());
     if (plan == nullptr) return false;
     try {
-      RunBands(*plan, x, bias_pre != nullptr ? bias_pre : zero_bias_.data(),
-               bias != nullptr ? bias : zero_bias_.data(), z, y, pool);
+      return RunBands(*plan, shape.batch, x, bias_pre != nullptr ? bias_pre : zero_bias_.data(),
+                      bias != nullptr ? bias : zero_bias_.data(), z, y, pool);
     } catch (const dnnl::error& e) {
       return absl::InternalError(absl::StrCat("oneDNN NHWC convolution: ", e.what()));
     }
-    return true;
   }
 
  private:
@@ -196,17 +217,22 @@ class NhwcConvImpl final : public NhwcConv {
   bool PrologueReluInPrimitive() const { return prologue_->activation.kind == ActivationKind::kRelu; }
   int64_t InChannels() const { return dims_.depthwise ? dims_.maps : dims_.channels; }
 
+  // The plan's bands of each of `batch` images: the call's, not the plan's, which is kept for any batch.
   // Z joins through oneDNN's sum post-op: each band copies its rows of Z into its rows of Y just before
   // its convolution adds to them, on its own thread, while they are then in cache. Under a prologue
-  // (`bias_pre` given) each band first computes the window of X' it reads.
-  void RunBands(const Plan& plan, const float* x, const float* bias_pre, const float* bias, const float* z,
-                float* y, ThreadPool& pool) const {
+  // (`bias_pre` given) each band first computes the window of X' it reads. False where a Winograd
+  // band's result is infinite or NaN: its transforms add and scale neighbouring pixels before the weights
+  // scale them down, so huge or infinite inputs overflow there where the direct convolution's sums need not
+  // (inputs of 1e38 and weights of 1e-3 gave inf for 1.4e37).
+  bool RunBands(const Plan& plan, int64_t batch, const float* x, const float* bias_pre, const float* bias,
+                const float* z, float* y, ThreadPool& pool) const {
     const ConvShape2D& s = plan.shape;
     const int64_t x_channels = bias_pre != nullptr ? prologue_->channels : InChannels();
     const int64_t in_image = s.in_h * s.in_w * x_channels, out_image = s.out_h * s.out_w * dims_.maps;
     const int64_t bands = static_cast<int64_t>(plan.bands.size());
     const vec::VectorKernels& kernels = vec::Kernels();
-    pool.ParallelFor(s.batch * bands, 1, [&](int64_t begin, int64_t end) {
+    std::atomic<bool> finite{true};
+    pool.ParallelFor(batch * bands, 1, [&](int64_t begin, int64_t end) {
       omp_set_num_threads(1);  // this thread's oneDNN calls compute alone: the pool is the parallelism
       for (int64_t i = begin; i < end; ++i) {
         StopIfRunEnded(plan.band_work);
@@ -224,9 +250,14 @@ class NhwcConvImpl final : public NhwcConv {
           std::memcpy(y + y_offset, z + y_offset, static_cast<size_t>(band.out_floats) * sizeof(float));
         }
         RunBand(band, band_x, bias, y + y_offset);
+        if (band.blocked && !AllFiniteThenRelu(y + y_offset, band.out_floats, ReluInPrimitive())) {
+          finite.store(false, std::memory_order_relaxed);
+          continue;
+        }
         if (!ReluInPrimitive()) ApplyActivation(kernels, activation_, y + y_offset, band.out_floats);
       }
     });
+    return finite.load(std::memory_order_relaxed);
   }
 
   void RunPrologue(const Band& band, const float* x, const float* bias, float* window) const {
@@ -379,10 +410,11 @@ class NhwcConvImpl final : public NhwcConv {
         }
       } else {
         int64_t band_rows = (shape.out_h + wanted - 1) / wanted;
-        const bool winograd = WinogradFits(shape) && band_rows * shape.out_w >= kMinWinogradPixels;
         // Winograd's bands start on a row of its output tiles (at most 4 rows high), so that each band
-        // computes its rows as the whole image does.
-        if (winograd) band_rows = RoundUp(band_rows, 4);
+        // computes its rows as the whole image does; there may be more of them, for their copies' bound.
+        const int64_t winograd_rows = std::min(RoundUp(band_rows, 4), MaxWinogradBandRows(shape));
+        const bool winograd = WinogradFits(shape) && winograd_rows * shape.out_w >= kMinWinogradPixels;
+        if (winograd) band_rows = winograd_rows;
         for (int64_t r0 = 0; r0 < shape.out_h; r0 += band_rows) {
           plan->bands.push_back(MakeBand(shape, r0, std::min(band_rows, shape.out_h - r0), winograd, w));
         }
@@ -399,6 +431,18 @@ class NhwcConvImpl final : public NhwcConv {
   bool IsPointwise(const ConvShape2D& s) const {
     return dims_.kernel_h == 1 && dims_.kernel_w == 1 && s.stride_h == 1 && s.stride_w == 1 && s.pad_top == 0 &&
            s.pad_left == 0 && s.pad_bottom == 0 && s.pad_right == 0;
+  }
+
+  // The most output rows, a multiple of 4, of a Winograd band whose blocked copies (its window of X, two
+  // rows more, and its output, channels and maps padded to the block) stay within kMaxBlockedBandFloats;
+  // 0 when not even 4 rows do.
+  int64_t MaxWinogradBandRows(const ConvShape2D& s) const {
+    // In double: a hostile width times channels need not fit in int64.
+    const double in_row = static_cast<double>(RoundUp(InChannels(), kChannelBlock)) * static_cast<double>(s.in_w);
+    const double out_row = static_cast<double>(RoundUp(dims_.maps, kChannelBlock)) * static_cast<double>(s.out_w);
+    const double rows = (static_cast<double>(kMaxBlockedBandFloats) - 2 * in_row) / (in_row + out_row);
+    if (rows < 4) return 0;
+    return static_cast<int64_t>(std::min(rows, static_cast<double>(RoundUp(s.out_h, 4)))) / 4 * 4;
   }
 
   // A dense 3x3 at stride 1 without Z: oneDNN's Winograd convolution (AVX-512 only) takes it, in its blocked
@@ -426,8 +470,7 @@ class NhwcConvImpl final : public NhwcConv {
       try {
         const auto any = [](const dnnl::memory::desc& d) { return dnnl::memory::desc(d.dims(), kF32, Tag::any); };
         Band band = MakeBandOf(desc(dnnl::algorithm::convolution_winograd, any(src), any(dst)), in_offset,
-                               out_offset, out_floats, w);
-        band.blocked = true;
+                               out_offset, out_floats, w, /*winograd=*/true);
         band.nhwc_src = src;
         band.nhwc_dst = dst;
         band.to_blocked = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), src, Engine(), band.pd.src_desc()));
@@ -438,7 +481,8 @@ class NhwcConvImpl final : public NhwcConv {
         // No Winograd kernel here (AVX2, or a shape it does not take): the direct one below.
       }
     }
-    return MakeBandOf(desc(dnnl::algorithm::convolution_direct, src, dst), in_offset, out_offset, out_floats, w);
+    return MakeBandOf(desc(dnnl::algorithm::convolution_direct, src, dst), in_offset, out_offset, out_floats, w,
+                      /*winograd=*/false);
   }
 
   // Pixels [p0, p0 + count) of a pointwise convolution, as one row of `count` pixels.
@@ -448,7 +492,7 @@ class NhwcConvImpl final : public NhwcConv {
         dnnl::memory::desc({1, InChannels(), 1, count}, kF32, Tag::nhwc),
         dnnl::memory::desc(WeightDims(), kF32, Tag::any), dnnl::memory::desc({dims_.maps}, kF32, Tag::x),
         dnnl::memory::desc({1, dims_.maps, 1, count}, kF32, Tag::nhwc), {1, 1}, {0, 0}, {0, 0}, {0, 0});
-    return MakeBandOf(desc, p0 * InChannels(), p0 * dims_.maps, count * dims_.maps, w);
+    return MakeBandOf(desc, p0 * InChannels(), p0 * dims_.maps, count * dims_.maps, w, /*winograd=*/false);
   }
 
   Dims WeightDims() const {
@@ -457,12 +501,14 @@ class NhwcConvImpl final : public NhwcConv {
   }
 
   Band MakeBandOf(const dnnl::convolution_forward::desc& desc, int64_t in_offset, int64_t out_offset,
-                  int64_t out_floats, const float* w) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
+                  int64_t out_floats, const float* w, bool winograd) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
     Band band;
+    band.blocked = winograd;
     band.in_offset = in_offset;
     band.out_offset = out_offset;
     band.out_floats = out_floats;
-    std::tie(band.pd, band.conv) = MakePrimitive(desc, has_z_, ReluInPrimitive());
+    // Winograd's Relu runs after its overflow check (AllFiniteThenRelu): a -inf it would hide is one.
+    std::tie(band.pd, band.conv) = MakePrimitive(desc, has_z_, ReluInPrimitive() && !winograd);
     const Tag plain_tag = dims_.depthwise ? Tag::goihw : Tag::oihw;
     band.weights = WeightsIn(weights_, band.pd.weights_desc(), dnnl::memory::desc(WeightDims(), kF32, plain_tag), w);
     return band;

@@ -1,8 +1,11 @@
 #include "runtime/math/winograd.h"
 
 #include <algorithm>
+#include <atomic>
+#include <bit>
 #include <vector>
 
+#include "runtime/core/memory_budget.h"
 #include "runtime/core/run_limits.h"
 #include "runtime/math/isa.h"
 #include "runtime/math/scratch.h"
@@ -104,14 +107,21 @@ ONNXSERVE_WINOGRAD_AVX2 void TransformOutputRow(const float* m, int64_t plane_st
   }
 }
 
-// One output row from its tiles' left and right pixels, plus bias and Z, Relu when asked.
-void StoreRow(const float* even, const float* odd, int64_t width, float bias, const float* z, bool relu,
-              float* y) {
+// One output row from its tiles' left and right pixels, plus bias and Z, Relu when asked; false when a value
+// before the Relu is infinite or NaN. The transforms add and subtract neighbouring pixels before any
+// weight scales them down, so huge or infinite inputs make infinities and NaNs (inf - inf) there where the
+// direct convolution's sums stay finite or infinite: such a row is not to be trusted.
+ONNXSERVE_WINOGRAD_AVX2 bool StoreRow(const float* even, const float* odd, int64_t width, float bias,
+                                      const float* z, bool relu, float* y) {
+  constexpr int32_t kInfinityBits = 0x7f800000;  // and above, less the sign: infinite or NaN
+  int32_t largest_bits = 0;
   for (int64_t x = 0; x < width; ++x) {
     float value = ((x & 1) == 0 ? even[x / 2] : odd[x / 2]) + bias + (z != nullptr ? z[x] : 0.0f);
+    largest_bits = std::max(largest_bits, std::bit_cast<int32_t>(value) & 0x7fffffff);
     if (relu) value = std::max(value, 0.0f);
     y[x] = value;
   }
+  return largest_bits < kInfinityBits;
 }
 
 // G g for one column g of a 3x3 kernel, in double: done once at load. G is [1 0 0; 1/2 1/2 1/2;
@@ -121,6 +131,34 @@ void WeightStep(const double g[3], double out[4]) {
   out[1] = (g[0] + g[1] + g[2]) / 2.0;
   out[2] = (g[0] - g[1] + g[2]) / 2.0;
   out[3] = g[2];
+}
+
+// G g G^T of each (map, channel) of the weights `w` [maps, channels, 3, 3], as 16 planes of [maps x
+// channels]. Model state that every later run reads, like the initializers it comes from: not charged to
+// the run that happens to need it first, which would keep it charged to that run's account after the run.
+std::vector<PackedRows> TransformWeights(const float* w, int64_t maps, int64_t channels) {
+  const ScopedMemoryAccount model_state(nullptr);
+  const int64_t pairs = maps * channels;
+  std::vector<float> u(static_cast<size_t>(kPlanes * pairs));
+  for (int64_t pair = 0; pair < pairs; ++pair) {
+    const float* g = w + pair * 9;
+    double columns[4][3];
+    for (int j = 0; j < 3; ++j) {
+      const double column[3] = {g[j], g[3 + j], g[6 + j]};
+      double out[4];
+      WeightStep(column, out);
+      for (int i = 0; i < 4; ++i) columns[i][j] = out[i];
+    }
+    for (int i = 0; i < 4; ++i) {
+      double out[4];
+      WeightStep(columns[i], out);
+      for (int j = 0; j < 4; ++j) u[static_cast<size_t>((i * 4 + j) * pairs + pair)] = static_cast<float>(out[j]);
+    }
+  }
+  std::vector<PackedRows> planes;
+  planes.reserve(kPlanes);
+  for (int p = 0; p < kPlanes; ++p) planes.emplace_back(u.data() + p * pairs, maps, channels, channels);
+  return planes;
 }
 
 }  // namespace
@@ -134,31 +172,12 @@ bool Winograd3x3::Fits(const ConvShape2D& shape) const {
 }
 
 const std::vector<PackedRows>& Winograd3x3::TransformedWeights() const {
-  std::call_once(transformed_once_, [&] {
-    const int64_t pairs = maps_ * channels_;
-    std::vector<float> u(static_cast<size_t>(kPlanes * pairs));
-    for (int64_t pair = 0; pair < pairs; ++pair) {
-      const float* g = w_ + pair * 9;
-      double columns[4][3];
-      for (int j = 0; j < 3; ++j) {
-        const double column[3] = {g[j], g[3 + j], g[6 + j]};
-        double out[4];
-        WeightStep(column, out);
-        for (int i = 0; i < 4; ++i) columns[i][j] = out[i];
-      }
-      for (int i = 0; i < 4; ++i) {
-        double out[4];
-        WeightStep(columns[i], out);
-        for (int j = 0; j < 4; ++j) u[static_cast<size_t>((i * 4 + j) * pairs + pair)] = static_cast<float>(out[j]);
-      }
-    }
-    u_.reserve(kPlanes);
-    for (int p = 0; p < kPlanes; ++p) u_.emplace_back(u.data() + p * pairs, maps_, channels_, channels_);
-  });
+  // Assigned whole, so that a first use that throws (memory) leaves none made for the next to build on.
+  std::call_once(transformed_once_, [&] { u_ = TransformWeights(w_, maps_, channels_); });
   return u_;
 }
 
-void Winograd3x3::Run(const ConvShape2D& shape, const float* x, const WinogradEpilogue& epilogue, float* y,
+bool Winograd3x3::Run(const ConvShape2D& shape, const float* x, const WinogradEpilogue& epilogue, float* y,
                       ThreadPool& pool) const {
   const int64_t tiles_h = TilesAcross(shape.out_h), tiles_w = TilesAcross(shape.out_w);
   const int64_t rows_per_pass =
@@ -168,11 +187,13 @@ void Winograd3x3::Run(const ConvShape2D& shape, const float* x, const WinogradEp
     WinogradEpilogue image_epilogue = epilogue;
     if (epilogue.z != nullptr) image_epilogue.z = epilogue.z + n * out_image;
     for (int64_t first = 0; first < tiles_h; first += rows_per_pass) {
-      RunTileRows(shape, x + n * in_image, first, std::min(rows_per_pass, tiles_h - first), image_epilogue,
-                  y + n * out_image, pool);
+      if (!RunTileRows(shape, x + n * in_image, first, std::min(rows_per_pass, tiles_h - first), image_epilogue,
+                       y + n * out_image, pool)) {
+        return false;
+      }
     }
   }
-  if (!AppliedAfterStore(epilogue.activation)) return;
+  if (!AppliedAfterStore(epilogue.activation)) return true;
   const int64_t planes = shape.batch * maps_, pixels = shape.out_h * shape.out_w;
   pool.ParallelFor(planes, 1, [&](int64_t begin, int64_t end) {
     for (int64_t plane = begin; plane < end; ++plane) {
@@ -180,9 +201,10 @@ void Winograd3x3::Run(const ConvShape2D& shape, const float* x, const WinogradEp
       ApplyActivation(vec::Kernels(), epilogue.activation, y + plane * pixels, pixels);
     }
   });
+  return true;
 }
 
-void Winograd3x3::RunTileRows(const ConvShape2D& shape, const float* x, int64_t first_row, int64_t rows,
+bool Winograd3x3::RunTileRows(const ConvShape2D& shape, const float* x, int64_t first_row, int64_t rows,
                               const WinogradEpilogue& epilogue, float* y, ThreadPool& pool) const {
   const std::vector<PackedRows>& u = TransformedWeights();
   const int64_t tiles_w = TilesAcross(shape.out_w), tiles = rows * tiles_w, plane = shape.in_h * shape.in_w;
@@ -215,6 +237,7 @@ void Winograd3x3::RunTileRows(const ConvShape2D& shape, const float* x, int64_t 
     }
   });
   const bool relu = epilogue.activation.kind == ActivationKind::kRelu;
+  std::atomic<bool> finite{true};
   pool.ParallelFor(maps_, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> s(static_cast<size_t>(4 * tiles_w)), halves(static_cast<size_t>(2 * tiles_w));
     for (int64_t k = begin; k < end; ++k) {
@@ -227,12 +250,15 @@ void Winograd3x3::RunTileRows(const ConvShape2D& shape, const float* x, int64_t 
           TransformOutputRow(m + k * tiles + tr * tiles_w, maps_ * tiles, tiles_w, r, s.data(), halves.data(),
                              halves.data() + tiles_w);
           const int64_t at = (k * shape.out_h + out_row) * shape.out_w;
-          StoreRow(halves.data(), halves.data() + tiles_w, shape.out_w, bias,
-                   epilogue.z != nullptr ? epilogue.z + at : nullptr, relu, y + at);
+          if (!StoreRow(halves.data(), halves.data() + tiles_w, shape.out_w, bias,
+                        epilogue.z != nullptr ? epilogue.z + at : nullptr, relu, y + at)) {
+            finite.store(false, std::memory_order_relaxed);
+          }
         }
       }
     }
   });
+  return finite.load(std::memory_order_relaxed);
 }
 
 }  // namespace onnxserve

@@ -56,14 +56,16 @@ class Winograd3x3 {
 
   // Y = activation(conv(X, W) + bias + Z), X and Y NCHW, for a shape at stride 1 and dilation 1 that Fits
   // (the pads after the image are not read: windows past it read zeros). Only where PackedGemmSupported().
+  // False, Y partly written, where a result came out infinite or NaN: the transforms' sums of huge or
+  // infinite inputs overflow where the direct convolution's need not, so the caller computes Y that way.
   // Splits over `pool`; throws RunStopped when the run ends between its phases.
-  void Run(const ConvShape2D& shape, const float* x, const WinogradEpilogue& epilogue, float* y,
-           ThreadPool& pool) const;
+  [[nodiscard]] bool Run(const ConvShape2D& shape, const float* x, const WinogradEpilogue& epilogue, float* y,
+                         ThreadPool& pool) const;
 
  private:
   const std::vector<PackedRows>& TransformedWeights() const;
-  // Tile rows [first_row, first_row + rows) of one image: transform, multiply, transform back.
-  void RunTileRows(const ConvShape2D& shape, const float* x, int64_t first_row, int64_t rows,
+  // Tile rows [first_row, first_row + rows) of one image: transform, multiply, transform back; false as Run.
+  bool RunTileRows(const ConvShape2D& shape, const float* x, int64_t first_row, int64_t rows,
                    const WinogradEpilogue& epilogue, float* y, ThreadPool& pool) const;
 
   const float* w_;

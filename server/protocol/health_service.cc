@@ -4,6 +4,9 @@
 #include <optional>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "server/serving/repository.h"
+
 namespace onnxserve::server {
 
 using grpc::health::v1::HealthCheckRequest;
@@ -45,6 +48,12 @@ class HealthService::Watcher {
       if (writing_) return;
     }
     if (ending_) FinishLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down"));
+  }
+
+  // The end of a stream that never starts: its request is refused.
+  void Refuse(const grpc::Status& status) {
+    absl::MutexLock lock(&mutex_);
+    FinishLocked(status);
   }
 
   void OnCancel() {
@@ -162,7 +171,18 @@ grpc::ServerUnaryReactor* HealthService::Check(grpc::CallbackServerContext* cont
 
 grpc::ServerWriteReactor<HealthCheckResponse>* HealthService::Watch(grpc::CallbackServerContext* /*context*/,
                                                                      const HealthCheckRequest* request) {
-  auto* reactor = new WatchReactor(request->service(), [this](Watcher* watcher) { Forget(watcher); });
+  const bool nameable = request->service().size() <= kMaxModelNameBytes;
+  auto* reactor = new WatchReactor(nameable ? request->service() : std::string(),
+                                   [this](Watcher* watcher) { Forget(watcher); });
+  // Such a stream could only ever say SERVICE_UNKNOWN, while it and gRPC held a name of up to a request's
+  // size, outside the bound on held requests, for as long as its client kept it open.
+  if (!nameable) {
+    reactor->watcher()->Refuse(grpc::Status(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        absl::StrCat("a service name of ", request->service().size(), " bytes: models have at most ",
+                     kMaxModelNameBytes)));
+    return reactor;
+  }
   absl::MutexLock lock(&mutex_);
   if (shut_down_) {
     reactor->watcher()->End();

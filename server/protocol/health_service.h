@@ -3,6 +3,7 @@
 // describes it (it comes from proto/health.proto, in protobuf's generated pool), and Shutdown ends every
 // Watch (NOT_SERVING, then UNAVAILABLE) where the built-in one left them open until the grace period ran
 // out, so a client that watches (gRPC's client-side health checking does) held every shutdown that long.
+// A Watch of a name no model can have (past kMaxModelNameBytes) ends at once, INVALID_ARGUMENT.
 #pragma once
 
 #include <memory>

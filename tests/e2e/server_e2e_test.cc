@@ -794,6 +794,33 @@ TEST_F(ServerTest, HealthServiceReportsServerAndModels) {
   EXPECT_EQ(health->Check(Context().get(), req, &resp).error_code(), grpc::NOT_FOUND);
 }
 
+// A Watch stream holds its service name, and gRPC its request, until it ends: a name longer than any model's
+// (128 bytes) can only ever be SERVICE_UNKNOWN, and streams of names of a request's size (64 MiB) held that
+// much each, outside the held-request bound, for as long as their client kept them open. Such a Watch ends
+// at once, INVALID_ARGUMENT; Check of it is NOT_FOUND, as of any other unknown service.
+TEST_F(ServerTest, HealthWatchOfANameNoModelCanHaveEndsAtOnce) {
+  auto health = grpc::health::v1::Health::NewStub(server_->channel());
+  grpc::health::v1::HealthCheckRequest watched;
+  watched.set_service(std::string(60000, 'm'));  // within this server's 64 KiB request bound
+  grpc::ClientContext watch_ctx;
+  watch_ctx.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+  auto watch = health->Watch(&watch_ctx, watched);
+  grpc::health::v1::HealthCheckResponse update;
+  EXPECT_FALSE(watch->Read(&update)) << "a status of " << update.status();
+  EXPECT_EQ(watch->Finish().error_code(), grpc::INVALID_ARGUMENT);
+  grpc::health::v1::HealthCheckResponse resp;
+  EXPECT_EQ(health->Check(Context().get(), watched, &resp).error_code(), grpc::NOT_FOUND);
+  // The longest name a model may have is watched as any other.
+  watched.set_service(std::string(128, 'm'));
+  grpc::ClientContext longest_ctx;
+  longest_ctx.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+  auto longest = health->Watch(&longest_ctx, watched);
+  ASSERT_TRUE(longest->Read(&update));
+  EXPECT_EQ(update.status(), grpc::health::v1::HealthCheckResponse::SERVICE_UNKNOWN);
+  longest_ctx.TryCancel();
+  EXPECT_EQ(longest->Finish().error_code(), grpc::CANCELLED);
+}
+
 // Behind a busy instance, a request of level 1 ("priority" parameter) overtakes one of the default level 2
 // that came first. The overtaken one spins until its deadline, 3 s after the instance frees up: run first,
 // as it should not be, it would hold the instance until then and the other would answer after it. Its spin

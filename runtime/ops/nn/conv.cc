@@ -13,9 +13,11 @@
 // that wrote it, while it is in cache.
 #include <mutex>
 #include <optional>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "runtime/core/memory_budget.h"
 #include "runtime/math/dnnl_conv.h"
 #include "runtime/math/grouped_conv.h"
 #include "runtime/math/packed_gemm.h"
@@ -219,11 +221,12 @@ class ConvKernel final : public OpKernel {
     // Both exist only for 2-D weights.
     if (constant && (winograd_ != nullptr || dnnl_ != nullptr)) {
       const ConvShape2D shape = geo.Shape2D(x.dim(0));
-      if (winograd_ != nullptr && WinogradPays(shape)) {
-        winograd_->Run(shape, x.data<float>(),
-                       {.bias = b ? b->data<float>() : nullptr, .z = z ? z->data<float>() : nullptr,
-                        .activation = activation},
-                       y.data<float>(), pool);
+      // Where Winograd's sums overflowed (huge or infinite inputs), a direct path below computes Y again.
+      if (winograd_ != nullptr && WinogradPays(shape) &&
+          winograd_->Run(shape, x.data<float>(),
+                         {.bias = b ? b->data<float>() : nullptr, .z = z ? z->data<float>() : nullptr,
+                          .activation = activation},
+                         y.data<float>(), pool)) {
         return absl::OkStatus();
       }
       if (dnnl_ != nullptr && z == nullptr) {
@@ -347,13 +350,18 @@ class ConvKernel final : public OpKernel {
     if (dnnl_ == nullptr) PackedWeights(*w);
   }
 
-  // W packed per group, made once, on the first call that needs it.
+  // W packed per group, made once, on the first call that needs it: the model's, as W is, so outside the
+  // budget of the run that happens to need it first, and assigned whole, so that a first call that throws
+  // (memory) leaves no groups made for the next to append to.
   const std::vector<PackedRows>& PackedWeights(const Tensor& w) const {
     std::call_once(packed_once_, [&] {
+      const ScopedMemoryAccount model_state(nullptr);
       const int64_t maps = w.dim(0), group_maps = maps / attrs_.group, depth = w.NumElements() / maps;
+      std::vector<PackedRows> packed;
       for (int64_t g = 0; g < attrs_.group; ++g) {
-        packed_weights_.emplace_back(w.data<float>() + g * group_maps * depth, group_maps, depth, depth);
+        packed.emplace_back(w.data<float>() + g * group_maps * depth, group_maps, depth, depth);
       }
+      packed_weights_ = std::move(packed);
     });
     return packed_weights_;
   }

@@ -3,11 +3,13 @@
 // MobileNet's shapes scaled down (1x1, 3x3 "same", the 1x1 at stride 2 of an even image, depthwise at
 // strides 1 and 2), batches, a pointwise convolution cut into runs of pixels, one to three threads (bands of rows shared out), Z through the sum post-op,
 // every fused activation, images large enough to be cut into bands for the run limits; what it refuses
-// (pads past the kernel, more shapes than it keeps plans for); and the layout changes both ways, tensors
-// too small to split and large ones split over the pool.
+// (pads past the kernel, more shapes than it keeps plans for); a plan reused for calls of other batches;
+// and the layout changes both ways, tensors too small to split and large ones split over the pool.
 #include "runtime/math/nhwc_conv.h"
 
 #include <atomic>
+#include <fstream>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -88,16 +90,34 @@ std::vector<float> ReferencePrologue(const PrologueCase& pre, const std::vector<
   return out;
 }
 
+// The process's resident set (VmRSS), in bytes.
+int64_t ResidentBytes() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+  }
+  return 0;
+}
+
 class NhwcConvTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!NhwcConvAvailable()) GTEST_SKIP() << "built without oneDNN (ONNXSERVE_DNNL=OFF), or the CPU has no AVX2";
   }
 
+  static std::unique_ptr<NhwcConv> Make(const Case& c, bool with_z, const Activation& activation,
+                                        const std::optional<PrologueCase>& pre = std::nullopt) {
+    return NhwcConv::Create({.maps = c.maps, .channels = c.depthwise ? 1 : c.channels, .kernel_h = c.kernel,
+                             .kernel_w = c.kernel, .depthwise = c.depthwise},
+                            with_z, activation,
+                            pre ? std::optional<NhwcPrologue>({pre->channels, pre->activation}) : std::nullopt);
+  }
+
   // Y = activation(conv(X, W) + bias [+ Z]) against the definition, with Y followed by sentinels oneDNN must
-  // not write; with a prologue, on X' computed from an X of its channels.
+  // not write; with a prologue, on X' computed from an X of its channels; on `made` (made by Make for the
+  // same weights, Z, activation and prologue) when given, else on a new one.
   static void Check(const Case& c, bool with_z, const Activation& activation,
-                    const std::optional<PrologueCase>& pre = std::nullopt) {
+                    const std::optional<PrologueCase>& pre = std::nullopt, const NhwcConv* made = nullptr) {
     SCOPED_TRACE(::testing::Message() << "case " << Describe(c) << " on " << IsaName(ActiveIsa())
                                       << " z=" << with_z << " activation=" << DescribeActivation(activation)
                                       << " prologue=" << (pre ? DescribeActivation(pre->activation) : "none"));
@@ -116,10 +136,8 @@ class NhwcConvTest : public ::testing::Test {
     constexpr int64_t kGuard = 32;
     std::vector<float> y(static_cast<size_t>(y_size + kGuard), kSentinel);
     ThreadPool pool(c.threads);
-    const auto conv = NhwcConv::Create({.maps = c.maps, .channels = group_channels, .kernel_h = c.kernel,
-                                        .kernel_w = c.kernel, .depthwise = c.depthwise},
-                                       with_z, activation,
-                                       pre ? std::optional<NhwcPrologue>({x_channels, pre->activation}) : std::nullopt);
+    const std::unique_ptr<NhwcConv> own = made == nullptr ? Make(c, with_z, activation, pre) : nullptr;
+    const NhwcConv* conv = made != nullptr ? made : own.get();
     ASSERT_NE(conv, nullptr);
     const std::vector<float> x_nhwc = Nhwc(x, c.batch, x_channels, pixels);
     const float* z_data = with_z ? z.data() : nullptr;
@@ -182,6 +200,24 @@ TEST_F(NhwcConvTest, AppliesEveryFusedActivationAfterZ) {
 TEST_F(NhwcConvTest, CutsLargeImagesIntoBands) {
   // 64 x 64 x 9 multiply-adds per output, 64 x 64 outputs: past one band's work on one thread.
   Check({.batch = 1, .channels = 64, .maps = 64, .in_h = 64, .in_w = 64, .kernel = 3, .pad = 1}, true, {});
+}
+
+// A node keeps its plans per image geometry, whatever the batch: a later call of more or fewer images of
+// the same size must compute each of its own images, and no image past them (the plan once ran the batch
+// of the call that made it: the images past it were left unwritten, or written past Y's end).
+TEST_F(NhwcConvTest, RunsTheBatchOfEachCallOnAPlanMadeForAnother) {
+  for (const bool winograd : {false, true}) {
+    const Case one = winograd ? Case{.batch = 1, .channels = 16, .maps = 16, .in_h = 28, .in_w = 28, .kernel = 3,
+                                     .pad = 1}
+                              : Case{.batch = 1, .channels = 8, .maps = 16, .in_h = 6, .in_w = 5, .kernel = 3,
+                                     .pad = 1, .threads = 2};
+    const std::unique_ptr<NhwcConv> conv = Make(one, false, {});
+    for (const int64_t batch : {1, 3, 1, 2}) {
+      Case c = one;
+      c.batch = batch;
+      Check(c, false, {}, std::nullopt, conv.get());
+    }
+  }
 }
 
 // Dense 3x3s at stride 1 of at least 28 x 28 output pixels per band run through oneDNN's Winograd kernel on
@@ -272,6 +308,37 @@ TEST_F(NhwcConvTest, NoImagesOfAHugeSizeComputeNothing) {
   const absl::StatusOr<bool> ran = conv->TryRun(shape, &none, w.data(), nullptr, nullptr, &none, pool);
   ASSERT_TRUE(ran.ok()) << ran.status();
   EXPECT_TRUE(*ran);
+}
+
+// A Winograd band (AVX-512) runs on blocked copies of its window of X and of its output, with channels and
+// maps padded to oneDNN's 16, in per-thread scratch that stays after the call. A band is bounded in work,
+// not in size: on one channel and one map a 3000 x 3000 image (36 MB) was one band, and the thread kept
+// 1.1 GB of copies past the call, outside any run's budget. The copies now stay within 16 MB a band.
+TEST_F(NhwcConvTest, KeepsNoBlockedCopiesManyTimesTheSizeOfItsMaps) {
+  constexpr int64_t kSide = 3000;
+  ThreadPool pool(1);
+  const std::vector<float> w = RandomFloats(9, 2), x = RandomFloats(kSide * kSide, 1);
+  std::vector<float> y(kSide * kSide);
+  const auto conv = NhwcConv::Create({.maps = 1, .channels = 1, .kernel_h = 3, .kernel_w = 3}, false, {});
+  const ConvShape2D shape{.batch = 1, .in_h = kSide, .in_w = kSide, .out_h = kSide, .out_w = kSide, .pad_top = 1,
+                          .pad_left = 1, .pad_bottom = 1, .pad_right = 1};
+  const int64_t before = ResidentBytes();
+  const absl::StatusOr<bool> ran = conv->TryRun(shape, x.data(), w.data(), nullptr, nullptr, y.data(), pool);
+  ASSERT_TRUE(ran.ok()) << ran.status();
+  // Far below the 1.1 GB, far above what the process's other allocations might add meanwhile.
+  EXPECT_LT(ResidentBytes() - before, int64_t{256} << 20);
+  ASSERT_TRUE(*ran);
+  for (const int64_t at : {int64_t{0}, kSide * kSide / 2 + kSide / 3, kSide * kSide - 1}) {
+    const int64_t oh = at / kSide, ow = at % kSide;
+    double want = 0;
+    for (int64_t kh = 0; kh < 3; ++kh) {
+      for (int64_t kw = 0; kw < 3; ++kw) {
+        const int64_t ih = oh + kh - 1, iw = ow + kw - 1;
+        if (ih >= 0 && ih < kSide && iw >= 0 && iw < kSide) want += double{w[kh * 3 + kw]} * x[ih * kSide + iw];
+      }
+    }
+    EXPECT_NEAR(y[at], want, 1e-4) << "at " << oh << "," << ow;
+  }
 }
 
 TEST_F(NhwcConvTest, RejectsZWhereItWasNotMadeForOne) {

@@ -2,13 +2,17 @@
 // ISA the process dispatches on (ctest runs it again with ONNXSERVE_ISA=avx2, where Conv uses it): odd
 // and even map sizes (tiles that hang over the map's edge), pads of 0 to 2, channel and map counts off
 // the micro-kernel's panels, batches, Z, every fused activation, one to three threads, an image cut into
-// several passes; and the shapes it declines.
+// several passes; weights transformed outside the first run's budget; sums that overflow reported; and the
+// shapes it declines.
 #include "runtime/math/winograd.h"
 
+#include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "runtime/core/memory_budget.h"
 #include "runtime/math/isa.h"
 #include "runtime/math/packed_gemm.h"
 #include "tests/support/activation_reference.h"
@@ -35,7 +39,8 @@ class WinogradTest : public ::testing::Test {
     if (!PackedGemmSupported()) GTEST_SKIP() << "the CPU has no AVX2: Conv never runs Winograd3x3 here";
   }
 
-  static void Check(const Case& c, bool with_z, const Activation& activation) {
+  // On `made` (of weights RandomFloats(maps * channels * 9, 2)) when given, else on a new Winograd3x3.
+  static void Check(const Case& c, bool with_z, const Activation& activation, const Winograd3x3* made = nullptr) {
     SCOPED_TRACE(::testing::Message() << "case {" << c.batch << "," << c.channels << "," << c.maps << "," << c.in_h
                                       << "," << c.in_w << ", pad " << c.pad << ", threads " << c.threads << "} on "
                                       << IsaName(ActiveIsa()) << " z=" << with_z
@@ -48,13 +53,15 @@ class WinogradTest : public ::testing::Test {
     constexpr float kSentinel = 12345.0f;
     constexpr int64_t kGuard = 32;
     std::vector<float> y(static_cast<size_t>(y_size + kGuard), kSentinel);
-    const Winograd3x3 winograd(w.data(), c.maps, c.channels);
+    const Winograd3x3 own(w.data(), c.maps, c.channels);
+    const Winograd3x3& winograd = made != nullptr ? *made : own;
     const ConvShape2D shape{.batch = c.batch, .in_h = c.in_h, .in_w = c.in_w, .out_h = out_h, .out_w = out_w,
                               .pad_top = c.pad, .pad_left = c.pad};
     ASSERT_TRUE(winograd.Fits(shape));
     ThreadPool pool(c.threads);
-    winograd.Run(shape, x.data(),
-                 {.bias = b.data(), .z = with_z ? z.data() : nullptr, .activation = activation}, y.data(), pool);
+    ASSERT_TRUE(winograd.Run(shape, x.data(),
+                             {.bias = b.data(), .z = with_z ? z.data() : nullptr, .activation = activation},
+                             y.data(), pool));
     const ReferenceConvGeometry geometry{.channels = c.channels, .group_channels = c.channels,
                                          .group_maps = c.maps, .in_h = c.in_h, .in_w = c.in_w, .kernel_h = 3,
                                          .kernel_w = 3, .pad_top = c.pad, .pad_left = c.pad};
@@ -102,6 +109,42 @@ TEST_F(WinogradTest, AppliesEveryFusedActivationAfterZ) {
 TEST_F(WinogradTest, CutsAnImageOfManyTilesIntoPasses) {
   // 16 planes x 256 maps x 64 tiles per row: 2^18 floats a row of tiles, so a pass holds 16 of the 64 rows.
   Check({.batch = 1, .channels = 8, .maps = 256, .in_h = 128, .in_w = 128, .pad = 1, .threads = 2}, false, {});
+}
+
+// The transformed weights are made on the first Run and kept for every later one: model state, like the
+// initializers, not a tensor of the run that happens to come first. A first run whose budget could not
+// hold them failed half-way through making them, and every later run multiplied by the wrong planes.
+TEST_F(WinogradTest, TransformsItsWeightsOutsideTheBudgetOfTheRunThatComesFirst) {
+  const Case c{.batch = 1, .channels = 16, .maps = 16, .in_h = 6, .in_w = 6, .pad = 1};
+  const std::vector<float> w = RandomFloats(c.maps * c.channels * 9, 2);
+  const Winograd3x3 winograd(w.data(), c.maps, c.channels);
+  {
+    // Room for about half of the 16 planes of 16 x 16 floats.
+    const ScopedMemoryAccount tight(std::make_shared<MemoryAccount>(8 * 16 * 16 * sizeof(float) + 64));
+    EXPECT_NO_THROW(Check(c, false, {}, &winograd));
+  }
+  Check(c, false, {}, &winograd);
+}
+
+// The input transform adds neighbouring pixels before any weight scales them: 3e38 + 3e38 is inf where the
+// direct convolution's products by 1e-3 sum to 5e36; an infinite pixel makes inf - inf = NaN where the
+// direct sums are inf. Run says so (false) rather than return either, whatever the activation would make of
+// it (a Relu turns -inf into 0): Conv then computes Y the direct way.
+TEST_F(WinogradTest, SaysSoWhereItsSumsOfHugeOrInfiniteInputsOverflow) {
+  const std::vector<float> w(4 * 4 * 9, 1e-3f);
+  const Winograd3x3 winograd(w.data(), 4, 4);
+  const ConvShape2D shape{.batch = 2, .in_h = 8, .in_w = 8, .out_h = 8, .out_w = 8, .pad_top = 1, .pad_left = 1};
+  std::vector<float> y(2 * 4 * 64);
+  ThreadPool pool(2);
+  const std::vector<float> ones(2 * 4 * 64, 1.0f);
+  EXPECT_TRUE(winograd.Run(shape, ones.data(), {}, y.data(), pool));
+  for (const float bad : {3e38f, std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                          std::numeric_limits<float>::quiet_NaN()}) {
+    SCOPED_TRACE(::testing::Message() << "an input of " << bad << " in the second image");
+    std::vector<float> x = ones;
+    for (int64_t i = 4 * 64; i < 2 * 4 * 64; ++i) x[static_cast<size_t>(i)] = i % 7 == 0 || bad == 3e38f ? bad : 1.0f;
+    EXPECT_FALSE(winograd.Run(shape, x.data(), {.activation = {ActivationKind::kRelu}}, y.data(), pool));
+  }
 }
 
 TEST_F(WinogradTest, DeclinesARowOfTilesPastItsPassBuffers) {

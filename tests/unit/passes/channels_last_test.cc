@@ -2,6 +2,7 @@
 // the layout, and that a rewritten model computes what the unoptimized graph computes, at one and two
 // threads. Where NhwcConv does not run (no oneDNN, no AVX2) the pass must leave graphs alone.
 #include <functional>
+#include <utility>
 
 #include "gtest/gtest.h"
 #include "runtime/exec/session.h"
@@ -17,6 +18,7 @@ using testing::CountOps;
 using testing::GraphBuilder;
 using testing::IntAttr;
 using testing::IntsAttr;
+using testing::OpTest;
 using testing::RandomTensor;
 using testing::RunPass;
 using testing::TensorsClose;
@@ -91,6 +93,32 @@ TEST_F(ChannelsLastTest, AMobileNetBlockComputesWhatTheUnoptimizedGraphComputes)
   const Tensor x = RandomTensor({1, 3, 128, 128}, 9);
   ExpectSameAsUnoptimized(MobileNetBlock(128).Load(), x, 1);
   ExpectSameAsUnoptimized(MobileNetBlock(128).Load(), x, 2);
+}
+
+// A node's oneDNN plans are kept per image size, not per batch: a session serving requests of one image size
+// and several batch sizes computes each request's every image (the plans once ran the first request's batch).
+TEST_F(ChannelsLastTest, RequestsOfOtherBatchesOnOneSessionComputeEveryImage) {
+  onnx::ModelProto proto = MobileNetBlock(128).proto();
+  proto.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)
+      ->set_dim_param("N");
+  auto model = Model::FromProto(proto, "");
+  ASSERT_TRUE(model.ok()) << model.status();
+  SessionOptions plain_options;
+  plain_options.optimize = false;
+  auto optimized = Session::Create(*model);
+  auto plain = Session::Create(*model, plain_options);
+  ASSERT_TRUE(optimized.ok()) << optimized.status();
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  ASSERT_GT(CountOps((*optimized)->plan().StepOps(), "NhwcConv"), 0);
+  for (const int64_t batch : {1, 3, 1, 2}) {
+    SCOPED_TRACE(::testing::Message() << "batch " << batch);
+    const Tensor x = RandomTensor({batch, 3, 128, 128}, static_cast<int>(10 + batch));
+    auto got = (*optimized)->Run({{"x", x}});
+    auto want = (*plain)->Run({{"x", x}});
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_TRUE(want.ok()) << want.status();
+    EXPECT_TRUE(TensorsClose((*want)[0], (*got)[0], 1e-4, 1e-4));
+  }
 }
 
 TEST_F(ChannelsLastTest, SmallMapsStayInNchw) {
@@ -286,6 +314,48 @@ TEST_F(ChannelsLastTest, ItsNewValuesTakeNoNameOfTheModel) {
   ASSERT_NE(named, nullptr);
   ASSERT_NE(named->producer(), nullptr);
   EXPECT_EQ(named->producer()->op_type(), "Neg");
+}
+
+// GlobalAveragePool sums each plane in double; the pass's NHWC pool must give the same means, however large
+// the map a request sends. Summed in float pixel by pixel, 2^22 pixels of 0.7 came to a mean of 0.729 (4%
+// off), of 1.1 to 1.053: past 2^24 / 0.7 the sum stops growing by each pixel as it should.
+TEST(ChannelsLastOpsTest, TheNhwcPoolsMeanOfAHugeMapIsGlobalAveragePools) {
+  for (const float v : {0.7f, 1.1f}) {
+    Tensor x(DataType::kFloat, {1, 2048, 2048, 2});
+    for (float& e : x.mutable_values<float>()) e = v;
+    auto result = OpTest("NhwcGlobalAveragePool", 1, "ai.onnxserve").Input("x", x).Output("y").Run();
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1, 1, 1, 2}, {v, v}), (*result)[0], 1e-6, 0)) << v;
+  }
+}
+
+// A 3x3 at stride 1 on maps this large runs on AVX-512 through oneDNN's Winograd kernel, whose input
+// transform adds and scales neighbouring pixels before the weights scale them down: inputs of 1e38 came out
+// inf and of 3e38 NaN everywhere, where the definition's sums of products by 1e-3 are at most 4.32e37 and
+// 1.44e37. NhwcConv must give the definition's numbers however a request fills its maps.
+TEST(ChannelsLastOpsTest, AThreeByThreeOfHugeInputsGivesTheDefinitionsNumbers) {
+  constexpr int64_t kSide = 64, kChannels = 16;  // bands of 32 rows or more: Winograd's, on one or two threads
+  const Tensor w = Tensor::FromVector<float>({kChannels, kChannels, 3, 3},
+                                             std::vector<float>(kChannels * kChannels * 9, 1e-3f));
+  for (const auto& [v, threads] : {std::pair{1e38f, 1}, std::pair{3e38f, 1}, std::pair{3e38f, 2}}) {
+    Tensor x(DataType::kFloat, {1, kSide, kSide, kChannels});
+    for (float& e : x.mutable_values<float>()) e = v;
+    // Each output: v * 1e-3 for each channel of each tap inside the image.
+    Tensor want(DataType::kFloat, {1, kSide, kSide, kChannels});
+    auto inside = [](int64_t at) { return 3 - (at == 0) - (at == kSide - 1); };
+    for (int64_t h = 0; h < kSide; ++h) {
+      for (int64_t w = 0; w < kSide; ++w) {
+        for (int64_t m = 0; m < kChannels; ++m) {
+          want.data<float>()[(h * kSide + w) * kChannels + m] =
+              static_cast<float>(static_cast<double>(v) * 1e-3 * kChannels * inside(h) * inside(w));
+        }
+      }
+    }
+    auto got = OpTest("NhwcConv", 1, "ai.onnxserve").Threads(threads).Input("x", x).Constant("w", w)
+                   .Attr("pads", std::vector<int64_t>{1, 1, 1, 1}).Output("y").Run();
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_TRUE(TensorsClose(want, (*got)[0], 1e-5, 0)) << "inputs of " << v << " on " << threads << " threads";
+  }
 }
 
 TEST(ChannelsLastOpsTest, HostileShapesAreErrorsNotCrashes) {

@@ -3,10 +3,15 @@
 // FusedConv against Conv + Add + Relu computed by the same reference. Each case runs twice: W fed at run
 // time (the OpenBLAS path) and W an initializer (packed at load for PackedGemm where the CPU has it).
 #include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
 #include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "runtime/exec/session.h"
+#include "tests/support/graph_builder.h"
 #include "tests/support/op_test.h"
 
 namespace onnxserve {
@@ -196,6 +201,27 @@ TEST(ConvTest, ShapesOneDnnDeclinesRunOnWeightsPackedAtFirstNeed) {
   }
 }
 
+// That copy of W is the model's, as W is, not a tensor of the run that first needs it: charged to that run,
+// it failed a request well within its budget (here 100 KiB, of which Y takes 9; the packed W is 144 more),
+// and stayed counted in that run's account after it.
+TEST(ConvTest, WeightsPackedAtFirstNeedAreNotChargedToTheRunThatNeedsThem) {
+  const Tensor x = Random({1, 64, 2, 2}, 1), w = Random({64, 64, 3, 3}, 2);
+  auto model = testing::GraphBuilder()
+                   .Input("x", {1, 64, 2, 2})
+                   .Initializer("w", w)
+                   .NodeWith("Conv", {"x", "w"}, {"y"}, {testing::IntsAttr("pads", {3, 3, 3, 3})})
+                   .Output("y")
+                   .Load();
+  SessionOptions options;
+  options.memory_budget_bytes = 100 << 10;
+  auto session = Session::Create(model, options);
+  ASSERT_TRUE(session.ok()) << session.status();
+  auto result = (*session)->Run({{"x", x}});
+  ASSERT_TRUE(result.ok()) << result.status();
+  const ConvParams p = Defaults(2, {.pads = {3, 3, 3, 3}});
+  EXPECT_TRUE(TensorsClose(ReferenceConv(x, w, nullptr, p), (*result)[0], 1e-4, 1e-5));
+}
+
 TEST(ConvTest, SameSizeGridsCopyEachTapAsOneShiftedPlane) {
   // Stride 1 and a grid as wide as the image: each im2col row is the plane shifted by the tap, with the
   // columns the tap puts outside zeroed. Pads on one side only (every tap reads left of the image), taps
@@ -336,6 +362,30 @@ TEST(ConvTest, HugeDilationOnANarrowMapReadsOnlyTheTapsInTheImage) {
       for (int64_t i = 0; i < x.NumElements(); ++i) expected.data<float>()[i] = 2.0f * x.data<float>()[i];
       EXPECT_TRUE(TensorsClose(expected, (*result)[0])) << "rank " << rank << ", constant W: " << constant_w;
     }
+  }
+}
+
+// Inputs whose sums a fast algorithm may overflow where the direct convolution's do not: a 3x3 at stride 1 on
+// a map large enough for Winograd (on AVX2; ctest runs this with ONNXSERVE_ISA=avx2 too) must give what the
+// definition gives. Huge finite inputs: Winograd's input transform adds neighbours (3e38 + 3e38 is inf),
+// where the direct sums of products by small weights stay finite. One infinite pixel: the windows over it
+// are inf, the others finite, where the transforms' differences made inf - inf = NaN.
+TEST(ConvTest, HugeAndInfiniteInputsGiveWhatTheDefinitionGivesOnEveryPath) {
+  const Shape x_shape = {1, 16, 16, 16}, w_shape = {16, 16, 3, 3};
+  Tensor huge(DataType::kFloat, x_shape);
+  for (float& v : huge.mutable_values<float>()) v = 3e38f;
+  Tensor small_w(DataType::kFloat, w_shape);
+  for (float& v : small_w.mutable_values<float>()) v = 1e-3f;
+  Tensor one_infinite = Random(x_shape, 1);
+  one_infinite.data<float>()[5 * 16 + 5] = std::numeric_limits<float>::infinity();
+  Tensor positive_w = Random(w_shape, 2);
+  for (float& v : positive_w.mutable_values<float>()) v = std::abs(v) + 0.1f;
+  const ConvParams p = Defaults(2, {.pads = {1, 1, 1, 1}});
+  for (const auto& [x, w] : {std::pair{huge, small_w}, std::pair{one_infinite, positive_w}}) {
+    const Tensor expected = ReferenceConv(x, w, nullptr, p);
+    auto result = OpTest("Conv", 22).Input("x", x).Constant("w", w).Attr("pads", p.pads).Output("y").Run();
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_TRUE(TensorsClose(expected, (*result)[0], 1e-4, 1e-4));
   }
 }
 
