@@ -218,6 +218,16 @@ TEST_F(NhwcConvTest, RunsTheBatchOfEachCallOnAPlanMadeForAnother) {
       Check(c, false, {}, std::nullopt, conv.get());
     }
   }
+  // And band by band under a prologue (its maps past the 3 MiB it starts at).
+  const Case one{.batch = 1, .channels = 48, .maps = 48, .in_h = 128, .in_w = 128, .kernel = 3, .pad = 1,
+                 .depthwise = true, .threads = 2};
+  const PrologueCase pre{.channels = 4, .activation = {ActivationKind::kRelu}};
+  const std::unique_ptr<NhwcConv> conv = Make(one, false, {}, pre);
+  for (const int64_t batch : {1, 2, 1}) {
+    Case c = one;
+    c.batch = batch;
+    Check(c, false, {}, pre, conv.get());
+  }
 }
 
 // Dense 3x3s at stride 1 of at least 28 x 28 output pixels per band run through oneDNN's Winograd kernel on
