@@ -1,8 +1,8 @@
 // Channels-last. Convolutions that feed one another run in NHWC on oneDNN (runtime/math/nhwc_conv.h) and
 // pass their maps on in NHWC, so neither packs nor reorders anything between them: a Conv or FusedConv of
 // 2-D float constant weights, of one group or depthwise, becomes an ai.onnxserve NhwcConv, and the ops
-// between such convolutions that pass maps through (activations, Add, Mul, GlobalAveragePool) run on the
-// NHWC maps as they are. Where a group of them meets the rest of the graph a ToNhwc or FromNhwc node
+// between such convolutions that pass maps through (activations, Add, Mul, GlobalAveragePool, MaxPool) run
+// on the NHWC maps as they are. Where a group of them meets the rest of the graph a ToNhwc or FromNhwc node
 // changes the layout, one per value however many readers it has. A group of fewer than two convolutions, or
 // of small ones (kMinGroupWork), stays in NCHW: its layout changes and oneDNN's calls would cost what the
 // layout saves; so does a group of dense convolutions only, where oneDNN's dense kernels only tie ours
@@ -145,7 +145,7 @@ std::optional<double> ConvWork(const ir::Node& conv, const absl::flat_hash_map<c
 // Ops that pass maps through in NHWC, computing there what they compute in NCHW: activations (elementwise),
 // Add and Mul of two maps of equal channels (NCHW broadcasting of such maps, a squeeze-excite block's
 // [N,C,1,1] scale, is the same broadcasting of [N,1,1,C] in NHWC) or of a map and one number,
-// and GlobalAveragePool, which becomes NhwcGlobalAveragePool.
+// GlobalAveragePool, which becomes NhwcGlobalAveragePool, and MaxPool, NhwcMaxPool.
 bool IsActivation(const ir::Node& node) {
   static const absl::flat_hash_set<std::string> kOps = {"Relu", "Clip", "LeakyRelu", "HardSigmoid", "HardSwish",
                                                         "Sigmoid", "Tanh"};
@@ -157,6 +157,14 @@ bool IsMapArithmetic(const ir::Node& node) {
 }
 bool IsGlobalPool(const ir::Node& node) {
   return node.domain() == "ai.onnx" && node.op_type() == "GlobalAveragePool";
+}
+// A 2-D MaxPool, which becomes NhwcMaxPool with its attributes. Before opset 10 MaxPool has no ceil_mode
+// or dilations, and its kernel ignores them when a model sets them anyway: such a node stays.
+bool IsMaxPool2D(const ir::Node& node) {
+  if (node.domain() != "ai.onnx" || node.op_type() != "MaxPool") return false;
+  const ir::Attribute* kernel = node.FindAttribute("kernel_shape");
+  const bool later_attributes = node.FindAttribute("ceil_mode") != nullptr || node.FindAttribute("dilations") != nullptr;
+  return kernel != nullptr && kernel->ints.size() == 2 && (node.opset() >= 10 || !later_attributes);
 }
 
 // The inputs through which `node` takes maps in the layout (the others are parameters: W, B, Clip's bounds).
@@ -202,6 +210,7 @@ class ChannelsLast final : public Pass {
           graph.SetInput(node, index, NhwcCopy(graph, value, node, nhwc_copy, changes));
         }
         if (IsGlobalPool(*node)) graph.SetOp(node, std::string(kInternal), "NhwcGlobalAveragePool", 1);
+        if (IsMaxPool2D(*node)) graph.SetOp(node, std::string(kInternal), "NhwcMaxPool", 1);
       }
       changes.push_back(absl::StrCat(node->Label(), " runs in NHWC"));
     }
@@ -235,7 +244,8 @@ class ChannelsLast final : public Pass {
         if (Convertible(*node) && !one_pixel && z_inside) candidates[node] = Maps(*node);
         continue;
       }
-      if (!(IsActivation(*node) || IsMapArithmetic(*node) || IsGlobalPool(*node)) || !OutputStaysInside(*node)) {
+      if (!(IsActivation(*node) || IsMapArithmetic(*node) || IsGlobalPool(*node) || IsMaxPool2D(*node)) ||
+          !OutputStaysInside(*node)) {
         continue;
       }
       std::optional<int64_t> channels;

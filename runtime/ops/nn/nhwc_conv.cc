@@ -7,15 +7,18 @@
 //   FusedConv's own kernel between layout changes, so a model the pass rewrote computes what it did.
 //   Given W' (written by runtime/passes/nhwc_prologue_fusion.cc), the convolution is depthwise and reads
 //   not X but its prologue, prologue_activation(pointwise conv(X, W') + B') (NhwcPrologue);
-//   NhwcGlobalAveragePool(X) -> Y: GlobalAveragePool in NHWC, Y [N, 1, 1, C].
+//   NhwcGlobalAveragePool(X) -> Y: GlobalAveragePool in NHWC, Y [N, 1, 1, C];
+//   NhwcMaxPool(X) -> Y: a 2-D MaxPool (its attributes, without Indices) in NHWC.
 #include <algorithm>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/math/isa.h"
 #include "runtime/math/nhwc_conv.h"
 #include "runtime/ops/blas.h"
 #include "runtime/ops/common.h"
 #include "runtime/ops/fused_activation.h"
+#include "runtime/ops/nn/pool_geometry.h"
 #include "runtime/registry/registry.h"
 
 namespace onnxserve {
@@ -265,10 +268,78 @@ class NhwcGlobalAveragePoolKernel final : public OpKernel {
   static constexpr int64_t kMinSplitFloats = int64_t{1} << 17;
 };
 
+// One row of NhwcMaxPool's outputs, image n's row oh: each output pixel the running maximum of its window's
+// pixels, all its channels at once (they lie together in NHWC, so the loop over them is a vector one). As
+// MaxPool's kernels, NaN loses to any number.
+[[gnu::always_inline]] inline void MaxPoolRow(const PoolGeometry& g, const float* image, int64_t width,
+                                              int64_t channels, int64_t oh, float* out) {
+  const DimWindows& rows = g.windows[1];
+  const DimWindows& cols = g.windows[2];
+  for (int64_t ow = 0; ow < g.out[2]; ++ow, out += channels) {
+    std::fill(out, out + channels, std::numeric_limits<float>::lowest());
+    for (int64_t kh = rows.lo[oh]; kh < rows.hi[oh]; ++kh) {
+      const float* row = image + (rows.start[oh] + kh * g.dilation[1]) * width * channels;
+      for (int64_t kw = cols.lo[ow]; kw < cols.hi[ow]; ++kw) {
+        const float* __restrict pixel = row + (cols.start[ow] + kw * g.dilation[2]) * channels;
+        float* __restrict best = out;
+        for (int64_t c = 0; c < channels; ++c) best[c] = pixel[c] > best[c] ? pixel[c] : best[c];
+      }
+    }
+  }
+}
+
+void MaxPoolRowPortable(const PoolGeometry& g, const float* image, int64_t width, int64_t channels, int64_t oh,
+                        float* out) {
+  MaxPoolRow(g, image, width, channels, oh, out);
+}
+
+// The op runs where the channels-last pass put it, on CPUs with AVX2 at least (a model that names it
+// elsewhere gets the portable row).
+__attribute__((target("avx2"))) void MaxPoolRowAvx2(const PoolGeometry& g, const float* image, int64_t width,
+                                                    int64_t channels, int64_t oh, float* out) {
+  MaxPoolRow(g, image, width, channels, oh, out);
+}
+
+// A 2-D MaxPool in NHWC, its windows MaxPool's own (pool_geometry.h) planned on the NCHW shape; rows of
+// outputs shared out over the pool.
+class NhwcMaxPoolKernel final : public OpKernel {
+ public:
+  absl::Status Init(const KernelInfo& info) {
+    ASSIGN_OR_RETURN(attrs_, ReadPoolAttrs(info, /*has_ceil=*/true, /*has_dilations=*/true));
+    if (attrs_.kernel.size() != 2) return absl::InvalidArgumentError("kernel_shape: expected 2 dims");
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    RETURN_IF_ERROR(RequireInputs(ctx, 1));
+    const Tensor& x = *ctx.Input(0);
+    RETURN_IF_ERROR(CheckFloatMaps(x, "X", "[N,H,W,C]"));
+    const int64_t batch = x.dim(0), height = x.dim(1), width = x.dim(2), channels = x.dim(3);
+    ASSIGN_OR_RETURN(const PoolGeometry g, PlanPool(attrs_, {batch, channels, height, width}));
+    const int64_t out_h = g.out[1], out_w = g.out[2];
+    ASSIGN_OR_RETURN(Tensor * y, ctx.CheckedOutput(0, DataType::kFloat, {batch, out_h, out_w, channels}));
+    const auto row = ActiveIsa() == Isa::kBaseline ? MaxPoolRowPortable : MaxPoolRowAvx2;
+    const float* in = x.data<float>();
+    float* out = y->data<float>();
+    ctx.pool().ParallelFor(batch * out_h, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const int64_t n = r / out_h, oh = r % out_h;
+        StopIfRunEnded(WorkOf({g.windows[1].hi[oh] - g.windows[1].lo[oh], out_w, g.kernel[2], channels}));
+        row(g, in + n * height * width * channels, width, channels, oh, out + r * out_w * channels);
+      }
+    });
+    return absl::OkStatus();
+  }
+
+ private:
+  PoolAttrs attrs_;
+};
+
 REGISTER_KERNEL(kInternal, "ToNhwc", 1, kLatest, kFloatOnly, ToNhwcKernel);
 REGISTER_KERNEL(kInternal, "FromNhwc", 1, kLatest, kFloatOnly, FromNhwcKernel);
 REGISTER_KERNEL(kInternal, "NhwcConv", 1, kLatest, kFloatOnly, NhwcConvKernel);
 REGISTER_KERNEL(kInternal, "NhwcGlobalAveragePool", 1, kLatest, kFloatOnly, NhwcGlobalAveragePoolKernel);
+REGISTER_KERNEL(kInternal, "NhwcMaxPool", 1, kLatest, kFloatOnly, NhwcMaxPoolKernel);
 
 }  // namespace
 }  // namespace onnxserve

@@ -256,6 +256,55 @@ std::vector<std::string> ExpectTwoNhwcConvsAndTheUnoptimizedResult(const std::sh
   return ops;
 }
 
+// A depthwise 3x3 of 32 maps, a MaxPool with `pool_attrs` and a 1x1 to 64 maps, pooled to [1, 64, 1, 1].
+GraphBuilder PooledBlock(int opset, int64_t side, std::vector<onnx::AttributeProto> pool_attrs) {
+  return GraphBuilder(opset)
+      .Input("x", {1, 32, side, side})
+      .Initializer("w_dw", RandomTensor({32, 1, 3, 3}, 1))
+      .Initializer("w_pw", RandomTensor({64, 32, 1, 1}, 2))
+      .NodeWith("Conv", {"x", "w_dw"}, {"dw"}, {IntAttr("group", 32), IntsAttr("pads", {1, 1, 1, 1})})
+      .NodeWith("MaxPool", {"dw"}, {"pooled"}, std::move(pool_attrs))
+      .Node("Conv", {"pooled", "w_pw"}, "pw")
+      .Node("GlobalAveragePool", {"pw"}, "y")
+      .Output("y");
+}
+
+// ResNet's stem pool, windows past the image at its end (ceil_mode, an odd size), dilated windows,
+// asymmetric pads: the windows are MaxPool's own, only read from NHWC maps.
+TEST_F(ChannelsLastTest, AMaxPoolBetweenConvolutionsRunsInNhwcAndComputesWhatMaxPoolComputes) {
+  const std::vector<std::vector<onnx::AttributeProto>> pools = {
+      {IntsAttr("kernel_shape", {3, 3}), IntsAttr("strides", {2, 2}), IntsAttr("pads", {1, 1, 1, 1})},
+      {IntsAttr("kernel_shape", {2, 2}), IntsAttr("strides", {2, 2})},
+      {IntsAttr("kernel_shape", {3, 3}), IntsAttr("strides", {2, 2}), IntAttr("ceil_mode", 1)},
+      {IntsAttr("kernel_shape", {3, 3}), IntsAttr("dilations", {2, 2}), IntsAttr("pads", {2, 2, 2, 2})},
+      {IntsAttr("kernel_shape", {5, 3}), IntsAttr("strides", {3, 1}), IntsAttr("pads", {2, 0, 1, 1})},
+  };
+  for (size_t i = 0; i < pools.size(); ++i) {
+    SCOPED_TRACE(::testing::Message() << "pool " << i);
+    const auto model = PooledBlock(14, 127, pools[i]).Load();
+    auto session = Session::Create(model);
+    ASSERT_TRUE(session.ok()) << session.status();
+    const std::vector<std::string> ops = (*session)->plan().StepOps();
+    EXPECT_EQ(CountOps(ops, "NhwcMaxPool"), 1) << ::testing::PrintToString(ops);
+    EXPECT_EQ(CountOps(ops, "ToNhwc"), 1) << ::testing::PrintToString(ops);
+    const Tensor x = RandomTensor({1, 32, 127, 127}, 3);
+    ExpectSameAsUnoptimized(model, x, 1);
+    ExpectSameAsUnoptimized(model, x, 2);
+  }
+}
+
+// Before opset 10 MaxPool has no ceil_mode: its kernel ignores one a model sets, which NhwcMaxPool would not.
+TEST_F(ChannelsLastTest, AMaxPoolOfAnOpsetBeforeCeilModeThatSetsItStaysInNchw) {
+  const auto model = PooledBlock(8, 127, {IntsAttr("kernel_shape", {3, 3}), IntsAttr("strides", {2, 2}),
+                                          IntAttr("ceil_mode", 1)})
+                         .Load();
+  auto session = Session::Create(model);
+  ASSERT_TRUE(session.ok()) << session.status();
+  const std::vector<std::string> ops = (*session)->plan().StepOps();
+  EXPECT_EQ(CountOps(ops, "NhwcMaxPool"), 0) << ::testing::PrintToString(ops);
+  EXPECT_EQ(CountOps(ops, "MaxPool"), 1) << ::testing::PrintToString(ops);
+}
+
 TEST_F(ChannelsLastTest, AMulByOneNumberOfRankFiveStaysInNchw) {
   // One number of shape [1,1,1,1,1] makes the map [1,1,32,128,128]: a layout of four dims cannot hold it, and
   // FromNhwc refused it on every request.
@@ -358,20 +407,24 @@ TEST(ChannelsLastOpsTest, AThreeByThreeOfHugeInputsGivesTheDefinitionsNumbers) {
   }
 }
 
-TEST(ChannelsLastOpsTest, HostileShapesAreErrorsNotCrashes) {
-  // The internal ops are reachable by any model that names their domain: X of the wrong channels or rank.
-  auto model = GraphBuilder()
-                   .Input("x", {1, 2, 2, 5})
-                   .Initializer("w", RandomTensor({8, 4, 1, 1}, 1))
-                   .NodeWith("NhwcConv", {"x", "w"}, {"y"}, {})
-                   .Output("y")
-                   .proto();
-  auto* node = model.mutable_graph()->mutable_node(0);
-  node->set_domain("ai.onnxserve");
+// `builder`'s model with its first node in ai.onnxserve: the internal ops are reachable by any model that
+// names their domain.
+absl::StatusOr<std::shared_ptr<const Model>> WithInternalFirstNode(const GraphBuilder& builder) {
+  onnx::ModelProto model = builder.proto();
+  model.mutable_graph()->mutable_node(0)->set_domain("ai.onnxserve");
   auto* opset = model.add_opset_import();
   opset->set_domain("ai.onnxserve");
   opset->set_version(1);
-  auto loaded = Model::FromProto(model, "");
+  return Model::FromProto(model, "");
+}
+
+TEST(ChannelsLastOpsTest, HostileShapesAreErrorsNotCrashes) {
+  // X of the wrong channels or rank.
+  auto loaded = WithInternalFirstNode(GraphBuilder()
+                                          .Input("x", {1, 2, 2, 5})
+                                          .Initializer("w", RandomTensor({8, 4, 1, 1}, 1))
+                                          .NodeWith("NhwcConv", {"x", "w"}, {"y"}, {})
+                                          .Output("y"));
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   auto session = Session::Create(*loaded);
   ASSERT_TRUE(session.ok()) << session.status();
@@ -379,6 +432,50 @@ TEST(ChannelsLastOpsTest, HostileShapesAreErrorsNotCrashes) {
   EXPECT_EQ(wrong_channels.status().code(), absl::StatusCode::kInvalidArgument) << wrong_channels.status();
   auto wrong_rank = (*session)->Run({{"x", RandomTensor({1, 2, 4}, 2)}});
   EXPECT_FALSE(wrong_rank.ok());
+}
+
+TEST(ChannelsLastOpsTest, APrologueOfTheWrongShapeIsALoadErrorAndXOfTheWrongChannelsARunError) {
+  const auto depthwise_with_prologue = [](const Shape& w_pre) {
+    return WithInternalFirstNode(GraphBuilder()
+                                     .Input("x", {1, 8, 8, 4})
+                                     .Initializer("w", RandomTensor({16, 1, 3, 3}, 1))
+                                     .Initializer("w_pre", RandomTensor(w_pre, 2))
+                                     .NodeWith("NhwcConv", {"x", "w", "", "", "w_pre"}, {"y"},
+                                               {IntAttr("group", 16), IntsAttr("pads", {1, 1, 1, 1})})
+                                     .Output("y"));
+  };
+  for (const Shape& wrong : std::vector<Shape>{{8, 4, 1, 1}, {16, 4, 3, 3}, {16, 0, 1, 1}, {16, 4}}) {
+    auto loaded = depthwise_with_prologue(wrong);
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    EXPECT_FALSE(Session::Create(*loaded).ok()) << "W' " << ::testing::PrintToString(wrong);
+  }
+  auto loaded = depthwise_with_prologue({16, 4, 1, 1});
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  auto session = Session::Create(*loaded);
+  ASSERT_TRUE(session.ok()) << session.status();
+  EXPECT_TRUE((*session)->Run({{"x", RandomTensor({1, 8, 8, 4}, 3)}}).ok());
+  auto wrong_channels = (*session)->Run({{"x", RandomTensor({1, 8, 8, 16}, 3)}});
+  EXPECT_EQ(wrong_channels.status().code(), absl::StatusCode::kInvalidArgument) << wrong_channels.status();
+}
+
+TEST(ChannelsLastOpsTest, AMaxPoolOfHostileWindowsIsAnErrorNotACrash) {
+  const auto max_pool = [](std::vector<onnx::AttributeProto> attrs) {
+    return WithInternalFirstNode(
+        GraphBuilder().Input("x", {1, 4, 4, 3}).NodeWith("NhwcMaxPool", {"x"}, {"y"}, std::move(attrs)).Output("y"));
+  };
+  // A kernel of three dims, none at all, or past the padded image.
+  for (auto attrs : std::vector<std::vector<onnx::AttributeProto>>{{IntsAttr("kernel_shape", {2, 2, 2})}, {}}) {
+    auto loaded = max_pool(attrs);
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    EXPECT_FALSE(Session::Create(*loaded).ok());
+  }
+  auto loaded = max_pool({IntsAttr("kernel_shape", {9, 2})});
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  auto session = Session::Create(*loaded);
+  ASSERT_TRUE(session.ok()) << session.status();
+  EXPECT_EQ((*session)->Run({{"x", RandomTensor({1, 4, 4, 3}, 1)}}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_FALSE((*session)->Run({{"x", RandomTensor({4, 4, 3}, 1)}}).ok());
 }
 
 }  // namespace
