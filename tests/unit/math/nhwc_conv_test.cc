@@ -240,6 +240,10 @@ TEST_F(NhwcConvTest, LargeThreeByThreeMapsMatchTheDefinition) {
       {.batch = 1, .channels = 16, .maps = 32, .in_h = 60, .in_w = 31, .kernel = 3, .pad = 1, .threads = 2},
       // Without pads: each band reads two rows past its own.
       {.batch = 1, .channels = 32, .maps = 16, .in_h = 34, .in_w = 30, .kernel = 3, .threads = 2},
+      // Rows too few a thread for Winograd (15 and 10 of 30 and 29): bands of every row and a block of maps,
+      // 32 + 8 and 32 + 32 + 2, each a strided part of Y.
+      {.batch = 1, .channels = 24, .maps = 40, .in_h = 30, .in_w = 30, .kernel = 3, .pad = 1, .threads = 2},
+      {.batch = 1, .channels = 16, .maps = 66, .in_h = 29, .in_w = 31, .kernel = 3, .pad = 1, .threads = 3},
   };
   for (const Case& c : cases) {
     for (const Activation& activation : EveryActivation()) Check(c, false, activation);

@@ -382,28 +382,36 @@ TEST(ChannelsLastOpsTest, TheNhwcPoolsMeanOfAHugeMapIsGlobalAveragePools) {
 // transform adds and scales neighbouring pixels before the weights scale them down: inputs of 1e38 came out
 // inf and of 3e38 NaN everywhere, where the definition's sums of products by 1e-3 are at most 4.32e37 and
 // 1.44e37. NhwcConv must give the definition's numbers however a request fills its maps.
+// 64 x 64 maps of 16 channels: bands of 32 rows or more, Winograd's, on one or two threads; 32 x 32 maps of
+// 32 on two threads: too few rows a thread, so Winograd's bands of all rows and 16 maps each.
 TEST(ChannelsLastOpsTest, AThreeByThreeOfHugeInputsGivesTheDefinitionsNumbers) {
-  constexpr int64_t kSide = 64, kChannels = 16;  // bands of 32 rows or more: Winograd's, on one or two threads
-  const Tensor w = Tensor::FromVector<float>({kChannels, kChannels, 3, 3},
-                                             std::vector<float>(kChannels * kChannels * 9, 1e-3f));
-  for (const auto& [v, threads] : {std::pair{1e38f, 1}, std::pair{3e38f, 1}, std::pair{3e38f, 2}}) {
-    Tensor x(DataType::kFloat, {1, kSide, kSide, kChannels});
-    for (float& e : x.mutable_values<float>()) e = v;
+  struct Case {
+    int64_t side, channels;
+    float v;
+    int threads;
+  };
+  for (const Case& c : {Case{64, 16, 1e38f, 1}, Case{64, 16, 3e38f, 1}, Case{64, 16, 3e38f, 2}, Case{32, 32, 3e38f, 2}}) {
+    const Tensor w = Tensor::FromVector<float>({c.channels, c.channels, 3, 3},
+                                               std::vector<float>(c.channels * c.channels * 9, 1e-3f));
+    Tensor x(DataType::kFloat, {1, c.side, c.side, c.channels});
+    for (float& e : x.mutable_values<float>()) e = c.v;
     // Each output: v * 1e-3 for each channel of each tap inside the image.
-    Tensor want(DataType::kFloat, {1, kSide, kSide, kChannels});
-    auto inside = [](int64_t at) { return 3 - (at == 0) - (at == kSide - 1); };
-    for (int64_t h = 0; h < kSide; ++h) {
-      for (int64_t w = 0; w < kSide; ++w) {
-        for (int64_t m = 0; m < kChannels; ++m) {
-          want.data<float>()[(h * kSide + w) * kChannels + m] =
-              static_cast<float>(static_cast<double>(v) * 1e-3 * kChannels * inside(h) * inside(w));
+    Tensor want(DataType::kFloat, {1, c.side, c.side, c.channels});
+    auto inside = [&](int64_t at) { return 3 - (at == 0) - (at == c.side - 1); };
+    for (int64_t h = 0; h < c.side; ++h) {
+      for (int64_t w = 0; w < c.side; ++w) {
+        for (int64_t m = 0; m < c.channels; ++m) {
+          want.data<float>()[(h * c.side + w) * c.channels + m] =
+              static_cast<float>(static_cast<double>(c.v) * 1e-3 * c.channels * inside(h) * inside(w));
         }
       }
     }
-    auto got = OpTest("NhwcConv", 1, "ai.onnxserve").Threads(threads).Input("x", x).Constant("w", w)
+    auto got = OpTest("NhwcConv", 1, "ai.onnxserve").Threads(c.threads).Input("x", x).Constant("w", w)
                    .Attr("pads", std::vector<int64_t>{1, 1, 1, 1}).Output("y").Run();
     ASSERT_TRUE(got.ok()) << got.status();
-    EXPECT_TRUE(TensorsClose(want, (*got)[0], 1e-5, 0)) << "inputs of " << v << " on " << threads << " threads";
+    EXPECT_TRUE(TensorsClose(want, (*got)[0], 1e-5, 0))
+        << "inputs of " << c.v << ", " << c.side << " x " << c.side << " x " << c.channels << " on " << c.threads
+        << " threads";
   }
 }
 
