@@ -84,6 +84,15 @@ void MaxPoolPlane2D(const PoolGeometry& g, const T* in, T* out) {
   }
 }
 
+// Where the output is empty: makes it (and Indices when wanted), which needs no windows (PlanPool builds none
+// then), and says so.
+bool MadeEmptyOutputs(KernelContext& ctx, DataType type, const PoolGeometry& g) {
+  if (NumElements(g.out_shape) != 0) return false;
+  ctx.Output(0, type, g.out_shape);
+  if (ctx.OutputWanted(1)) ctx.Output(1, DataType::kInt64, g.out_shape);
+  return true;
+}
+
 // Runs fn(begin, end) over the (n, c) planes in parallel chunks.
 template <typename Fn>
 void ForEachPlaneRange(ThreadPool& pool, const PoolGeometry& g, Fn&& fn) {
@@ -238,6 +247,7 @@ class MaxPool final : public OpKernel {
     RETURN_IF_ERROR(RequireInputs(ctx, 1));
     const Tensor& x = *ctx.Input(0);
     ASSIGN_OR_RETURN(PoolGeometry g, PlanPool(attrs_, x.shape()));
+    if (MadeEmptyOutputs(ctx, x.dtype(), g)) return absl::OkStatus();
     bool ok = false;
     DispatchNumeric(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
@@ -323,6 +333,7 @@ class AveragePool final : public OpKernel {
     RETURN_IF_ERROR(RequireInputs(ctx, 1));
     const Tensor& x = *ctx.Input(0);
     ASSIGN_OR_RETURN(PoolGeometry g, PlanPool(attrs_, x.shape()));
+    if (MadeEmptyOutputs(ctx, x.dtype(), g)) return absl::OkStatus();
     bool ok = false;
     DispatchNumeric(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
@@ -388,6 +399,7 @@ class LpPool final : public OpKernel {
     RETURN_IF_ERROR(RequireInputs(ctx, 1));
     const Tensor& x = *ctx.Input(0);
     ASSIGN_OR_RETURN(PoolGeometry g, PlanPool(attrs_, x.shape()));
+    if (MadeEmptyOutputs(ctx, x.dtype(), g)) return absl::OkStatus();
     bool ok = false;
     DispatchNumeric(x.dtype(), [&](auto tag) {
       using T = decltype(tag);

@@ -486,5 +486,20 @@ TEST(ChannelsLastOpsTest, AMaxPoolOfHostileWindowsIsAnErrorNotACrash) {
   EXPECT_FALSE((*session)->Run({{"x", RandomTensor({4, 4, 3}, 1)}}).ok());
 }
 
+// A request of no images (or of no channels) may declare an image of any height: nothing bounds the dims of an
+// empty tensor but their product. Its output is empty too, and the kernel must make nothing per output row
+// (PlanPool built its windows, 32 bytes a row: 32 GB for these 2^30 rows).
+TEST(ChannelsLastOpsTest, AMaxPoolOfNoImagesOrNoChannelsMakesNothingForTheRowsItDeclares) {
+  for (const Shape& shape : std::vector<Shape>{{0, int64_t{1} << 30, 1, 1}, {1, int64_t{1} << 30, 1, 0}}) {
+    auto got = OpTest("NhwcMaxPool", 1, "ai.onnxserve")
+                   .Input("x", Tensor(DataType::kFloat, shape))
+                   .Attr("kernel_shape", std::vector<int64_t>{1, 1})
+                   .Output("y")
+                   .Run();
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ((*got)[0].shape(), shape);
+  }
+}
+
 }  // namespace
 }  // namespace onnxserve

@@ -54,6 +54,21 @@ TEST(MaxPoolTest, WindowArithmeticFromHostileAttributesIsAnError) {
   }
 }
 
+// A request of no images or no channels may declare planes of any height: nothing bounds the dims of an empty
+// tensor but their product. Pooling it computes nothing, and must make nothing per output row either (its
+// windows took 32 bytes a row: 32 GB for these 2^30 rows).
+TEST(MaxPoolTest, AnEmptyInputMakesNothingForTheRowsItDeclares) {
+  for (const char* op : {"MaxPool", "AveragePool", "LpPool"}) {
+    for (const Shape& shape : std::vector<Shape>{{0, 1, int64_t{1} << 30, 1}, {1, 0, int64_t{1} << 30, 1}}) {
+      OpTest test(op, 18);
+      test.Input("x", Tensor(DataType::kFloat, shape)).Attr("kernel_shape", std::vector<int64_t>{1, 1}).Output("y");
+      auto got = test.Run();
+      ASSERT_TRUE(got.ok()) << op << ": " << got.status();
+      EXPECT_EQ((*got)[0].shape(), shape) << op;
+    }
+  }
+}
+
 TEST(MaxPoolTest, TwoByTwoWindowsWithIndices) {
   auto out = OpTest("MaxPool", 8)
                  .Input("x", Grid())
