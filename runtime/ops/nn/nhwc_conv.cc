@@ -270,13 +270,13 @@ class NhwcGlobalAveragePoolKernel final : public OpKernel {
 
 // One row of NhwcMaxPool's outputs, image n's row oh: each output pixel the running maximum of its window's
 // pixels, all its channels at once (they lie together in NHWC, so the loop over them is a vector one). As
-// MaxPool's kernels, NaN loses to any number.
+// MaxPool's kernels, NaN loses to any number, and a window of -inf and NaN only is -inf.
 [[gnu::always_inline]] inline void MaxPoolRow(const PoolGeometry& g, const float* image, int64_t width,
                                               int64_t channels, int64_t oh, float* out) {
   const DimWindows& rows = g.windows[1];
   const DimWindows& cols = g.windows[2];
   for (int64_t ow = 0; ow < g.out[2]; ++ow, out += channels) {
-    std::fill(out, out + channels, std::numeric_limits<float>::lowest());
+    std::fill(out, out + channels, -std::numeric_limits<float>::infinity());
     for (int64_t kh = rows.lo[oh]; kh < rows.hi[oh]; ++kh) {
       const float* row = image + (rows.start[oh] + kh * g.dilation[1]) * width * channels;
       for (int64_t kw = cols.lo[ow]; kw < cols.hi[ow]; ++kw) {

@@ -59,7 +59,8 @@ void ForEachWindow(const PoolGeometry& g, Acc init, Reduce reduce, Finish finish
 
 // MaxPool of one plane of a 1-D/2-D float pool without Indices, the common case: each output row is the
 // running max over its valid input rows, and each output column reads only the taps its precomputed
-// window keeps inside the image, so there is no index tracking and no per-tap bounds check.
+// window keeps inside the image, so there is no index tracking and no per-tap bounds check. A window of -inf
+// and NaN only is -inf, as on the vector path.
 template <typename T>
 void MaxPoolPlane2D(const PoolGeometry& g, const T* in, T* out) {
   const DimWindows& rows = g.windows[1];
@@ -68,7 +69,7 @@ void MaxPoolPlane2D(const PoolGeometry& g, const T* in, T* out) {
   const int64_t row_dilation = g.dilation[1], col_dilation = g.dilation[2];
   for (int64_t oh = 0; oh < g.out[1]; ++oh, out += out_width) {
     StopIfRunEnded(WorkOf({rows.hi[oh] - rows.lo[oh], out_width, g.kernel[2]}));
-    std::fill(out, out + out_width, std::numeric_limits<T>::lowest());
+    std::fill(out, out + out_width, -std::numeric_limits<T>::infinity());
     for (int64_t kh = rows.lo[oh]; kh < rows.hi[oh]; ++kh) {
       const T* row = in + (rows.start[oh] + kh * row_dilation) * width;
       for (int64_t ow = 0; ow < out_width; ++ow) {

@@ -2,6 +2,7 @@
 // the layout, and that a rewritten model computes what the unoptimized graph computes, at one and two
 // threads. Where NhwcConv does not run (no oneDNN, no AVX2) the pass must leave graphs alone.
 #include <functional>
+#include <limits>
 #include <utility>
 
 #include "gtest/gtest.h"
@@ -498,6 +499,25 @@ TEST(ChannelsLastOpsTest, AMaxPoolOfNoImagesOrNoChannelsMakesNothingForTheRowsIt
                    .Run();
     ASSERT_TRUE(got.ok()) << got.status();
     EXPECT_EQ((*got)[0].shape(), shape);
+  }
+}
+
+// MaxPool's value is the largest of its window's: a window of -inf and NaN only (NaN loses to any number) is
+// -inf, as MaxPool's kernels give it. NhwcMaxPool started from the lowest float and gave -3.4e38 there.
+TEST(ChannelsLastOpsTest, AMaxPoolOfWindowsOfMinusInfinityIsMinusInfinity) {
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const float fill : {-inf, std::numeric_limits<float>::quiet_NaN()}) {
+    Tensor x(DataType::kFloat, {1, 3, 3, 2});
+    for (float& e : x.mutable_values<float>()) e = fill;
+    x.data<float>()[1] = 5;  // channel 1 of pixel (0, 0): in the first window only
+    auto got = OpTest("NhwcMaxPool", 1, "ai.onnxserve")
+                   .Input("x", x)
+                   .Attr("kernel_shape", std::vector<int64_t>{2, 2})
+                   .Output("y")
+                   .Run();
+    ASSERT_TRUE(got.ok()) << got.status();
+    const Tensor want = Tensor::FromVector<float>({1, 2, 2, 2}, {-inf, 5, -inf, -inf, -inf, -inf, -inf, -inf});
+    EXPECT_TRUE(TensorsClose(want, (*got)[0], 0, 0)) << "windows of " << fill;
   }
 }
 

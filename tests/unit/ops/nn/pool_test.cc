@@ -107,6 +107,32 @@ TEST(MaxPoolTest, CeilModeKeepsThePartialLastWindowFromVersion10) {
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1, 1, 2, 2}, {5, 6, 8, 9}), (*out)[0]));
 }
 
+// A window of -inf and NaN only (NaN loses to any number) is -inf, on every path: the dilated one started
+// from the lowest float and gave -3.4e38 where the undilated one and the definition give -inf.
+TEST(MaxPoolTest, AWindowOfMinusInfinityIsMinusInfinityDilatedOrNot) {
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const float fill : {-inf, std::numeric_limits<float>::quiet_NaN()}) {
+    for (const int64_t dilation : {1, 2}) {
+      Tensor x(DataType::kFloat, {1, 1, 6, 6});
+      for (float& e : x.mutable_values<float>()) e = fill;
+      x.data<float>()[0] = 5;  // in the first window only
+      auto got = OpTest("MaxPool", 12)
+                     .Input("x", x)
+                     .Attr("kernel_shape", std::vector<int64_t>{2, 2})
+                     .Attr("strides", std::vector<int64_t>{2, 2})
+                     .Attr("dilations", std::vector<int64_t>{dilation, dilation})
+                     .Output("y")
+                     .Run();
+      ASSERT_TRUE(got.ok()) << got.status();
+      const Shape shape = dilation == 1 ? Shape{1, 1, 3, 3} : Shape{1, 1, 2, 2};
+      std::vector<float> want(static_cast<size_t>(shape[2] * shape[3]), -inf);
+      want[0] = 5;
+      EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>(shape, want), (*got)[0], 0, 0))
+          << "windows of " << fill << ", dilation " << dilation;
+    }
+  }
+}
+
 TEST(MaxPoolTest, DilatedWindowSkipsElements) {
   // kernel 2 with dilation 2 covers rows/columns 0 and 2.
   auto out = OpTest("MaxPool", 22)
