@@ -67,6 +67,16 @@ TEST(MaxPoolTest, AnEmptyInputMakesNothingForTheRowsItDeclares) {
       EXPECT_EQ((*got)[0].shape(), shape) << op;
     }
   }
+  auto with_indices = OpTest("MaxPool", 12)
+                          .Input("x", Tensor(DataType::kFloat, {0, 1, int64_t{1} << 30, 1}))
+                          .Attr("kernel_shape", std::vector<int64_t>{1, 1})
+                          .Output("y")
+                          .Output("indices")
+                          .Run();
+  ASSERT_TRUE(with_indices.ok()) << with_indices.status();
+  ASSERT_EQ(with_indices->size(), 2u);
+  EXPECT_EQ((*with_indices)[1].shape(), (Shape{0, 1, int64_t{1} << 30, 1}));
+  EXPECT_EQ((*with_indices)[1].dtype(), DataType::kInt64);
 }
 
 TEST(MaxPoolTest, TwoByTwoWindowsWithIndices) {
