@@ -224,5 +224,19 @@ TEST(RunLimitsTest, AHighRankCubicResizeStopsBetweenItsOuterTaps) {
   EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled) << out.status();
 }
 
+// NhwcMaxPool's row of outputs holds every channel of each: a row of 4097 windows 4096 wide over 64 channels
+// is 2^30 taps (a 2 MB request), and a model's wider windows or more channels make it as long as they like.
+// It must stop within the row: its first check, before the row, passes here, and later ones say cancelled.
+TEST(RunLimitsTest, AnNhwcMaxPoolOfOneWideRowStopsWithinIt) {
+  std::atomic<int> checks{0};
+  const RunLimits limits(absl::InfiniteFuture(), [&] { return checks.fetch_add(1) > 1; });  // the executor's too
+  auto out = OpTest("NhwcMaxPool", 1, "ai.onnxserve")
+                 .Input("x", RandomTensor({1, 1, 8192, 64}, 18))
+                 .Attr("kernel_shape", std::vector<int64_t>{1, 4096})
+                 .Output("y")
+                 .Run(limits);
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled) << out.status();
+}
+
 }  // namespace
 }  // namespace onnxserve

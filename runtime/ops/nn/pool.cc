@@ -59,7 +59,8 @@ void ForEachWindow(const PoolGeometry& g, Acc init, Reduce reduce, Finish finish
 
 // MaxPool of one plane of a 1-D/2-D float pool without Indices, the common case: each output row is the
 // running max over its valid input rows, and each output column reads only the taps its precomputed
-// window keeps inside the image, so there is no index tracking and no per-tap bounds check.
+// window keeps inside the image, so there is no index tracking and no per-tap bounds check. A window of -inf
+// and NaN only is -inf, as on the vector path.
 template <typename T>
 void MaxPoolPlane2D(const PoolGeometry& g, const T* in, T* out) {
   const DimWindows& rows = g.windows[1];
@@ -68,7 +69,7 @@ void MaxPoolPlane2D(const PoolGeometry& g, const T* in, T* out) {
   const int64_t row_dilation = g.dilation[1], col_dilation = g.dilation[2];
   for (int64_t oh = 0; oh < g.out[1]; ++oh, out += out_width) {
     StopIfRunEnded(WorkOf({rows.hi[oh] - rows.lo[oh], out_width, g.kernel[2]}));
-    std::fill(out, out + out_width, std::numeric_limits<T>::lowest());
+    std::fill(out, out + out_width, -std::numeric_limits<T>::infinity());
     for (int64_t kh = rows.lo[oh]; kh < rows.hi[oh]; ++kh) {
       const T* row = in + (rows.start[oh] + kh * row_dilation) * width;
       for (int64_t ow = 0; ow < out_width; ++ow) {
@@ -82,6 +83,15 @@ void MaxPoolPlane2D(const PoolGeometry& g, const T* in, T* out) {
       }
     }
   }
+}
+
+// Where the output is empty: makes it (and Indices when wanted), which needs no windows (PlanPool builds none
+// then), and says so.
+bool MadeEmptyOutputs(KernelContext& ctx, DataType type, const PoolGeometry& g) {
+  if (NumElements(g.out_shape) != 0) return false;
+  ctx.Output(0, type, g.out_shape);
+  if (ctx.OutputWanted(1)) ctx.Output(1, DataType::kInt64, g.out_shape);
+  return true;
 }
 
 // Runs fn(begin, end) over the (n, c) planes in parallel chunks.
@@ -238,6 +248,7 @@ class MaxPool final : public OpKernel {
     RETURN_IF_ERROR(RequireInputs(ctx, 1));
     const Tensor& x = *ctx.Input(0);
     ASSIGN_OR_RETURN(PoolGeometry g, PlanPool(attrs_, x.shape()));
+    if (MadeEmptyOutputs(ctx, x.dtype(), g)) return absl::OkStatus();
     bool ok = false;
     DispatchNumeric(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
@@ -323,6 +334,7 @@ class AveragePool final : public OpKernel {
     RETURN_IF_ERROR(RequireInputs(ctx, 1));
     const Tensor& x = *ctx.Input(0);
     ASSIGN_OR_RETURN(PoolGeometry g, PlanPool(attrs_, x.shape()));
+    if (MadeEmptyOutputs(ctx, x.dtype(), g)) return absl::OkStatus();
     bool ok = false;
     DispatchNumeric(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
@@ -388,6 +400,7 @@ class LpPool final : public OpKernel {
     RETURN_IF_ERROR(RequireInputs(ctx, 1));
     const Tensor& x = *ctx.Input(0);
     ASSIGN_OR_RETURN(PoolGeometry g, PlanPool(attrs_, x.shape()));
+    if (MadeEmptyOutputs(ctx, x.dtype(), g)) return absl::OkStatus();
     bool ok = false;
     DispatchNumeric(x.dtype(), [&](auto tag) {
       using T = decltype(tag);

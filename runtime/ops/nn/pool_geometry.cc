@@ -86,8 +86,9 @@ absl::StatusOr<PoolGeometry> PlanPool(const PoolAttrs& a, const Shape& x) {
     }
     g.out_shape.push_back(out);
   }
-  // The windows below take memory per output position: bound the output before building them.
-  RETURN_IF_ERROR(CheckedElementCount(g.out_shape).status());
+  // The windows below take memory per output position: bound the output before building them. An empty
+  // output reads none, and bounds nothing: a request of no images may declare rows past any memory.
+  ASSIGN_OR_RETURN(const int64_t outputs, CheckedElementCount(g.out_shape));
   for (size_t d = 0; d < rank; ++d) {
     const int64_t in = x[d + 2], k = a.kernel[d], s = a.strides[d], dil = a.dilations[d], out = g.out_shape[d + 2];
     const size_t dd = d + skip;
@@ -97,7 +98,7 @@ absl::StatusOr<PoolGeometry> PlanPool(const PoolAttrs& a, const Shape& x) {
     g.stride[dd] = s;
     g.dilation[dd] = dil;
     DimWindows& w = g.windows[dd];
-    for (int64_t o = 0; o < out; ++o) {
+    for (int64_t o = 0; o < (outputs == 0 ? 0 : out); ++o) {
       const int64_t start = o * s - pad_begin[d];
       w.start.push_back(start);
       w.lo.push_back(start >= 0 ? 0 : std::min(k, CeilDiv(-start, dil)));

@@ -33,7 +33,8 @@ struct DimWindows {
   std::vector<int64_t> start, lo, hi, padded;
 };
 
-// The pooling problem on exactly kMaxSpatial dims (leading unit dims pad lower ranks).
+// The pooling problem on exactly kMaxSpatial dims (leading unit dims pad lower ranks). An empty output has
+// no windows: there is nothing to compute.
 struct PoolGeometry {
   int64_t planes = 0;  // N * C
   PoolDims in{1, 1, 1}, out{1, 1, 1}, kernel{1, 1, 1}, stride{1, 1, 1}, dilation{1, 1, 1};

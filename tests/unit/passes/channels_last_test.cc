@@ -2,6 +2,7 @@
 // the layout, and that a rewritten model computes what the unoptimized graph computes, at one and two
 // threads. Where NhwcConv does not run (no oneDNN, no AVX2) the pass must leave graphs alone.
 #include <functional>
+#include <limits>
 #include <utility>
 
 #include "gtest/gtest.h"
@@ -484,6 +485,40 @@ TEST(ChannelsLastOpsTest, AMaxPoolOfHostileWindowsIsAnErrorNotACrash) {
   EXPECT_EQ((*session)->Run({{"x", RandomTensor({1, 4, 4, 3}, 1)}}).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_FALSE((*session)->Run({{"x", RandomTensor({4, 4, 3}, 1)}}).ok());
+}
+
+// A request of no images (or of no channels) may declare an image of any height: nothing bounds the dims of an
+// empty tensor but their product. Its output is empty too, and the kernel must make nothing per output row
+// (PlanPool built its windows, 32 bytes a row: 32 GB for these 2^30 rows).
+TEST(ChannelsLastOpsTest, AMaxPoolOfNoImagesOrNoChannelsMakesNothingForTheRowsItDeclares) {
+  for (const Shape& shape : std::vector<Shape>{{0, int64_t{1} << 30, 1, 1}, {1, int64_t{1} << 30, 1, 0}}) {
+    auto got = OpTest("NhwcMaxPool", 1, "ai.onnxserve")
+                   .Input("x", Tensor(DataType::kFloat, shape))
+                   .Attr("kernel_shape", std::vector<int64_t>{1, 1})
+                   .Output("y")
+                   .Run();
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ((*got)[0].shape(), shape);
+  }
+}
+
+// MaxPool's value is the largest of its window's: a window of -inf and NaN only (NaN loses to any number) is
+// -inf, as MaxPool's kernels give it. NhwcMaxPool started from the lowest float and gave -3.4e38 there.
+TEST(ChannelsLastOpsTest, AMaxPoolOfWindowsOfMinusInfinityIsMinusInfinity) {
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const float fill : {-inf, std::numeric_limits<float>::quiet_NaN()}) {
+    Tensor x(DataType::kFloat, {1, 3, 3, 2});
+    for (float& e : x.mutable_values<float>()) e = fill;
+    x.data<float>()[1] = 5;  // channel 1 of pixel (0, 0): in the first window only
+    auto got = OpTest("NhwcMaxPool", 1, "ai.onnxserve")
+                   .Input("x", x)
+                   .Attr("kernel_shape", std::vector<int64_t>{2, 2})
+                   .Output("y")
+                   .Run();
+    ASSERT_TRUE(got.ok()) << got.status();
+    const Tensor want = Tensor::FromVector<float>({1, 2, 2, 2}, {-inf, 5, -inf, -inf, -inf, -inf, -inf, -inf});
+    EXPECT_TRUE(TensorsClose(want, (*got)[0], 0, 0)) << "windows of " << fill;
+  }
 }
 
 }  // namespace

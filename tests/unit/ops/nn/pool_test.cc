@@ -54,6 +54,31 @@ TEST(MaxPoolTest, WindowArithmeticFromHostileAttributesIsAnError) {
   }
 }
 
+// A request of no images or no channels may declare planes of any height: nothing bounds the dims of an empty
+// tensor but their product. Pooling it computes nothing, and must make nothing per output row either (its
+// windows took 32 bytes a row: 32 GB for these 2^30 rows).
+TEST(MaxPoolTest, AnEmptyInputMakesNothingForTheRowsItDeclares) {
+  for (const char* op : {"MaxPool", "AveragePool", "LpPool"}) {
+    for (const Shape& shape : std::vector<Shape>{{0, 1, int64_t{1} << 30, 1}, {1, 0, int64_t{1} << 30, 1}}) {
+      OpTest test(op, 18);
+      test.Input("x", Tensor(DataType::kFloat, shape)).Attr("kernel_shape", std::vector<int64_t>{1, 1}).Output("y");
+      auto got = test.Run();
+      ASSERT_TRUE(got.ok()) << op << ": " << got.status();
+      EXPECT_EQ((*got)[0].shape(), shape) << op;
+    }
+  }
+  auto with_indices = OpTest("MaxPool", 12)
+                          .Input("x", Tensor(DataType::kFloat, {0, 1, int64_t{1} << 30, 1}))
+                          .Attr("kernel_shape", std::vector<int64_t>{1, 1})
+                          .Output("y")
+                          .Output("indices")
+                          .Run();
+  ASSERT_TRUE(with_indices.ok()) << with_indices.status();
+  ASSERT_EQ(with_indices->size(), 2u);
+  EXPECT_EQ((*with_indices)[1].shape(), (Shape{0, 1, int64_t{1} << 30, 1}));
+  EXPECT_EQ((*with_indices)[1].dtype(), DataType::kInt64);
+}
+
 TEST(MaxPoolTest, TwoByTwoWindowsWithIndices) {
   auto out = OpTest("MaxPool", 8)
                  .Input("x", Grid())
@@ -90,6 +115,32 @@ TEST(MaxPoolTest, CeilModeKeepsThePartialLastWindowFromVersion10) {
                  .Run();
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1, 1, 2, 2}, {5, 6, 8, 9}), (*out)[0]));
+}
+
+// A window of -inf and NaN only (NaN loses to any number) is -inf, on every path: the dilated one started
+// from the lowest float and gave -3.4e38 where the undilated one and the definition give -inf.
+TEST(MaxPoolTest, AWindowOfMinusInfinityIsMinusInfinityDilatedOrNot) {
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const float fill : {-inf, std::numeric_limits<float>::quiet_NaN()}) {
+    for (const int64_t dilation : {1, 2}) {
+      Tensor x(DataType::kFloat, {1, 1, 6, 6});
+      for (float& e : x.mutable_values<float>()) e = fill;
+      x.data<float>()[0] = 5;  // in the first window only
+      auto got = OpTest("MaxPool", 12)
+                     .Input("x", x)
+                     .Attr("kernel_shape", std::vector<int64_t>{2, 2})
+                     .Attr("strides", std::vector<int64_t>{2, 2})
+                     .Attr("dilations", std::vector<int64_t>{dilation, dilation})
+                     .Output("y")
+                     .Run();
+      ASSERT_TRUE(got.ok()) << got.status();
+      const Shape shape = dilation == 1 ? Shape{1, 1, 3, 3} : Shape{1, 1, 2, 2};
+      std::vector<float> want(static_cast<size_t>(shape[2] * shape[3]), -inf);
+      want[0] = 5;
+      EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>(shape, want), (*got)[0], 0, 0))
+          << "windows of " << fill << ", dilation " << dilation;
+    }
+  }
 }
 
 TEST(MaxPoolTest, DilatedWindowSkipsElements) {
