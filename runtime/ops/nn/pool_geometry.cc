@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "runtime/core/checked_size.h"
+#include "runtime/core/memory_budget.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/ops/window.h"
 
@@ -48,6 +49,21 @@ absl::StatusOr<PoolAttrs> ReadPoolAttrs(const KernelInfo& info, bool has_ceil, b
   return a;
 }
 
+// DimWindows' start, lo, hi and padded: int64 each, per output position of each spatial dim.
+constexpr int64_t kWindowFields = 4;
+
+// The windows of `out_shape`, counted as a tensor of their int64 would be: within the size limits, and
+// charged to the current run until the returned handle goes.
+absl::StatusOr<std::shared_ptr<const void>> ChargeWindows(const Shape& out_shape, size_t rank) {
+  int64_t positions = 0;
+  for (size_t d = 0; d < rank; ++d) {
+    ASSIGN_OR_RETURN(positions, CheckedAdd(positions, out_shape[d + 2]));
+  }
+  ASSIGN_OR_RETURN(const int64_t bytes, CheckedByteSize(DataType::kInt64, {positions, kWindowFields}));
+  const MemoryCharge charge = MemoryCharge::ToCurrentRun(static_cast<size_t>(bytes));  // throws past the budget
+  return std::shared_ptr<const void>(nullptr, [charge](const void*) { charge.Release(); });
+}
+
 absl::StatusOr<PoolGeometry> PlanPool(const PoolAttrs& a, const Shape& x) {
   const size_t rank = a.kernel.size();
   if (x.size() != rank + 2) {
@@ -89,6 +105,9 @@ absl::StatusOr<PoolGeometry> PlanPool(const PoolAttrs& a, const Shape& x) {
   // The windows below take memory per output position: bound the output before building them. An empty
   // output reads none, and bounds nothing: a request of no images may declare rows past any memory.
   ASSIGN_OR_RETURN(const int64_t outputs, CheckedElementCount(g.out_shape));
+  if (outputs > 0) {
+    ASSIGN_OR_RETURN(g.windows_charge, ChargeWindows(g.out_shape, rank));
+  }
   for (size_t d = 0; d < rank; ++d) {
     const int64_t in = x[d + 2], k = a.kernel[d], s = a.strides[d], dil = a.dilations[d], out = g.out_shape[d + 2];
     const size_t dd = d + skip;

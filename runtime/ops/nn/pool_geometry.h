@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,9 @@ struct PoolGeometry {
   PoolDims in{1, 1, 1}, out{1, 1, 1}, kernel{1, 1, 1}, stride{1, 1, 1}, dilation{1, 1, 1};
   std::array<DimWindows, kMaxSpatial> windows;
   Shape out_shape;
+  // The windows' bytes, charged to the current run (runtime/core/memory_budget.h) while the geometry lives:
+  // a pad a model chose can make a thin output of 2^31 rows, whose windows would take 64 GB.
+  std::shared_ptr<const void> windows_charge;
 };
 
 // The geometry of pooling `x`, [N, C] followed by as many spatial dims as the kernel has.

@@ -12,6 +12,8 @@
 #include "absl/strings/str_cat.h"
 
 #include "gtest/gtest.h"
+#include "runtime/exec/session.h"
+#include "tests/support/graph_builder.h"
 #include "tests/support/op_test.h"
 
 namespace onnxserve {
@@ -77,6 +79,36 @@ TEST(MaxPoolTest, AnEmptyInputMakesNothingForTheRowsItDeclares) {
   ASSERT_EQ(with_indices->size(), 2u);
   EXPECT_EQ((*with_indices)[1].shape(), (Shape{0, 1, int64_t{1} << 30, 1}));
   EXPECT_EQ((*with_indices)[1].dtype(), DataType::kInt64);
+}
+
+// A pad a model chose can make a thin output (one column, 2^31 rows) whose windows (four int64 a row) take
+// 8x its bytes and were built before anything was charged: 64 GB here, past the size limits (16 GB); and
+// within them, past a run's budget that the output alone fits (2^23 rows: windows 256 MiB, output 32).
+TEST(MaxPoolTest, TheWindowsOfAThinHugeOutputCountAsTheRunsMemory) {
+  const auto thin_pool = [](int64_t pad) {
+    return testing::GraphBuilder()
+        .Input("x", {1, 1, 1, 1})
+        .NodeWith("MaxPool", {"x"}, {"y"},
+                  {testing::IntsAttr("kernel_shape", {1, 1}), testing::IntsAttr("pads", {pad, 0, 0, 0})})
+        .Output("y")
+        .Load();
+  };
+  const Tensor x = Tensor::FromVector<float>({1, 1, 1, 1}, {1.0f});
+  auto unbudgeted = Session::Create(thin_pool((int64_t{1} << 31) - 2));
+  ASSERT_TRUE(unbudgeted.ok()) << unbudgeted.status();
+  EXPECT_EQ((*unbudgeted)->Run({{"x", x}}).status().code(), absl::StatusCode::kResourceExhausted);
+  SessionOptions options;
+  options.memory_budget_bytes = int64_t{256} << 20;
+  auto budgeted = Session::Create(thin_pool(int64_t{1} << 23), options);
+  ASSERT_TRUE(budgeted.ok()) << budgeted.status();
+  EXPECT_EQ((*budgeted)->Run({{"x", x}}).status().code(), absl::StatusCode::kResourceExhausted);
+  // Within the budget it runs: the output's first rows are the pad's, -inf, and its last the input.
+  auto fits = Session::Create(thin_pool(3), options);
+  ASSERT_TRUE(fits.ok()) << fits.status();
+  auto y = (*fits)->Run({{"x", x}});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ((*y)[0].shape(), (Shape{1, 1, 4, 1}));
+  EXPECT_EQ((*y)[0].data<float>()[3], 1.0f);
 }
 
 TEST(MaxPoolTest, TwoByTwoWindowsWithIndices) {
