@@ -903,7 +903,7 @@ void Reflect(const std::shared_ptr<grpc::Channel>& channel, Reflected& out) {
   ServerReflectionRequest req;
   ServerReflectionResponse resp;
   req.set_list_services("");
-  ASSERT_TRUE(stream->Write(req));
+  ASSERT_TRUE(stream->Write(req)) << "the stream ended: " << stream->Finish().error_message();
   ASSERT_TRUE(stream->Read(&resp));
   for (const auto& s : resp.list_services_response().service()) out.services.push_back(s.name());
   std::set<std::string> added;

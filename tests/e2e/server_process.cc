@@ -104,17 +104,21 @@ std::unique_ptr<ServerProcess> ServerProcess::Spawn(const std::string& repositor
                                    "--address", "127.0.0.1", "--grpc-port", "0", "--http-port", "-1",
                                    "--metrics-port", "-1"};
   args.insert(args.end(), flags.begin(), flags.end());
+  // Emptied before the fork, not by the child: the path names the test's pid, which an earlier test process
+  // had too (pids wrap at 32768), and WaitForLog read that one's "server_ready" and port before the child
+  // truncated it (a test connected to a port nothing listened on, about one run in twenty).
+  const int log = open(server->log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   server->pid_ = fork();
   if (server->pid_ == 0) {
-    const int fd = open(server->log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, STDERR_FILENO);
-    dup2(fd, STDOUT_FILENO);
+    dup2(log, STDERR_FILENO);
+    dup2(log, STDOUT_FILENO);
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     execv(argv[0], argv.data());
     _exit(127);
   }
+  close(log);
   return server;
 }
 
