@@ -19,6 +19,7 @@
 #include "runtime/core/run_limits.h"
 #include "runtime/math/isa.h"
 #include "tests/support/activation_reference.h"
+#include "tests/support/conv_check.h"
 #include "tests/support/op_test.h"
 
 namespace onnxserve {
@@ -27,9 +28,9 @@ namespace {
 using testing::ConvOutputSize;
 using testing::DescribeActivation;
 using testing::EveryActivation;
+using testing::ExpectConvOutput;
+using testing::GuardedOutput;
 using testing::RandomFloats;
-using testing::ReferenceActivation;
-using testing::ReferenceConvAt;
 using testing::ReferenceConvGeometry;
 
 struct Case {
@@ -80,9 +81,7 @@ class DnnlConvTest : public ::testing::Test {
     const int64_t y_size = c.batch * c.maps * map_size;
     const std::vector<float> x = RandomFloats(c.batch * c.channels * c.in_h * c.in_w, 1);
     const std::vector<float> w = RandomFloats(c.maps * taps, 2), b = RandomFloats(c.maps, 3);
-    constexpr float kSentinel = 12345.0f;
-    constexpr int64_t kGuard = 32;
-    std::vector<float> y(static_cast<size_t>(y_size + kGuard), kSentinel);
+    GuardedOutput y(y_size);
     ThreadPool pool(c.threads);
     const auto conv = Make(c);
     ASSERT_NE(conv, nullptr);
@@ -94,20 +93,11 @@ class DnnlConvTest : public ::testing::Test {
                                          .in_h = c.in_h, .in_w = c.in_w, .kernel_h = c.kernel, .kernel_w = c.kernel,
                                          .stride_h = c.stride, .stride_w = c.stride, .dilation_h = c.dilation,
                                          .dilation_w = c.dilation, .pad_top = c.pad_top, .pad_left = c.pad_left};
-    for (int64_t n = 0; n < c.batch; ++n) {
-      for (int64_t m = 0; m < c.maps; ++m) {
-        for (int64_t oh = 0; oh < shape.out_h; ++oh) {
-          for (int64_t ow = 0; ow < shape.out_w; ++ow) {
-            const double want = (bias ? b[m] : 0.0) + ReferenceConvAt(geometry, x.data(), w.data(), n, m, oh, ow);
-            const double tolerance = (AppliedAfterStore(activation) ? 2e-5 : 1e-5) * (1 + taps);
-            const int64_t at = (n * c.maps + m) * map_size + oh * shape.out_w + ow;
-            ASSERT_NEAR(y[at], ReferenceActivation(activation, want), tolerance)
-                << "at n=" << n << " map=" << m << " (" << oh << "," << ow << ")";
-          }
-        }
-      }
-    }
-    for (int64_t i = y_size; i < y_size + kGuard; ++i) ASSERT_EQ(y[i], kSentinel) << "wrote past Y at " << i;
+    ExpectConvOutput({.geometry = geometry, .x = x.data(), .w = w.data(), .bias = bias ? b.data() : nullptr,
+                      .activation = activation, .batch = c.batch, .maps = c.maps, .out_h = shape.out_h,
+                      .out_w = shape.out_w},
+                     y.data());
+    EXPECT_TRUE(y.NothingWrittenPast());
   }
 };
 

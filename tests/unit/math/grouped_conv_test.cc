@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "runtime/math/vector_kernels.h"
 #include "tests/support/activation_reference.h"
+#include "tests/support/conv_check.h"
 #include "tests/support/op_test.h"
 
 namespace onnxserve {
@@ -31,9 +32,9 @@ namespace {
 using testing::ConvOutputSize;
 using testing::DescribeActivation;
 using testing::EveryActivation;
+using testing::ExpectConvOutput;
+using testing::GuardedOutput;
 using testing::RandomFloats;
-using testing::ReferenceActivation;
-using testing::ReferenceConvAt;
 using testing::ReferenceConvGeometry;
 
 struct Case {
@@ -99,9 +100,7 @@ class GroupedConvTest : public ::testing::TestWithParam<Isa> {
     const std::vector<float> x = RandomFloats(c.batch * channels * c.in_h * c.in_w, 1);
     const std::vector<float> w = RandomFloats(maps * taps, 2);
     const std::vector<float> b = RandomFloats(maps, 3), residual = RandomFloats(y_size, 4);
-    constexpr float kSentinel = 12345.0f;
-    constexpr int64_t kGuard = 32;
-    std::vector<float> y(static_cast<size_t>(y_size + kGuard), kSentinel);
+    GuardedOutput y(y_size);
     ThreadPool pool(c.threads);
     GroupedConv2D(shape, x.data(), w.data(),
                   {.bias = bias ? b.data() : nullptr, .z = z ? residual.data() : nullptr, .activation = activation},
@@ -111,23 +110,11 @@ class GroupedConvTest : public ::testing::TestWithParam<Isa> {
         .in_w = c.in_w, .kernel_h = c.kernel_h, .kernel_w = c.kernel_w, .stride_h = c.stride_h,
         .stride_w = c.stride_w, .dilation_h = c.dilation_h, .dilation_w = c.dilation_w, .pad_top = c.pad_top,
         .pad_left = c.pad_left};
-    for (int64_t n = 0; n < c.batch; ++n) {
-      for (int64_t m = 0; m < maps; ++m) {
-        const int64_t out = (n * maps + m) * map_size;
-        for (int64_t oh = 0; oh < shape.out_h; ++oh) {
-          for (int64_t ow = 0; ow < shape.out_w; ++ow) {
-            double want = (bias ? b[m] : 0.0) + ReferenceConvAt(geometry, x.data(), w.data(), n, m, oh, ow);
-            const int64_t at = out + oh * shape.out_w + ow;
-            if (z) want += residual[at];
-            // The activations' slopes stay below 1.5: twice the sum's tolerance covers them.
-            const double tolerance = (AppliedAfterStore(activation) ? 2e-5 : 1e-5) * (1 + taps);
-            ASSERT_NEAR(y[at], ReferenceActivation(activation, want), tolerance)
-                << "at n=" << n << " map=" << m << " (" << oh << "," << ow << ")";
-          }
-        }
-      }
-    }
-    for (int64_t i = y_size; i < y_size + kGuard; ++i) ASSERT_EQ(y[i], kSentinel) << "wrote past Y at " << i;
+    ExpectConvOutput({.geometry = geometry, .x = x.data(), .w = w.data(), .bias = bias ? b.data() : nullptr,
+                      .z = z ? residual.data() : nullptr, .activation = activation, .batch = c.batch, .maps = maps,
+                      .out_h = shape.out_h, .out_w = shape.out_w},
+                     y.data());
+    EXPECT_TRUE(y.NothingWrittenPast());
   }
 
   void CheckEveryEpilogue(const Case& c) {

@@ -20,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "runtime/math/isa.h"
 #include "tests/support/activation_reference.h"
+#include "tests/support/conv_check.h"
 #include "tests/support/op_test.h"
 
 namespace onnxserve {
@@ -28,9 +29,11 @@ namespace {
 using testing::ConvOutputSize;
 using testing::DescribeActivation;
 using testing::EveryActivation;
+using testing::ExpectConvOutput;
+using testing::GuardedOutput;
+using testing::MapLayout;
 using testing::RandomFloats;
 using testing::ReferenceActivation;
-using testing::ReferenceConvAt;
 using testing::ReferenceConvGeometry;
 
 struct Case {
@@ -132,9 +135,7 @@ class NhwcConvTest : public ::testing::Test {
         pre ? ReferencePrologue(*pre, x, w_pre, b_pre, c.batch, c.channels, pixels) : x;
     const std::vector<float> w = RandomFloats(c.maps * taps, 2), b = RandomFloats(c.maps, 3);
     const std::vector<float> z = RandomFloats(y_size, 4);  // NHWC already: any values do
-    constexpr float kSentinel = 12345.0f;
-    constexpr int64_t kGuard = 32;
-    std::vector<float> y(static_cast<size_t>(y_size + kGuard), kSentinel);
+    GuardedOutput y(y_size);
     ThreadPool pool(c.threads);
     const std::unique_ptr<NhwcConv> own = made == nullptr ? Make(c, with_z, activation, pre) : nullptr;
     const NhwcConv* conv = made != nullptr ? made : own.get();
@@ -151,23 +152,13 @@ class NhwcConvTest : public ::testing::Test {
                                          .group_maps = c.depthwise ? 1 : c.maps, .in_h = c.in_h, .in_w = c.in_w,
                                          .kernel_h = c.kernel, .kernel_w = c.kernel, .stride_h = c.stride,
                                          .stride_w = c.stride, .pad_top = c.pad, .pad_left = c.pad};
-    for (int64_t n = 0; n < c.batch; ++n) {
-      for (int64_t oh = 0; oh < shape.out_h; ++oh) {
-        for (int64_t ow = 0; ow < shape.out_w; ++ow) {
-          for (int64_t m = 0; m < c.maps; ++m) {
-            const int64_t at = ((n * shape.out_h + oh) * shape.out_w + ow) * c.maps + m;
-            const double want =
-                b[m] + (with_z ? z[at] : 0.0) + ReferenceConvAt(geometry, conv_input.data(), w.data(), n, m, oh, ow);
-            // X' of a prologue sums its channels first: its rounding reaches each tap.
-            const double tolerance =
-                (AppliedAfterStore(activation) ? 2e-5 : 1e-5) * (1 + taps) * (pre ? 1 + pre->channels : 1);
-            ASSERT_NEAR(y[at], ReferenceActivation(activation, want), tolerance)
-                << "at n=" << n << " map=" << m << " (" << oh << "," << ow << ")";
-          }
-        }
-      }
-    }
-    for (int64_t i = y_size; i < y_size + kGuard; ++i) ASSERT_EQ(y[i], kSentinel) << "wrote past Y at " << i;
+    ExpectConvOutput({.geometry = geometry, .x = conv_input.data(), .w = w.data(), .bias = b.data(), .z = z_data,
+                      .activation = activation, .batch = c.batch, .maps = c.maps, .out_h = shape.out_h,
+                      .out_w = shape.out_w, .layout = MapLayout::kNhwc,
+                      // X' of a prologue sums its channels first: its rounding reaches each tap.
+                      .tolerance_scale = pre ? 1.0 + static_cast<double>(pre->channels) : 1.0},
+                     y.data());
+    EXPECT_TRUE(y.NothingWrittenPast());
   }
 };
 

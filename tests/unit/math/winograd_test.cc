@@ -16,6 +16,7 @@
 #include "runtime/math/isa.h"
 #include "runtime/math/packed_gemm.h"
 #include "tests/support/activation_reference.h"
+#include "tests/support/conv_check.h"
 #include "tests/support/op_test.h"
 
 namespace onnxserve {
@@ -23,9 +24,9 @@ namespace {
 
 using testing::DescribeActivation;
 using testing::EveryActivation;
+using testing::ExpectConvOutput;
+using testing::GuardedOutput;
 using testing::RandomFloats;
-using testing::ReferenceActivation;
-using testing::ReferenceConvAt;
 using testing::ReferenceConvGeometry;
 
 struct Case {
@@ -50,9 +51,7 @@ class WinogradTest : public ::testing::Test {
     const std::vector<float> x = RandomFloats(c.batch * c.channels * c.in_h * c.in_w, 1);
     const std::vector<float> w = RandomFloats(c.maps * c.channels * 9, 2), b = RandomFloats(c.maps, 3);
     const std::vector<float> z = RandomFloats(y_size, 4);
-    constexpr float kSentinel = 12345.0f;
-    constexpr int64_t kGuard = 32;
-    std::vector<float> y(static_cast<size_t>(y_size + kGuard), kSentinel);
+    GuardedOutput y(y_size);
     const Winograd3x3 own(w.data(), c.maps, c.channels);
     const Winograd3x3& winograd = made != nullptr ? *made : own;
     const ConvShape2D shape{.batch = c.batch, .in_h = c.in_h, .in_w = c.in_w, .out_h = out_h, .out_w = out_w,
@@ -67,20 +66,11 @@ class WinogradTest : public ::testing::Test {
                                          .kernel_w = 3, .pad_top = c.pad, .pad_left = c.pad};
     // What the transforms add to the direct convolution's roundings: a few float ulps of the sum of the
     // products' magnitudes, as for any reordering of the sum.
-    const double tolerance = (AppliedAfterStore(activation) ? 2e-5 : 1e-5) * (1 + 9 * c.channels);
-    for (int64_t n = 0; n < c.batch; ++n) {
-      for (int64_t m = 0; m < c.maps; ++m) {
-        for (int64_t oh = 0; oh < out_h; ++oh) {
-          for (int64_t ow = 0; ow < out_w; ++ow) {
-            const int64_t at = ((n * c.maps + m) * out_h + oh) * out_w + ow;
-            const double want = b[m] + (with_z ? z[at] : 0.0) + ReferenceConvAt(geometry, x.data(), w.data(), n, m, oh, ow);
-            ASSERT_NEAR(y[at], ReferenceActivation(activation, want), tolerance)
-                << "at n=" << n << " map=" << m << " (" << oh << "," << ow << ")";
-          }
-        }
-      }
-    }
-    for (int64_t i = y_size; i < y_size + kGuard; ++i) ASSERT_EQ(y[i], kSentinel) << "wrote past Y at " << i;
+    ExpectConvOutput({.geometry = geometry, .x = x.data(), .w = w.data(), .bias = b.data(),
+                      .z = with_z ? z.data() : nullptr, .activation = activation, .batch = c.batch, .maps = c.maps,
+                      .out_h = out_h, .out_w = out_w},
+                     y.data());
+    EXPECT_TRUE(y.NothingWrittenPast());
   }
 };
 
