@@ -164,6 +164,13 @@ struct Plan {
   int threads = 0;
   int64_t band_work = 0;
   std::vector<Band> bands;
+
+  // Shares an image's multiply-adds (in double: a hostile shape's need not fit in int64) over the bands,
+  // as the run limits count each band's.
+  void ShareWork(double image_work) {
+    band_work = static_cast<int64_t>(
+        std::min(image_work / static_cast<double>(bands.size()), static_cast<double>(INT64_MAX / 2)));
+  }
 };
 
 class NhwcConvImpl final : public NhwcConv {
@@ -374,8 +381,7 @@ class NhwcConvImpl final : public NhwcConv {
     } catch (const dnnl::error&) {
       return nullptr;
     }
-    plan->band_work = static_cast<int64_t>(
-        std::min(image_work / static_cast<double>(plan->bands.size()), static_cast<double>(INT64_MAX / 2)));
+    plan->ShareWork(image_work);
     return plan;
   }
 
@@ -431,8 +437,7 @@ class NhwcConvImpl final : public NhwcConv {
     } catch (const dnnl::error&) {
       return nullptr;  // a shape oneDNN does not take: the caller runs it
     }
-    plan->band_work = static_cast<int64_t>(
-        std::min(image_work / static_cast<double>(plan->bands.size()), static_cast<double>(INT64_MAX / 2)));
+    plan->ShareWork(image_work);
     return plan;
   }
 
@@ -461,8 +466,7 @@ class NhwcConvImpl final : public NhwcConv {
       return false;
     }
     plan.bands = std::move(bands);
-    plan.band_work = static_cast<int64_t>(
-        std::min(ImageWork(shape) / static_cast<double>(plan.bands.size()), static_cast<double>(INT64_MAX / 2)));
+    plan.ShareWork(ImageWork(shape));
     return true;
   }
 
