@@ -189,13 +189,7 @@ class NhwcConvImpl final : public NhwcConv {
     // No images: nothing to compute, however large an image the request declares (X and Y are empty then,
     // so nothing bounds the image, and its plan would have a band per row).
     if (shape.batch == 0) return true;
-    const Plan* plan = PlanFor(shape, w, pool.num_threads());
-    if (plan == nullptr) return false;
-    try {
-      return RunBands(*plan, shape.batch, x, nullptr, bias != nullptr ? bias : zero_bias_.data(), z, y, pool);
-    } catch (const dnnl::error& e) {
-      return absl::InternalError(absl::StrCat("oneDNN NHWC convolution: ", e.what()));
-    }
+    return RunPlan(PlanFor(shape, w, pool.num_threads()), shape.batch, x, nullptr, bias, z, y, pool);
   }
 
   absl::StatusOr<bool> TryRunWithPrologue(const ConvShape2D& shape, const float* x, const float* w_pre,
@@ -208,17 +202,22 @@ class NhwcConvImpl final : public NhwcConv {
     const double window_bytes = static_cast<double>(shape.in_h) * static_cast<double>(shape.in_w) *
                                 static_cast<double>(InChannels()) * sizeof(float);
     if (window_bytes < static_cast<double>(kMinPrologueBytes)) return false;
-    const Plan* plan = ProloguePlanFor(shape, w_pre, w, pool.num_threads());
+    return RunPlan(ProloguePlanFor(shape, w_pre, w, pool.num_threads()), shape.batch, x,
+                   bias_pre != nullptr ? bias_pre : zero_bias_.data(), bias, z, y, pool);
+  }
+
+ private:
+  // The call's images on `plan` (null: the shape is declined), oneDNN's errors as statuses.
+  absl::StatusOr<bool> RunPlan(const Plan* plan, int64_t batch, const float* x, const float* bias_pre,
+                               const float* bias, const float* z, float* y, ThreadPool& pool) const {
     if (plan == nullptr) return false;
     try {
-      return RunBands(*plan, shape.batch, x, bias_pre != nullptr ? bias_pre : zero_bias_.data(),
-                      bias != nullptr ? bias : zero_bias_.data(), z, y, pool);
+      return RunBands(*plan, batch, x, bias_pre, bias != nullptr ? bias : zero_bias_.data(), z, y, pool);
     } catch (const dnnl::error& e) {
       return absl::InternalError(absl::StrCat("oneDNN NHWC convolution: ", e.what()));
     }
   }
 
- private:
   // Relu is oneDNN's post-op; the other activations run over each band after it, while it is in cache,
   // with the vector kernels every other path uses.
   bool ReluInPrimitive() const { return activation_.kind == ActivationKind::kRelu; }
