@@ -134,11 +134,14 @@ packed::PanelOutput OutputAt(float* c, int64_t ldc, int64_t row, int64_t column,
   };
 }
 
+// A packed panel's rows as the micro-kernels read them.
+packed::RowsOfA PanelRows(const float* panel) { return {.data = panel, .packed = true, .row_stride = 1, .k_stride = kPanelRows}; }
+
 // Multiplies one tile of C and, in the last depth block, applies the activations the micro-kernels leave
 // to the caller, while the tile (at most 8 x 48 floats) is still in L1.
-void MultiplyTile(const float* a_panel, const float* b_panel, int64_t b_stride, int64_t depth, int64_t columns,
+void MultiplyTile(const packed::RowsOfA& a, const float* b_panel, int64_t b_stride, int64_t depth, int64_t columns,
                   int rows, const packed::PanelOutput& out, const GemmEpilogue& epilogue, bool last) {
-  Kernels().multiply_tile(a_panel, b_panel, b_stride, depth, columns, rows, out);
+  Kernels().multiply_tile(a, b_panel, b_stride, depth, columns, rows, out);
   if (last && epilogue.activation.kind != ActivationKind::kNone && !AppliedInRegisters(epilogue.activation)) {
     ApplyActivationToRows(vec::Kernels(), epilogue.activation, out.c, rows, columns, out.ldc);
   }
@@ -190,7 +193,7 @@ void MultiplyBlock(const PackedRows& a, int64_t panel_begin, int64_t panel_end, 
       for (int64_t p = p_begin; p < p_end; ++p) {
         const int64_t row = p * kPanelRows;
         const int rows = static_cast<int>(std::min<int64_t>(kPanelRows, a.rows() - row));
-        MultiplyTile(a.panel(p) + k * kPanelRows, b.Panel(j, block_depth), b.Stride(tile_columns), block_depth,
+        MultiplyTile(PanelRows(a.panel(p) + k * kPanelRows), b.Panel(j, block_depth), b.Stride(tile_columns), block_depth,
                      tile_columns, rows, OutputAt(c, ldc, row, column + j, epilogue, first, last), epilogue, last);
       }
     }
@@ -328,35 +331,63 @@ void MultiplyOverPool(const PackedRows& a, int64_t n, const ColumnSource& b, flo
   }
 }
 
+// Calls fn(column, columns) for each tile of C's columns [column_begin, column_end) when B was packed at
+// load: a tile never crosses a panel, so a range that starts inside one (512 columns split 256 + 256 over
+// 48-column panels) starts with that panel's rest.
+template <typename Fn>
+void ForEachColumnTile(int64_t column_begin, int64_t column_end, Fn fn) {
+  for (int64_t column = column_begin, columns = 0; column < column_end; column += columns) {
+    const int64_t panel = column / kPanelColumns * kPanelColumns;
+    columns = std::min(panel + kPanelColumns, column_end) - column;
+    fn(column, columns);
+  }
+}
+
+// Whether MultiplyColumnRange reads A where it lies instead of packing its rows: the wide micro-kernels
+// broadcast A's values from any layout at the same speed, so packing (2-3% of an MLP's time) only pays
+// for the narrow kernel, which loads a packed panel's 8 rows as one vector.
+bool ReadsRowsInPlace(int64_t column_begin, int64_t column_end) {
+  bool narrow = false;
+  ForEachColumnTile(column_begin, column_end,
+                    [&](int64_t, int64_t columns) { narrow = narrow || columns <= packed::kMaxNarrowColumns; });
+  return !narrow;
+}
+
 // C rows [row_begin, row_end) x columns [column_begin, column_end) (column_begin a multiple of
-// kPanelAlignment), B packed at load. Per depth block, A's rows are packed once; each B panel's slice then
-// stays in L1/L2 while every A panel passes. A tile never crosses a panel: a share that starts inside one
-// (512 columns split 256 + 256 over 48-column panels) reads it from there, at the panel's width.
+// kPanelAlignment), B packed at load. Per depth block, each B panel's slice stays in L1/L2 while every
+// panel of A's rows passes; A's rows are read where they lie, or packed once per block for narrow tiles.
 void MultiplyColumnRange(const float* a, int64_t lda, bool transposed_a, int64_t row_begin, int64_t row_end,
                          const PackedColumns& b, int64_t column_begin, int64_t column_end, float* c, int64_t ldc,
                          const GemmEpilogue& epilogue) {
   const int64_t depth = b.depth(), depth_block = DepthBlock(depth);
   const int64_t row_panels = CeilDiv(row_end - row_begin, kPanelRows);
-  float* packed = ThreadScratch(ScratchSlot::kPackedBlock, row_panels * kPanelRows * depth_block);
+  const bool in_place = ReadsRowsInPlace(column_begin, column_end);
+  float* packed = in_place ? nullptr : ThreadScratch(ScratchSlot::kPackedBlock, row_panels * kPanelRows * depth_block);
+  const int64_t row_stride = transposed_a ? 1 : lda, k_stride = transposed_a ? lda : 1;
   int64_t k = 0;
   do {
     const int64_t block_depth = std::min(depth_block, depth - k);
-    Kernels().pack_rows(transposed_a ? a + k * lda + row_begin : a + row_begin * lda + k, lda, transposed_a,
-                        row_end - row_begin, block_depth, packed);
+    const float* block = a + row_begin * row_stride + k * k_stride;
+    if (!in_place) Kernels().pack_rows(block, lda, transposed_a, row_end - row_begin, block_depth, packed);
     StopIfRunEnded(block_depth * (row_end - row_begin) * (column_end - column_begin));
     const bool first = k == 0, last = k + block_depth == depth;
-    for (int64_t column = column_begin, columns = 0; column < column_end; column += columns) {
+    ForEachColumnTile(column_begin, column_end, [&](int64_t column, int64_t columns) {
       const int64_t panel = column / kPanelColumns * kPanelColumns;
       const int64_t width = PanelWidth(std::min<int64_t>(kPanelColumns, b.columns() - panel));
-      columns = std::min(panel + kPanelColumns, column_end) - column;
       const float* b_tile = b.data() + panel * depth + k * width + (column - panel);
       for (int64_t p = 0; p < row_panels; ++p) {
         const int64_t row = row_begin + p * kPanelRows;
         const int rows = static_cast<int>(std::min<int64_t>(kPanelRows, row_end - row));
-        MultiplyTile(packed + p * kPanelRows * block_depth, b_tile, width, block_depth, columns, rows,
+        const packed::RowsOfA rows_of_a =
+            in_place ? packed::RowsOfA{.data = block + p * kPanelRows * row_stride,
+                                       .packed = false,
+                                       .row_stride = row_stride,
+                                       .k_stride = k_stride}
+                     : PanelRows(packed + p * kPanelRows * block_depth);
+        MultiplyTile(rows_of_a, b_tile, width, block_depth, columns, rows,
                      OutputAt(c, ldc, row, column, epilogue, first, last), epilogue, last);
       }
-    }
+    });
     k += block_depth;
   } while (k < depth);
 }

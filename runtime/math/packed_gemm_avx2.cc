@@ -109,12 +109,22 @@ inline void StoreVector(__m256 acc, int row, int64_t column, int64_t lanes, cons
   }
 }
 
+// Where rows [row, row + kRows) of A start, when `rows` of them are the tile's. Packed, the rows are
+// adjacent and zero past the tile's; read in place, a row past them may lie past A's end, so those rows
+// read the last one again (their sums are never stored).
+template <int kRows, bool kPacked>
+void StartRows(const RowsOfA& a, int row, int rows, const float** starts) {
+  const int64_t row_stride = kPacked ? 1 : a.row_stride;
+#pragma GCC unroll 4
+  for (int r = 0; r < kRows; ++r) starts[r] = a.data + (row + (kPacked || r < rows ? r : rows - 1)) * row_stride;
+}
+
 // C[rows x columns] (rows <= kRows, columns <= kVectors * 8) at (row, column) of the tile, from rows
-// [row, row + kRows) of the A panel and kVectors vectors of the B panel, whose rows are b_width floats
-// apart. kRows is 4, or 2 for the last two rows of a panel (a batch of 2, 6), which a 4-row block would
-// run at half speed.
-template <int kRows, int kVectors>
-void MultiplyBlock(const float* a, const float* b, int64_t depth, int64_t b_width, int row, int rows,
+// [row, row + kRows) of A and kVectors vectors of the B panel, whose rows are b_width floats apart. kRows
+// is 4, or 2 for the last two rows of a panel (a batch of 2, 6), which a 4-row block would run at half
+// speed. kPacked says A is a packed panel, whose strides are then constants.
+template <int kRows, int kVectors, bool kPacked>
+void MultiplyBlock(const RowsOfA& a, const float* b, int64_t depth, int64_t b_width, int row, int rows,
                    int64_t column, int64_t columns, const PanelOutput& out) {
   __m256 acc[kRows][kVectors];
 #pragma GCC unroll 4
@@ -122,19 +132,22 @@ void MultiplyBlock(const float* a, const float* b, int64_t depth, int64_t b_widt
 #pragma GCC unroll 3
     for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm256_setzero_ps();
   }
-  a += row;
+  const float* a_rows[kRows];
+  StartRows<kRows, kPacked>(a, row, rows, a_rows);
+  const int64_t k_stride = kPacked ? kPanelRows : a.k_stride;
   b += column;
   const TailLoad tail(columns, kVectors);
 #pragma GCC unroll 2
-  for (int64_t k = 0; k < depth; ++k, a += kPanelRows, b += b_width) {
-    // Deep layers' weights come from L3 (a 7x7 map gives each weight only 49 uses): fetch A ahead.
-    _mm_prefetch(reinterpret_cast<const char*>(a + kPrefetchDistance), _MM_HINT_T0);
+  for (int64_t k = 0; k < depth; ++k, b += b_width) {
+    // Deep layers' weights come from L3 (a 7x7 map gives each weight only 49 uses): fetch A ahead. (A read
+    // in place is an activation that the last layer left in cache.)
+    if (kPacked) _mm_prefetch(reinterpret_cast<const char*>(a_rows[0] + k * k_stride + kPrefetchDistance), _MM_HINT_T0);
     __m256 bv[kVectors];
 #pragma GCC unroll 3
     for (int v = 0; v < kVectors; ++v) bv[v] = tail.Load(b, v);
 #pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) {
-      const __m256 ar = _mm256_broadcast_ss(a + r);
+      const __m256 ar = _mm256_broadcast_ss(a_rows[r] + k * k_stride);
 #pragma GCC unroll 3
       for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm256_fmadd_ps(ar, bv[v], acc[r][v]);
     }
@@ -160,20 +173,20 @@ void MultiplyBlock(const float* a, const float* b, int64_t depth, int64_t b_widt
   }
 }
 
-// C[1 x columns] (columns <= kVectors * 8) at `row` of the tile from that row of the A panel: a
-// matrix-vector product (batch 1), where a 4-row block would spend three quarters of its FMAs on the
-// panel's zero rows. Each element sums its depth in MultiplyBlock's order, so a lone row agrees to the bit
-// with the same row in a block.
+// C[1 x columns] (columns <= kVectors * 8) at `row` of the tile from that row of A: a matrix-vector
+// product (batch 1), where a 4-row block would spend three quarters of its FMAs on the panel's zero rows.
+// Each element sums its depth in MultiplyBlock's order, so a lone row agrees to the bit with the same row
+// in a block.
 template <int kVectors>
-void MultiplyRowVectors(const float* a, const float* b, int64_t depth, int64_t b_width, int row, int64_t columns,
-                        const PanelOutput& out) {
+void MultiplyRowVectors(const RowsOfA& rows_of_a, const float* b, int64_t depth, int64_t b_width, int row,
+                        int64_t columns, const PanelOutput& out) {
   __m256 acc[kVectors];
-  a += row;
+  const float* a = rows_of_a.data + row * rows_of_a.row_stride;
 #pragma GCC unroll 6
   for (int v = 0; v < kVectors; ++v) acc[v] = _mm256_setzero_ps();
   const TailLoad tail(columns, kVectors);
 #pragma GCC unroll 2
-  for (int64_t k = 0; k < depth; ++k, a += kPanelRows, b += b_width) {
+  for (int64_t k = 0; k < depth; ++k, a += rows_of_a.k_stride, b += b_width) {
     const __m256 ar = _mm256_broadcast_ss(a);
 #pragma GCC unroll 6
     for (int v = 0; v < kVectors; ++v) acc[v] = _mm256_fmadd_ps(ar, tail.Load(b, v), acc[v]);
@@ -185,7 +198,7 @@ void MultiplyRowVectors(const float* a, const float* b, int64_t depth, int64_t b
   for (int v = 0; v < kVectors; ++v) StoreVector(acc[v], row, v * kLanes, columns - v * kLanes, out);
 }
 
-using RowKernel = void (*)(const float*, const float*, int64_t, int64_t, int, int64_t, const PanelOutput&);
+using RowKernel = void (*)(const RowsOfA&, const float*, int64_t, int64_t, int, int64_t, const PanelOutput&);
 constexpr RowKernel kRowKernels[kPanelColumns / kLanes + 1] = {
     nullptr,
     MultiplyRowVectors<1>,
@@ -196,12 +209,17 @@ constexpr RowKernel kRowKernels[kPanelColumns / kLanes + 1] = {
     MultiplyRowVectors<6>,
 };
 
-using BlockKernel = void (*)(const float*, const float*, int64_t, int64_t, int, int, int64_t, int64_t,
+using BlockKernel = void (*)(const RowsOfA&, const float*, int64_t, int64_t, int, int, int64_t, int64_t,
                              const PanelOutput&);
-constexpr BlockKernel kBlockKernels[kBlockVectors + 1] = {nullptr, MultiplyBlock<kBlockRows, 1>,
-                                                          MultiplyBlock<kBlockRows, 2>, MultiplyBlock<kBlockRows, 3>};
-constexpr BlockKernel kPairKernels[kBlockVectors + 1] = {nullptr, MultiplyBlock<2, 1>, MultiplyBlock<2, 2>,
-                                                         MultiplyBlock<2, 3>};
+// By A's layout (packed or in place), then by vectors.
+constexpr BlockKernel kBlockKernels[2][kBlockVectors + 1] = {
+    {nullptr, MultiplyBlock<kBlockRows, 1, false>, MultiplyBlock<kBlockRows, 2, false>,
+     MultiplyBlock<kBlockRows, 3, false>},
+    {nullptr, MultiplyBlock<kBlockRows, 1, true>, MultiplyBlock<kBlockRows, 2, true>,
+     MultiplyBlock<kBlockRows, 3, true>}};
+constexpr BlockKernel kPairKernels[2][kBlockVectors + 1] = {
+    {nullptr, MultiplyBlock<2, 1, false>, MultiplyBlock<2, 2, false>, MultiplyBlock<2, 3, false>},
+    {nullptr, MultiplyBlock<2, 1, true>, MultiplyBlock<2, 2, true>, MultiplyBlock<2, 3, true>}};
 
 // C[rows x kColumns]: per k, the 8 rows of A's panel form one vector, multiplied by each column's
 // broadcast B value; the tile is transposed through memory on the way out. Few columns would leave the
@@ -368,20 +386,30 @@ void GatherRow(const float* src, int64_t stride, int64_t n, float* dst) {
   }
 }
 
-void MultiplyTile(const float* a_panel, const float* b_panel, int64_t b_stride, int64_t depth, int64_t columns,
-                  int rows, const PanelOutput& out) {
-  if (columns <= kMaxNarrowColumns) return MultiplyNarrow(a_panel, b_panel, depth, b_stride, columns, rows, out);
+// The vectors of the next block of a tile row that has `left` vectors to go. A block of one vector has
+// four chains of FMAs, too few to hide their latency: it runs at half speed, so the last four vectors of
+// a 32-column tail go 2 + 2, not 3 + 1 (an MLP's 512 columns end in one).
+int64_t BlockVectors(int64_t left) {
+  if (left == kBlockVectors + 1) return 2;
+  return left < kBlockVectors ? left : kBlockVectors;
+}
+
+void MultiplyTile(const RowsOfA& a, const float* b_panel, int64_t b_stride, int64_t depth, int64_t columns, int rows,
+                  const PanelOutput& out) {
+  if (a.packed && columns <= kMaxNarrowColumns) {
+    return MultiplyNarrow(a.data, b_panel, depth, b_stride, columns, rows, out);
+  }
   for (int row = 0; row < rows; row += kBlockRows) {
     const int block_rows = rows - row < kBlockRows ? rows - row : kBlockRows;
     if (block_rows == 1) {
-      MultiplyRow(a_panel, b_panel, depth, b_stride, row, columns, out);
+      MultiplyRow(a, b_panel, depth, b_stride, row, columns, out);
       continue;
     }
-    const BlockKernel* kernels = block_rows == 2 ? kPairKernels : kBlockKernels;
-    for (int64_t column = 0; column < columns; column += kBlockVectors * kLanes) {
+    const BlockKernel* kernels = (block_rows == 2 ? kPairKernels : kBlockKernels)[a.packed];
+    for (int64_t column = 0, vectors = 0; column < columns; column += vectors * kLanes) {
       const int64_t left = columns - column;
-      const int64_t vectors = left >= kBlockVectors * kLanes ? kBlockVectors : (left + kLanes - 1) / kLanes;
-      kernels[vectors](a_panel, b_panel, depth, b_stride, row, block_rows, column,
+      vectors = BlockVectors((left + kLanes - 1) / kLanes);
+      kernels[vectors](a, b_panel, depth, b_stride, row, block_rows, column,
                        left < vectors * kLanes ? left : vectors * kLanes, out);
     }
   }
@@ -394,9 +422,9 @@ void MultiplyNarrow(const float* a_panel, const float* b_panel, int64_t depth, i
   kNarrowKernels[columns](a_panel, b_panel, depth, b_width, rows, out);
 }
 
-void MultiplyRow(const float* a_panel, const float* b_panel, int64_t depth, int64_t b_width, int row,
-                 int64_t columns, const PanelOutput& out) {
-  kRowKernels[(columns + kLanes - 1) / kLanes](a_panel, b_panel, depth, b_width, row, columns, out);
+void MultiplyRow(const RowsOfA& a, const float* b_panel, int64_t depth, int64_t b_width, int row, int64_t columns,
+                 const PanelOutput& out) {
+  kRowKernels[(columns + kLanes - 1) / kLanes](a, b_panel, depth, b_width, row, columns, out);
 }
 
 void PackRows(const float* a, int64_t lda, bool transposed, int64_t rows, int64_t depth, float* packed) {

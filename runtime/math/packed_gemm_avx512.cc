@@ -80,11 +80,22 @@ inline __m512 Join(__m512 acc, int row, int64_t column, __mmask16 mask, const Pa
   return acc;
 }
 
-// C[rows x columns] at `column` from the first kRows rows of an A panel (rows <= kRows) and one B panel of
-// kVectors * 16 floats per k. kRows is 8, or 4 for a panel of at most 4 rows (batches of 2 to 4), which the
-// 8-row tile would multiply at half speed or less.
-template <int kRows, int kVectors>
-void MultiplyWide(const float* a, const float* b, int64_t b_stride, int64_t depth, int rows, int64_t column,
+// Where the first kRows rows of A start, when `rows` of them are the tile's. Packed, the rows are adjacent
+// and zero past the tile's; read in place, a row past them may lie past A's end, so those rows read the
+// last one again (their sums are never stored).
+template <int kRows, bool kPacked>
+void StartRows(const RowsOfA& a, int rows, const float** starts) {
+  const int64_t row_stride = kPacked ? 1 : a.row_stride;
+#pragma GCC unroll 8
+  for (int r = 0; r < kRows; ++r) starts[r] = a.data + (kPacked || r < rows ? r : rows - 1) * row_stride;
+}
+
+// C[rows x columns] at `column` from the first kRows rows of A (rows <= kRows) and one B panel of kVectors
+// * 16 floats per k. kRows is 8, or 4 for a panel of at most 4 rows (batches of 2 to 4), which the 8-row
+// tile would multiply at half speed or less. kPacked says A is a packed panel, whose strides are then
+// constants.
+template <int kRows, int kVectors, bool kPacked>
+void MultiplyWide(const RowsOfA& a, const float* b, int64_t b_stride, int64_t depth, int rows, int64_t column,
                   int64_t columns, const PanelOutput& out) {
   __m512 acc[kRows][kVectors];
 #pragma GCC unroll 8
@@ -95,17 +106,21 @@ void MultiplyWide(const float* a, const float* b, int64_t b_stride, int64_t dept
   __mmask16 masks[kVectors];  // the last vector's columns may be partial
 #pragma GCC unroll 3
   for (int v = 0; v < kVectors; ++v) masks[v] = v + 1 < kVectors ? __mmask16(0xFFFF) : TailMask(columns - v * kLanes);
+  const float* a_rows[kRows];
+  StartRows<kRows, kPacked>(a, rows, a_rows);
+  const int64_t k_stride = kPacked ? kPanelRows : a.k_stride;
 #pragma GCC unroll 2
-  for (int64_t k = 0; k < depth; ++k, a += kPanelRows, b += b_stride) {
-    // Deep layers' weights come from L3 (a 7x7 map gives each weight only 49 uses): fetch A ahead.
-    _mm_prefetch(reinterpret_cast<const char*>(a + kPrefetchDistance), _MM_HINT_T0);
+  for (int64_t k = 0; k < depth; ++k, b += b_stride) {
+    // Deep layers' weights come from L3 (a 7x7 map gives each weight only 49 uses): fetch A ahead. (A read
+    // in place is an activation that the last layer left in cache.)
+    if (kPacked) _mm_prefetch(reinterpret_cast<const char*>(a_rows[0] + k * k_stride + kPrefetchDistance), _MM_HINT_T0);
     __m512 bv[kVectors];
     // The last vector masked: B read where it lies has no zero padding past its columns.
 #pragma GCC unroll 3
     for (int v = 0; v < kVectors; ++v) bv[v] = _mm512_maskz_loadu_ps(masks[v], b + v * kLanes);
 #pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r) {
-      const __m512 ar = _mm512_set1_ps(a[r]);
+      const __m512 ar = _mm512_set1_ps(a_rows[r][k * k_stride]);
 #pragma GCC unroll 3
       for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_fmadd_ps(ar, bv[v], acc[r][v]);
     }
@@ -169,24 +184,32 @@ void PackColumnsRow(const float* row, int64_t n, int64_t depth, int64_t k, float
   }
 }
 
-using TileKernel = void (*)(const float*, const float*, int64_t, int64_t, int, int64_t, int64_t, const PanelOutput&);
+using TileKernel = void (*)(const RowsOfA&, const float*, int64_t, int64_t, int, int64_t, int64_t,
+                            const PanelOutput&);
 constexpr int kHalfPanelRows = kPanelRows / 2;
-constexpr TileKernel kTiles[kPanelColumns / kLanes + 1] = {nullptr, MultiplyWide<kPanelRows, 1>,
-                                                           MultiplyWide<kPanelRows, 2>, MultiplyWide<kPanelRows, 3>};
-constexpr TileKernel kHalfTiles[kPanelColumns / kLanes + 1] = {
-    nullptr, MultiplyWide<kHalfPanelRows, 1>, MultiplyWide<kHalfPanelRows, 2>, MultiplyWide<kHalfPanelRows, 3>};
+// By A's layout (packed or in place), then by vectors.
+constexpr TileKernel kTiles[2][kPanelColumns / kLanes + 1] = {
+    {nullptr, MultiplyWide<kPanelRows, 1, false>, MultiplyWide<kPanelRows, 2, false>,
+     MultiplyWide<kPanelRows, 3, false>},
+    {nullptr, MultiplyWide<kPanelRows, 1, true>, MultiplyWide<kPanelRows, 2, true>,
+     MultiplyWide<kPanelRows, 3, true>}};
+constexpr TileKernel kHalfTiles[2][kPanelColumns / kLanes + 1] = {
+    {nullptr, MultiplyWide<kHalfPanelRows, 1, false>, MultiplyWide<kHalfPanelRows, 2, false>,
+     MultiplyWide<kHalfPanelRows, 3, false>},
+    {nullptr, MultiplyWide<kHalfPanelRows, 1, true>, MultiplyWide<kHalfPanelRows, 2, true>,
+     MultiplyWide<kHalfPanelRows, 3, true>}};
 
-void MultiplyTile(const float* a_panel, const float* b_panel, int64_t b_stride, int64_t depth, int64_t columns,
-                  int rows, const PanelOutput& out) {
+void MultiplyTile(const RowsOfA& a, const float* b_panel, int64_t b_stride, int64_t depth, int64_t columns, int rows,
+                  const PanelOutput& out) {
   const int64_t vectors = RoundUpToLanes(columns) / kLanes;
-  if (columns <= kMaxNarrowColumns) {
-    avx2::MultiplyNarrow(a_panel, b_panel, depth, b_stride, columns, rows, out);
+  if (a.packed && columns <= kMaxNarrowColumns) {
+    avx2::MultiplyNarrow(a.data, b_panel, depth, b_stride, columns, rows, out);
   } else if (rows == 1) {
-    avx2::MultiplyRow(a_panel, b_panel, depth, b_stride, 0, columns, out);
+    avx2::MultiplyRow(a, b_panel, depth, b_stride, 0, columns, out);
   } else if (rows <= kHalfPanelRows) {
-    kHalfTiles[vectors](a_panel, b_panel, b_stride, depth, rows, 0, columns, out);
+    kHalfTiles[a.packed][vectors](a, b_panel, b_stride, depth, rows, 0, columns, out);
   } else {
-    kTiles[vectors](a_panel, b_panel, b_stride, depth, rows, 0, columns, out);
+    kTiles[a.packed][vectors](a, b_panel, b_stride, depth, rows, 0, columns, out);
   }
 }
 

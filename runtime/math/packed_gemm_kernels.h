@@ -35,6 +35,16 @@ struct PanelOutput {
   Activation activation;
 };
 
+// The rows of A a tile multiplies: element (i, k) at data[i * row_stride + k * k_stride]. A packed panel
+// is {panel, true, 1, kPanelRows}, its rows past the tile's zero; A read where it lies is {a, false, lda,
+// 1}, or {a, false, 1, lda} for A^T row-major, and its rows past the tile's are never read.
+struct RowsOfA {
+  const float* data;
+  bool packed;
+  int64_t row_stride;
+  int64_t k_stride;
+};
+
 // One instruction set's kernels.
 struct MicroKernels {
   // Packs A[rows x depth] into panels of kPanelRows rows (kPanelRows floats per k, zero past `rows`; panel
@@ -49,12 +59,12 @@ struct MicroKernels {
   void (*pack_columns_row)(const float* row, int64_t n, int64_t depth, int64_t k, float* packed);
   // dst[g] = src[g * stride] for g in [0, n): im2col's copy of one grid row, vectorized for strides 1, 2.
   void (*gather_row)(const float* src, int64_t stride, int64_t n, float* dst);
-  // C[rows x columns] at out.c (columns <= kPanelColumns) from one A panel (kPanelRows x depth, kPanelRows
-  // floats per k, rows past `rows` zero) and one B panel of `depth` rows, b_stride floats apart: a packed
-  // panel's width, or B's own row stride when B is read where it lies. Only the first `columns` floats of
-  // each B row are read.
-  void (*multiply_tile)(const float* a_panel, const float* b_panel, int64_t b_stride, int64_t depth,
-                        int64_t columns, int rows, const PanelOutput& out);
+  // C[rows x columns] at out.c (columns <= kPanelColumns, rows <= kPanelRows) from `rows` rows of A and one
+  // B panel of `depth` rows, b_stride floats apart: a packed panel's width, or B's own row stride when B is
+  // read where it lies. Only the first `columns` floats of each B row are read. A's layout does not change
+  // the result; a packed panel makes a tile of at most kMaxNarrowColumns columns faster.
+  void (*multiply_tile)(const RowsOfA& a, const float* b_panel, int64_t b_stride, int64_t depth, int64_t columns,
+                        int rows, const PanelOutput& out);
 };
 
 extern const MicroKernels kAvx2Kernels;    // needs AVX2 and FMA
@@ -65,10 +75,10 @@ namespace avx2 {
 // vectors are a panel's 8 rows.
 void MultiplyNarrow(const float* a_panel, const float* b_panel, int64_t depth, int64_t b_width, int64_t columns,
                     int rows, const PanelOutput& out);
-// Row `row` of C[. x columns] (columns <= kPanelColumns) from that row of the A panel, with 8-wide
-// vectors of B: a matrix-vector product, which the AVX-512 tile, 8 rows high, sends here too.
-void MultiplyRow(const float* a_panel, const float* b_panel, int64_t depth, int64_t b_width, int row,
-                 int64_t columns, const PanelOutput& out);
+// Row `row` of C[. x columns] (columns <= kPanelColumns) from that row of A, with 8-wide vectors of B: a
+// matrix-vector product, which the AVX-512 tile, 8 rows high, sends here too.
+void MultiplyRow(const RowsOfA& a, const float* b_panel, int64_t depth, int64_t b_width, int row, int64_t columns,
+                 const PanelOutput& out);
 // MicroKernels::pack_rows, which the AVX-512 table shares: 8-float rows are what an 8-row panel transposes.
 void PackRows(const float* a, int64_t lda, bool transposed, int64_t rows, int64_t depth, float* packed);
 }  // namespace avx2

@@ -39,8 +39,15 @@ struct Case {
 // Which operand is packed at load, and how the other one is given.
 enum class Packing { kLeft, kRight, kRightTransposed, kRightWithTransposedLeft };
 
+// NaN in every float of `matrix` past the first `row` of each stride.
+void PoisonPadding(std::vector<float>& matrix, int64_t stride, int64_t row) {
+  for (size_t i = 0; i < matrix.size(); ++i) {
+    if (static_cast<int64_t>(i) % stride >= row) matrix[i] = std::numeric_limits<float>::quiet_NaN();
+  }
+}
+
 // activation(A[m x k] * B[k x n] + bias + z), A and B stored with row strides 3 and 5 floats longer than their
-// rows (padding the kernels must not read; B's is NaN), C with a stride 2 longer (padding they must not write).
+// rows (padding the kernels must not read: NaN), C with a stride 2 longer (padding they must not write).
 void CheckAgainstReference(const Case& c, Packing packing) {
   SCOPED_TRACE(::testing::Message() << "m=" << c.m << " n=" << c.n << " k=" << c.k << " bias=" << c.bias
                                   << " z=" << c.z << " relu=" << c.relu << " threads=" << c.threads
@@ -50,13 +57,12 @@ void CheckAgainstReference(const Case& c, Packing packing) {
   const bool b_transposed = packing == Packing::kRightTransposed;
   // Element (i, p) of A and (p, j) of B, wherever the storage order puts them.
   const int64_t lda = (a_transposed ? c.m : c.k) + 3, ldb = (b_transposed ? c.k : c.n) + 5, ldc = c.n + 2;
-  const std::vector<float> a = RandomFloats((a_transposed ? std::max<int64_t>(c.k, 1) : c.m) * lda, 1);
+  std::vector<float> a = RandomFloats((a_transposed ? std::max<int64_t>(c.k, 1) : c.m) * lda, 1);
   std::vector<float> b = RandomFloats((b_transposed ? c.n : std::max<int64_t>(c.k, 1)) * ldb, 2);
-  // NaN in B's padding: B may be read where it lies, and any padding let into C shows.
-  const int64_t b_row = b_transposed ? c.k : c.n;
-  for (size_t i = 0; i < b.size(); ++i) {
-    if (static_cast<int64_t>(i) % ldb >= b_row) b[i] = std::numeric_limits<float>::quiet_NaN();
-  }
+  // NaN in A's and B's padding: either may be read where it lies, and any padding let into C shows (and a
+  // row read past A's end, ASan's build).
+  PoisonPadding(a, lda, a_transposed ? c.m : c.k);
+  PoisonPadding(b, ldb, b_transposed ? c.k : c.n);
   auto a_at = [&](int64_t i, int64_t p) { return a_transposed ? a[p * lda + i] : a[i * lda + p]; };
   auto b_at = [&](int64_t p, int64_t j) { return b_transposed ? b[j * ldb + p] : b[p * ldb + j]; };
   const std::vector<float> bias = RandomFloats(c.m, 3), z = RandomFloats(c.m * ldc, 4);
