@@ -294,11 +294,19 @@ class MaxPool final : public OpKernel {
         C value;
         int64_t index;
       };
+      // As on the other paths, NaN loses against every number wherever it stands in the window, and a
+      // window of NaN and -inf only is -inf, at its first tap.
+      constexpr C kLowest =
+          std::numeric_limits<C>::has_infinity ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::lowest();
       ForEachWindow(
-          g, Acc{std::numeric_limits<C>::lowest(), -1},
+          g, Acc{kLowest, -1},
           [&](Acc& acc, int64_t i) {
             const C v = ToCompute(plane[i]);
-            if (v > acc.value || acc.index < 0) acc = {v, i};
+            if (v > acc.value) {
+              acc = {v, i};
+            } else if (acc.index < 0) {
+              acc.index = i;
+            }
           },
           [&](const Acc& acc, int64_t o, int64_t, int64_t) {
             y[p * out_plane + o] = FromCompute<T>(acc.value);

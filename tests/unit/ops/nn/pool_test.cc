@@ -175,6 +175,25 @@ TEST(MaxPoolTest, AWindowOfMinusInfinityIsMinusInfinityDilatedOrNot) {
   }
 }
 
+TEST(MaxPoolTest, IndicesDoNotChangeWhatNaNWindowsGive) {
+  // Asking for Indices takes another path; it must answer Y as the others do: NaN loses against every
+  // number wherever it stands in the window, and a window of only NaN is -inf (its index the first tap).
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const Tensor x = Tensor::FromVector<float>({1, 1, 6}, {nan, 5, nan, nan, 3, nan});
+  for (const bool with_indices : {false, true}) {
+    OpTest op("MaxPool", 12);
+    op.Input("x", x).Attr("kernel_shape", std::vector<int64_t>{2}).Attr("strides", std::vector<int64_t>{2}).Output("y");
+    if (with_indices) op.Output("indices");
+    auto got = op.Run();
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1, 1, 3}, {5, -inf, 3}), (*got)[0], 0, 0))
+        << "with Indices: " << with_indices;
+    if (with_indices) {
+      EXPECT_EQ((*got)[1].values<int64_t>(), (std::vector<int64_t>{1, 2, 4}));
+    }
+  }
+}
+
 TEST(MaxPoolTest, DilatedWindowSkipsElements) {
   // kernel 2 with dilation 2 covers rows/columns 0 and 2.
   auto out = OpTest("MaxPool", 22)
