@@ -292,7 +292,14 @@ absl::StatusOr<std::vector<Value>> ExecutionPlan::Run(const std::vector<NamedVal
     }
     for (size_t o = 0; o < step.outputs.size(); ++o) {
       const int slot = step.outputs[o];
-      if (slot < 0 || !outputs[o].defined()) continue;
+      if (slot < 0) continue;
+      if (!outputs[o].defined()) {
+        // A model's fault (a Relu given two outputs), found when something reads the one never made.
+        if (!step.outputs_wanted[o]) continue;
+        return absl::InvalidArgumentError(absl::StrCat(step.label, " makes no output ", o, " (\"",
+                                                       step.node->output(o)->name(),
+                                                       "\"): the node lists more outputs than the op has"));
+      }
       owned[slot] = std::move(outputs[o]);
       view[slot] = &owned[slot];
     }

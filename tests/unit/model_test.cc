@@ -402,5 +402,32 @@ TEST(ExecutionTest, AKernelWritingAnOutputItsNodeDoesNotListLeavesTheRunIntact) 
   }
 }
 
+// A node listing more outputs than its op has (a Relu with two) leaves the extra one unmade. Read as a graph
+// output it failed the run as INTERNAL (a server error, HTTP 500), read by a node as a missing input; it is
+// the model's fault, INVALID_ARGUMENT, naming the node and the output, on every path.
+TEST(ExecutionTest, AnOutputTheOpDoesNotHaveIsTheModelsErrorNamingIt) {
+  const auto relu_of_two = [](testing::GraphBuilder builder) {
+    return builder.Input("x", {2}).NodeWith("Relu", {"x"}, {"y", "z"});
+  };
+  const std::vector<std::shared_ptr<const Model>> models = {
+      relu_of_two(testing::GraphBuilder()).Output("y").Output("z").Load(),
+      relu_of_two(testing::GraphBuilder()).Node("Neg", {"z"}, "w").Output("w").Load(),
+  };
+  for (const auto& model : models) {
+    for (bool optimize : {true, false}) {
+      SessionOptions options;
+      options.optimize = optimize;
+      auto session = Session::Create(model, options);
+      if (!session.ok()) {  // refusing such a model at load would do as well
+        EXPECT_EQ(session.status().code(), absl::StatusCode::kInvalidArgument) << session.status();
+        continue;
+      }
+      auto out = (*session)->Run({{"x", Tensor::FromVector<float>({2}, {-1.f, 3.f})}});
+      EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
+      EXPECT_NE(out.status().message().find("\"z\""), std::string::npos) << out.status();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace onnxserve
