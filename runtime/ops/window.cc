@@ -23,6 +23,7 @@ absl::StatusOr<int64_t> PaddedSize(int64_t in, int64_t pad_begin, int64_t pad_en
 }
 
 absl::StatusOr<int64_t> WindowCount(int64_t padded, int64_t extent, int64_t stride, bool ceil) {
+  if (padded == extent - 1) return 0;
   if (padded < extent) {
     return absl::InvalidArgumentError(
         absl::StrCat("padded input size ", padded, " is smaller than the dilated kernel extent ", extent));

@@ -18,7 +18,8 @@ absl::StatusOr<int64_t> DilatedExtent(int64_t kernel, int64_t dilation);
 absl::StatusOr<int64_t> PaddedSize(int64_t in, int64_t pad_begin, int64_t pad_end);
 
 // Windows of `extent` at `stride` (>= 1) that start in a padded axis of `padded`: floor((padded - extent) /
-// stride) + 1, or with `ceil` rounded up. INVALID_ARGUMENT when the window does not fit.
+// stride) + 1, or with `ceil` rounded up; 0 when the axis is one short of a window (an empty map under a
+// 1x1 kernel), as the formula gives. INVALID_ARGUMENT when the window misses by more.
 absl::StatusOr<int64_t> WindowCount(int64_t padded, int64_t extent, int64_t stride, bool ceil = false);
 
 // ceil(a / b) for b >= 1 and any a, without a + b - 1 (which overflows for a stride or dilation near 2^63).

@@ -89,7 +89,7 @@ absl::StatusOr<PoolGeometry> PlanPool(const PoolAttrs& a, const Shape& x) {
     } else {
       if (a.auto_pad == "VALID") pad_begin[d] = pad_end[d] = 0;
       ASSIGN_OR_RETURN(const int64_t padded, PaddedSize(in, pad_begin[d], pad_end[d]));
-      if (padded < extent) {
+      if (padded < extent - 1) {  // one short is an axis of no windows
         return absl::InvalidArgumentError(absl::StrCat("kernel extent ", extent, " exceeds padded input dim ", d,
                                                        " of ", ShapeToString(x)));
       }

@@ -31,7 +31,10 @@ TEST(WindowTest, WindowCountFloorsOrCeils) {
   EXPECT_EQ(*WindowCount(8, 3, 2, true), 4);  // ...and kept with ceil
   EXPECT_EQ(*WindowCount(3, 3, INT64_MAX), 1);
   EXPECT_EQ(*WindowCount(INT64_MAX, 1, 1), INT64_MAX);
-  EXPECT_EQ(WindowCount(2, 3, 1).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(*WindowCount(2, 3, 1), 0);  // one short of a window: floor(-1 / 1) + 1, an empty output
+  EXPECT_EQ(*WindowCount(2, 3, 2, true), 0);
+  EXPECT_EQ(*WindowCount(0, 1, 1), 0);  // an empty map under a 1x1 kernel
+  EXPECT_EQ(WindowCount(1, 3, 1).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(WindowTest, SamePaddingCoversCeilOfInOverStrideWindows) {

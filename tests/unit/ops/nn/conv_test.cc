@@ -623,6 +623,31 @@ TEST(ConvTest, ZeroSizedSpatialInputs) {
 namespace onnxserve {
 namespace {
 
+// A map with no rows or no columns whose windows fit (a 1x1 kernel, or pads that make room) is a valid
+// input with an empty output, on every path (the NCHW kernels and oneDNN's, in each ISA): it used to fail.
+TEST(ConvTest, AnEmptyMapWhoseWindowsFitGivesAnEmptyOutput) {
+  struct Case {
+    Shape x, w;
+    std::vector<int64_t> pads;
+    Shape y;
+  };
+  for (const Case& c : {Case{{1, 1, 0, 4}, {2, 1, 1, 1}, {0, 0, 0, 0}, {1, 2, 0, 4}},
+                        Case{{1, 3, 5, 0}, {4, 3, 3, 3}, {1, 1, 1, 1}, {1, 4, 5, 0}},
+                        Case{{1, 64, 0, 7}, {64, 64, 3, 3}, {1, 1, 1, 1}, {1, 64, 0, 7}},
+                        Case{{2, 8, 0, 0}, {8, 1, 3, 3}, {1, 1, 1, 1}, {2, 8, 0, 0}}}) {
+    for (const bool constant_w : {false, true}) {  // weights known at load take the packed and oneDNN paths
+      OpTest op("Conv", 11);
+      op.Input("x", Tensor(DataType::kFloat, c.x));
+      const Tensor w(DataType::kFloat, c.w);
+      constant_w ? op.Constant("w", w) : op.Input("w", w);
+      if (c.w[1] != c.x[1]) op.Attr("group", c.x[1]);
+      auto y = op.Attr("pads", c.pads).Output("y").Run();
+      ASSERT_TRUE(y.ok()) << "x " << ShapeToString(c.x) << ": " << y.status();
+      EXPECT_EQ((*y)[0].shape(), c.y) << "x " << ShapeToString(c.x);
+    }
+  }
+}
+
 // Found by the model fuzzer (through ConvInteger): with no input channels the im2col block size divided by
 // a zero row size. The sum over no channels is 0 everywhere.
 TEST(ConvTest, NoInputChannelsGiveZeros) {

@@ -194,6 +194,19 @@ TEST(MaxPoolTest, IndicesDoNotChangeWhatNaNWindowsGive) {
   }
 }
 
+TEST(PoolTest, AnEmptyMapWhoseWindowsFitGivesAnEmptyOutput) {
+  // A 1x1 window over a map of no rows: windows fit, there are none (it used to be an error).
+  for (const char* op : {"MaxPool", "AveragePool", "LpPool"}) {
+    auto got = OpTest(op, 11)
+                   .Input("x", Tensor(DataType::kFloat, {1, 2, 0, 3}))
+                   .Attr("kernel_shape", std::vector<int64_t>{1, 1})
+                   .Output("y")
+                   .Run();
+    ASSERT_TRUE(got.ok()) << op << ": " << got.status();
+    EXPECT_EQ((*got)[0].shape(), (Shape{1, 2, 0, 3})) << op;
+  }
+}
+
 TEST(MaxPoolTest, DilatedWindowSkipsElements) {
   // kernel 2 with dilation 2 covers rows/columns 0 and 2.
   auto out = OpTest("MaxPool", 22)
