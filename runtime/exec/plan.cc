@@ -269,12 +269,15 @@ absl::StatusOr<std::vector<Value>> ExecutionPlan::Run(const std::vector<NamedVal
   }
 
   const ScopedRunLimits stop_kernels_with_the_run(&limits);
+  // One pair of vectors for every step's inputs and outputs, so that a run allocates nothing for its steps
+  // once they have grown to the widest (a model of tens of microseconds ran 3% in malloc and free).
+  std::vector<const Value*> inputs;
+  std::vector<Value> outputs;
   for (const Step& step : steps_) {
     if (absl::Status status = limits.Check(); !status.ok()) {
       return absl::Status(status.code(), absl::StrCat(status.message(), " before ", step.label));
     }
-    std::vector<const Value*> inputs;
-    inputs.reserve(step.inputs.size());
+    inputs.clear();
     for (int slot : step.inputs) inputs.push_back(slot < 0 ? nullptr : view[slot]);
     RETURN_IF_ERROR(CheckInputValues(step, inputs));
     const Tensor* first = inputs.empty() || inputs[0] == nullptr ? nullptr : inputs[0]->tensor();
@@ -284,8 +287,8 @@ absl::StatusOr<std::vector<Value>> ExecutionPlan::Run(const std::vector<NamedVal
     }
     std::vector<std::pair<std::string, const Value*>> outer;
     for (const auto& [name, slot] : step.outer_scope) outer.push_back({name, view[slot]});
-    std::vector<Value> outputs(step.outputs.size());
-    KernelContext ctx(std::move(inputs), &outputs, step.outputs_wanted, &pool, std::move(outer), &limits);
+    outputs.assign(step.outputs.size(), Value());
+    KernelContext ctx(inputs, &outputs, step.outputs_wanted, &pool, std::move(outer), &limits);
     absl::Status status = CatchExceptions([&] { return step.kernel->Compute(ctx); });
     if (!status.ok()) {
       return absl::Status(status.code(), absl::StrCat(step.label, ": ", status.message()));

@@ -55,12 +55,17 @@ KernelContext::KernelContext(const std::vector<const Tensor*>& inputs, std::vect
                              std::vector<bool> outputs_wanted, ThreadPool* pool,
                              const std::vector<std::pair<std::string, const Tensor*>>& outer_scope,
                              const RunLimits* limits)
-    : tensor_outputs_(outputs), outputs_wanted_(std::move(outputs_wanted)), pool_(pool), limits_(limits) {
-  // Reserved first: inputs_ and outer_scope_ point into it.
+    : owned_wanted_(std::move(outputs_wanted)),
+      tensor_outputs_(outputs),
+      outputs_wanted_(&owned_wanted_),
+      pool_(pool),
+      limits_(limits) {
+  // Reserved first: wrapped_inputs_ and outer_scope_ point into it.
   wrapped_.reserve(inputs.size() + outer_scope.size());
   for (const Tensor* t : inputs) {
-    inputs_.push_back(t == nullptr ? nullptr : &wrapped_.emplace_back(*t));
+    wrapped_inputs_.push_back(t == nullptr ? nullptr : &wrapped_.emplace_back(*t));
   }
+  inputs_ = wrapped_inputs_;
   for (const auto& [name, t] : outer_scope) {
     outer_scope_.push_back({name, t == nullptr ? nullptr : &wrapped_.emplace_back(*t)});
   }

@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "runtime/core/run_limits.h"
 #include "runtime/core/tensor.h"
 #include "runtime/core/thread_pool.h"
@@ -74,11 +75,13 @@ class KernelInfo {
 // write SetOutputValue(i, ...).
 class KernelContext {
  public:
-  // The executor's form: inputs and outer-scope values as its slots hold them, nullptr where omitted.
-  KernelContext(std::vector<const Value*> inputs, std::vector<Value>* outputs, std::vector<bool> outputs_wanted,
-                ThreadPool* pool, std::vector<std::pair<std::string, const Value*>> outer_scope,
-                const RunLimits* limits = nullptr)
-      : inputs_(std::move(inputs)), outputs_(outputs), outputs_wanted_(std::move(outputs_wanted)), pool_(pool),
+  // The executor's form: inputs and outer-scope values as its slots hold them, nullptr where omitted. The
+  // context refers to `inputs` and `outputs_wanted`, which outlive it: the executor reuses its vectors from
+  // step to step, so that a run allocates nothing for its steps.
+  KernelContext(absl::Span<const Value* const> inputs, std::vector<Value>* outputs,
+                const std::vector<bool>& outputs_wanted, ThreadPool* pool,
+                std::vector<std::pair<std::string, const Value*>> outer_scope, const RunLimits* limits = nullptr)
+      : inputs_(inputs), outputs_(outputs), outputs_wanted_(&outputs_wanted), pool_(pool),
         outer_scope_(std::move(outer_scope)), limits_(limits) {}
   // Tensors only (constant folding runs a kernel on constant tensors): SetOutputValue of anything but a
   // tensor fails, so the kernel's Compute fails.
@@ -101,9 +104,9 @@ class KernelContext {
   // naming the input when it holds another kind.
   absl::StatusOr<const Tensor*> TensorInput(int i) const;
 
-  int num_outputs() const { return static_cast<int>(outputs_wanted_.size()); }
+  int num_outputs() const { return static_cast<int>(outputs_wanted_->size()); }
   // Whether output i exists in the node and is consumed (optional outputs may be skipped when not).
-  bool OutputWanted(int i) const { return i < num_outputs() && outputs_wanted_[i]; }
+  bool OutputWanted(int i) const { return i < num_outputs() && (*outputs_wanted_)[i]; }
   // Allocates output i with the given type and shape and returns it for writing. Throws as Tensor's
   // constructor does for a shape past the size limits; a kernel whose output shape comes from data uses
   // CheckedOutput so that the error is a value that says which input asked for it.
@@ -140,11 +143,14 @@ class KernelContext {
   // Whether the node lists output i (it may list fewer than the kernel writes).
   bool NodeLists(int i) const;
 
-  std::vector<Value> wrapped_;  // the tensors-only form's inputs and outer-scope values, as values
-  std::vector<const Value*> inputs_;
+  // The tensors-only form's inputs and outer-scope values as values, and what it refers to.
+  std::vector<Value> wrapped_;
+  std::vector<const Value*> wrapped_inputs_;
+  std::vector<bool> owned_wanted_;
+  absl::Span<const Value* const> inputs_;
   std::vector<Value>* outputs_ = nullptr;
   std::vector<Tensor>* tensor_outputs_ = nullptr;  // the tensors-only form's outputs
-  std::vector<bool> outputs_wanted_;
+  const std::vector<bool>* outputs_wanted_;
   Tensor dropped_;  // what a kernel writes to an output its node does not list
   ThreadPool* pool_;
   std::vector<std::pair<std::string, const Value*>> outer_scope_;
