@@ -51,7 +51,7 @@ struct ThreadPool::Job {
   // and stop with it.
   const std::shared_ptr<MemoryAccount> account;
   const RunLimits* const limits;
-  std::atomic<int64_t> next{0};  // the next chunk to claim
+  std::atomic<int64_t> next{1};  // the next chunk to claim; the caller runs chunk 0
   std::atomic<int64_t> done{0};  // chunks finished; reaching `chunks` publishes `error`
   // Set before the caller sleeps on `cv`, so that the last chunk locks `mu` to wake it only then: while
   // the caller polls, finishing a chunk touches no lock.
@@ -63,23 +63,25 @@ struct ThreadPool::Job {
 
 // An exception thrown by fn (a failed allocation) must not escape a worker, where it would terminate the
 // process: the first one is kept for the caller to rethrow once every chunk has finished.
+void ThreadPool::RunChunk(Job& job, int64_t c) {
+  try {
+    job.fn(c * job.n / job.chunks, (c + 1) * job.n / job.chunks);
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(job.mu);
+    if (!job.error) job.error = std::current_exception();
+  }
+  // Sequentially consistent with the caller's caller_sleeps store and done load: either it sees this
+  // chunk done before it sleeps, or this sees it sleeping and wakes it.
+  if (job.done.fetch_add(1) + 1 == job.chunks && job.caller_sleeps.load()) {
+    std::lock_guard<std::mutex> lock(job.mu);
+    job.cv.notify_all();
+  }
+}
+
 void ThreadPool::RunChunks(Job& job) {
   ScopedMemoryAccount charge_to_caller(job.account);
   ScopedRunLimits stop_with_caller(job.limits);
-  for (int64_t c; (c = job.next.fetch_add(1)) < job.chunks;) {
-    try {
-      job.fn(c * job.n / job.chunks, (c + 1) * job.n / job.chunks);
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(job.mu);
-      if (!job.error) job.error = std::current_exception();
-    }
-    // Sequentially consistent with the caller's caller_sleeps store and done load: either it sees this
-    // chunk done before it sleeps, or this sees it sleeping and wakes it.
-    if (job.done.fetch_add(1) + 1 == job.chunks && job.caller_sleeps.load()) {
-      std::lock_guard<std::mutex> lock(job.mu);
-      job.cv.notify_all();
-    }
-  }
+  for (int64_t c; (c = job.next.fetch_add(1)) < job.chunks;) RunChunk(job, c);
 }
 
 void ThreadPool::WorkerLoop() {
@@ -118,6 +120,10 @@ void ThreadPool::ParallelFor(int64_t n, int64_t min_chunk, absl::FunctionRef<voi
     queued_.store(static_cast<int64_t>(queue_.size()), std::memory_order_relaxed);
   }
   cv_.notify_all();
+  // The first chunk is always the caller's: consecutive layers split alike then find their rows in the
+  // cache of the thread that wrote them (claimed by whoever came first, the first half of a map was
+  // written by one core and read by the other about as often as not).
+  RunChunk(*job, 0);
   RunChunks(*job);
   // The workers' chunks usually end within microseconds of the caller's: poll for them as idle workers
   // poll for work, since sleeping on the condition variable costs a wake-up of tens of microseconds.

@@ -32,6 +32,7 @@ class ThreadPool {
 
  private:
   struct Job;  // one ParallelFor call: its chunks, how many have run, and how its caller waits
+  static void RunChunk(Job& job, int64_t c);
   static void RunChunks(Job& job);
   void WorkerLoop();
 
