@@ -379,6 +379,29 @@ TEST(ChannelsLastOpsTest, TheNhwcPoolsMeanOfAHugeMapIsGlobalAveragePools) {
   }
 }
 
+// The NHWC pool sums each image in two halves of its rows, which two threads share: the means must not
+// depend on how many threads there are, and must be GlobalAveragePool's (of the NCHW map) to float
+// rounding. Odd pixel counts, a half that ends inside a block of 64 pixels, channels past one run of 64.
+TEST(ChannelsLastOpsTest, TheNhwcPoolsMeansAreTheSameOnOneOrTwoThreads) {
+  for (const Shape& shape : {Shape{1, 30, 30, 70}, Shape{3, 9, 13, 130}, Shape{2, 1, 1, 5}, Shape{1, 0, 4, 3}}) {
+    Tensor nhwc(DataType::kFloat, shape);
+    Tensor nchw(DataType::kFloat, {shape[0], shape[3], shape[1], shape[2]});
+    for (int64_t i = 0; i < nhwc.NumElements(); ++i) {
+      const int64_t c = i % shape[3], pixel = i / shape[3] % (shape[1] * shape[2]), n = i / (shape[3] * shape[1] * shape[2]);
+      const float v = static_cast<float>((i * 7919) % 1000) / 997.0f - 0.4f;
+      nhwc.data<float>()[i] = v;
+      nchw.data<float>()[(n * shape[3] + c) * shape[1] * shape[2] + pixel] = v;
+    }
+    auto one = OpTest("NhwcGlobalAveragePool", 1, "ai.onnxserve").Threads(1).Input("x", nhwc).Output("y").Run();
+    auto two = OpTest("NhwcGlobalAveragePool", 1, "ai.onnxserve").Threads(2).Input("x", nhwc).Output("y").Run();
+    auto plain = OpTest("GlobalAveragePool", 1).Input("x", nchw).Output("y").Run();
+    ASSERT_TRUE(one.ok() && two.ok() && plain.ok()) << one.status() << two.status() << plain.status();
+    EXPECT_TRUE(TensorsClose((*one)[0], (*two)[0], 0, 0)) << ShapeToString(shape);
+    EXPECT_TRUE(TensorsClose((*plain)[0].Reshaped({shape[0], 1, 1, shape[3]}), (*one)[0], 1e-6, 1e-7))
+        << ShapeToString(shape);
+  }
+}
+
 // A 3x3 at stride 1 on maps this large runs on AVX-512 through oneDNN's Winograd kernel, whose input
 // transform adds and scales neighbouring pixels before the weights scale them down: inputs of 1e38 came out
 // inf and of 3e38 NaN everywhere, where the definition's sums of products by 1e-3 are at most 4.32e37 and
