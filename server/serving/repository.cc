@@ -184,7 +184,6 @@ SchedulerOptions SchedulerOptionsFor(const ModelVersion& mv) {
   SchedulerOptions options;
   options.model = mv.name;
   options.version = mv.version_str;
-  for (const auto& spec : mv.outputs) options.output_names.push_back(spec.name);
   options.instances = InstanceCount(config);
   if (!config.has_dynamic_batching()) return options;
   const auto& batching = config.dynamic_batching();
