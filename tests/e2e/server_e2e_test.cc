@@ -652,6 +652,14 @@ TEST_F(ServerTest, BadRequestsGetTheirCodeAndAMessageNamingTheProblem) {
        grpc::UNIMPLEMENTED, "classification extension is not supported"},
       {"batch too big", [](auto& r) { r = AddRequest("add", 33, 0); }, grpc::INVALID_ARGUMENT,
        "batch size 33 exceeds max_batch_size 32"},
+      // Each copy of an output costs the server its bytes again: a few bytes per name multiplied the answer.
+      {"output twice",
+       [](auto& r) {
+         r.add_outputs()->set_name("z");
+         r.add_outputs()->set_name("w");
+         r.add_outputs()->set_name("z");
+       },
+       grpc::INVALID_ARGUMENT, "output \"z\" is requested twice"},
   };
   for (const auto& c : cases) {
     ModelInferRequest req = AddRequest("add", 1, 0);
