@@ -103,6 +103,19 @@ absl::StatusOr<Tensor> AllocateInput(const std::string& name, DataType type, con
   return tensor;
 }
 
+// A BOOL element is a byte holding 0 or 1: kernels read any other as neither (Not of 2 is 3, Cast of 255 is
+// 255.0), and reading one as a bool is undefined behaviour.
+absl::Status CheckBoolBytes(const std::string& name, std::string_view raw) {
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const int byte = static_cast<unsigned char>(raw[i]);
+    if (byte > 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input \"", name, "\": BOOL element ", i, " is byte ", byte, ", expected 0 or 1"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Every BYTES element takes at least its 4-byte length prefix.
 constexpr size_t kBytesPrefixSize = 4;
 
@@ -164,6 +177,7 @@ absl::StatusOr<Tensor> TensorFromRaw(const std::string& name, DataType type, con
     return absl::InvalidArgumentError(absl::StrCat("input \"", name, "\": raw content is ", raw.size(),
                                                    " bytes, expected ", *bytes, " for ", Described(type, shape)));
   }
+  if (type == DataType::kBool) RETURN_IF_ERROR(CheckBoolBytes(name, raw));
   if (owner != nullptr && AlignedFor(type, raw.data())) {
     // Nothing writes through a tensor it was given (tensor.h), so read-only bytes may back one.
     return Tensor::Wrap(type, shape, std::const_pointer_cast<void>(std::move(owner)), const_cast<char*>(raw.data()));

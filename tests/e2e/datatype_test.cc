@@ -46,6 +46,29 @@ TEST(DatatypeTest, TypedContentsAreCountedBeforeAllocating) {
       << tensor.status();
 }
 
+// A bool is one byte that must hold 0 or 1: kernels read other bytes as neither (Not answered 3 for 2 and
+// Cast to float 255.0 for 255), and reading one is undefined behaviour. Refused whether the tensor would
+// copy the payload or read it in place.
+TEST(DatatypeTest, BoolBytesOtherThanZeroAndOneAreRefused) {
+  for (const bool in_place : {false, true}) {
+    for (const char byte : {'\x02', '\xff'}) {
+      auto owner = std::make_shared<std::string>(std::string("\x00\x01", 2) + byte);
+      auto tensor = TensorFromRaw("b", DataType::kBool, {3}, *owner, in_place ? owner : nullptr);
+      EXPECT_EQ(tensor.status().code(), absl::StatusCode::kInvalidArgument) << tensor.status();
+      EXPECT_NE(tensor.status().message().find("input \"b\": BOOL element 2 is byte " +
+                                               std::to_string(static_cast<unsigned char>(byte)) +
+                                               ", expected 0 or 1"),
+                std::string::npos)
+          << tensor.status();
+    }
+    auto owner = std::make_shared<std::string>("\x01\x00", 2);
+    auto tensor = TensorFromRaw("b", DataType::kBool, {2}, *owner, in_place ? owner : nullptr);
+    ASSERT_TRUE(tensor.ok()) << tensor.status();
+    EXPECT_EQ(tensor->values<bool>()[0], true);
+    EXPECT_EQ(tensor->values<bool>()[1], false);
+  }
+}
+
 TEST(DatatypeTest, AWellFormedPayloadDecodes) {
   const std::string raw("\x02\x00\x00\x00hi\x00\x00\x00\x00", 10);
   auto tensor = TensorFromRaw("s", DataType::kString, {2}, raw);
