@@ -1,5 +1,7 @@
 // End-to-end tests of `onnxserve serve`: every RPC, input validation, batching, queue limits, timeouts,
 // repository control modes and graceful shutdown, against the real binary through the generated stubs.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
@@ -1122,6 +1124,27 @@ TEST(ExplicitModeTest, LoadRefusesNamesThatLeaveTheRepository) {
   EXPECT_TRUE(LoadModel(*stub, "add").ok());
   EXPECT_EQ(server->Terminate(std::chrono::seconds(20)), 0);
   std::filesystem::remove_all(outside);
+}
+
+// A model file or config.pbtxt that is a FIFO blocked its load forever in open(), and with it every later
+// load and unload (they wait for one another): such files are refused like any other unreadable model.
+TEST(ExplicitModeTest, FilesThatAreNotRegularFilesFailTheirModelAtOnce) {
+  const std::string repo = MakeRepository("explicit-fifo");
+  std::filesystem::create_directories(repo + "/piped_model/1");
+  ASSERT_EQ(mkfifo((repo + "/piped_model/1/model.onnx").c_str(), 0600), 0);
+  std::filesystem::create_directories(repo + "/piped_config/1");
+  std::filesystem::copy_file(repo + "/add/1/model.onnx", repo + "/piped_config/1/model.onnx");
+  ASSERT_EQ(mkfifo((repo + "/piped_config/config.pbtxt").c_str(), 0600), 0);
+  auto server = ServerProcess::Start(repo, {"--model-control-mode", "explicit"});
+  ASSERT_NE(server, nullptr);
+  auto stub = GRPCInferenceService::NewStub(server->channel());
+  for (const char* name : {"piped_model", "piped_config"}) {
+    const grpc::Status status = LoadModel(*stub, name);
+    EXPECT_EQ(status.error_code(), grpc::INVALID_ARGUMENT) << name << ": " << status.error_message();
+    EXPECT_NE(status.error_message().find("is not a regular file"), std::string::npos) << status.error_message();
+  }
+  ASSERT_TRUE(LoadModel(*stub, "add").ok());
+  EXPECT_EQ(server->Terminate(std::chrono::seconds(20)), 0);
 }
 
 TEST(ExplicitModeTest, LoadingABrokenModelFailsThatModelOnly) {
