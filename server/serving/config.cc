@@ -117,10 +117,18 @@ absl::Status FillFromModel(const std::string& what, const ValueInfo& info, bool 
 }
 
 // Completes config.input (or config.output) from the model's inputs (or outputs). The config may list a
-// subset of outputs, but must list every input when it lists any.
+// subset of outputs, but must list every input when it lists any, and none twice.
 template <typename ConfigTensors>
 absl::Status CompleteTensors(const std::string& what, const std::vector<ValueInfo>& model, bool batching,
                              bool all_required, ConfigTensors& tensors) {
+  for (int i = 0; i < tensors.size(); ++i) {
+    for (int j = 0; j < i; ++j) {
+      if (tensors[j].name() == tensors[i].name()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("config ", what, " \"", tensors[i].name(), "\" is listed twice"));
+      }
+    }
+  }
   for (auto& t : tensors) {
     const ValueInfo* info = nullptr;
     for (const auto& m : model) {

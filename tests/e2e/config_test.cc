@@ -158,6 +158,22 @@ TEST(ConfigTest, DeclaredButUnsupportedFieldsAreErrorsNamingThem) {
   }
 }
 
+// A tensor listed twice made a version that loaded, warmed up and answered READY while no request could ever
+// give it all its inputs ("missing input"), and an output listed twice came back twice in every answer.
+TEST(ConfigTest, ATensorListedTwiceIsAnErrorNamingIt) {
+  const auto session = IdentitySession();
+  for (const char* text :
+       {"max_batch_size: 8 input [ { name: \"x\" data_type: TYPE_FP32 dims: [ 4 ] },"
+        " { name: \"x\" data_type: TYPE_FP32 dims: [ 4 ] } ]",
+        "max_batch_size: 8 output [ { name: \"y\" data_type: TYPE_FP32 dims: [ 4 ] },"
+        " { name: \"y\" data_type: TYPE_FP32 dims: [ 4 ] } ]"}) {
+    inference::ModelConfig config = Parse(text);
+    const absl::Status status = CompleteModelConfig("m", *session, true, config);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << text << ": " << status;
+    EXPECT_NE(status.message().find("is listed twice"), std::string::npos) << text << ": " << status;
+  }
+}
+
 // ReadModelConfig of a config.pbtxt holding `text`.
 absl::StatusOr<inference::ModelConfig> ReadConfigText(const std::string& text) {
   const std::string path = testing::TempDir() + "/config_" + std::to_string(getpid()) + ".pbtxt";
