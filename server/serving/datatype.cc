@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -162,7 +163,18 @@ absl::StatusOr<Tensor> FromField(const std::string& name, DataType type, const S
   }
   ASSIGN_OR_RETURN(Tensor tensor, AllocateInput(name, type, shape));
   T* out = tensor.data<T>();
-  for (int i = 0; i < field.size(); ++i) out[i] = static_cast<T>(field.Get(i));
+  for (int i = 0; i < field.size(); ++i) {
+    const auto& value = field.Get(i);
+    // int_contents and uint_contents are 32-bit for the narrower types too: a value out of range is refused
+    // (as in REST JSON), not cut to its low bits.
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      if (!std::in_range<T>(value)) {
+        return absl::InvalidArgumentError(absl::StrCat("input \"", name, "\": contents value ", value,
+                                                       " at element ", i, " does not fit ", KServeDataType(type)));
+      }
+    }
+    out[i] = static_cast<T>(value);
+  }
   return tensor;
 }
 
