@@ -1147,6 +1147,23 @@ TEST(ExplicitModeTest, FilesThatAreNotRegularFilesFailTheirModelAtOnce) {
   EXPECT_EQ(server->Terminate(std::chrono::seconds(20)), 0);
 }
 
+// A load waits for the loads queued ahead of it, which may take seconds or never end: a name no model can have
+// (here a megabyte) is answered at once instead of being held in the queue, outside --max-held-request-bytes.
+TEST(ExplicitModeTest, ANameNoModelCanHaveIsRefusedWithoutWaitingForTheLoadsAhead) {
+  const std::string repo = MakeRepository("explicit-queue");
+  AddStuckWarmupModel(repo);
+  auto server = ServerProcess::Start(repo, {"--model-control-mode", "explicit", "--shutdown-grace-secs", "1"});
+  ASSERT_NE(server, nullptr);
+  auto stub = GRPCInferenceService::NewStub(server->channel());
+  auto stuck = std::async(std::launch::async, [&stub] { return LoadModel(*stub, "stuck"); });
+  ASSERT_TRUE(server->WaitForLog("event=model_loading model=stuck", std::chrono::seconds(10))) << server->Log();
+  const grpc::Status refused = LoadModel(*stub, std::string(1 << 20, 'm'));
+  EXPECT_EQ(refused.error_code(), grpc::INVALID_ARGUMENT) << refused.error_message();
+  EXPECT_NE(refused.error_message().find("is not valid"), std::string::npos) << refused.error_message();
+  EXPECT_EQ(server->Terminate(std::chrono::seconds(10)), 1) << "the stuck load outlives the grace period";
+  EXPECT_FALSE(stuck.get().ok());
+}
+
 TEST(ExplicitModeTest, LoadingABrokenModelFailsThatModelOnly) {
   const std::string repo = MakeRepository("explicit-broken");
   AddBrokenModels(repo);
