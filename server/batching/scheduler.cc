@@ -44,6 +44,13 @@ std::optional<absl::Status> OwnLimitReached(const QueuedRequest& r, absl::Time n
   return std::nullopt;
 }
 
+// A batch's run stopped by its requests' limits (all past their deadlines or cancelled) or by the model's
+// execution timeout: its error says so and quotes none of their data. Run again one by one, a batch stopped
+// by the execution timeout would hold the instance for one timeout per request.
+bool StoppedByItsLimits(const absl::Status& status) {
+  return absl::IsDeadlineExceeded(status) || absl::IsCancelled(status);
+}
+
 // True when the two requests' inputs agree on every dimension but the first.
 bool SameItemShapes(const QueuedRequest& a, const QueuedRequest& b) {
   for (size_t i = 0; i < a.inputs().size(); ++i) {
@@ -130,6 +137,7 @@ struct Scheduler::State {
   Batch Collect(std::unique_lock<std::mutex>& lock, absl::Time free_since);
   ServableRequest BatchRequest(const Batch& live, int64_t rows) const;
   absl::Duration Execute(Batch batch);
+  absl::Duration ExecuteEachAlone(Batch batch);
   void AnswerAfterRun(QueuedRequest& r, absl::StatusOr<std::vector<Tensor>> outputs, const ExecutionTiming& timing);
   void Fail(Batch batch, const absl::Status& status, const ExecutionTiming& timing);
 };
@@ -304,6 +312,19 @@ ServableRequest Scheduler::State::BatchRequest(const Batch& live, int64_t rows) 
   return request;
 }
 
+// Any other failure of a batch may be one request's doing (an index out of range, a run past the memory
+// budget) and its message may quote that request's values: each request runs alone instead, so that it gets
+// its own rows or its own error, never another's. Returns how long the runs took.
+absl::Duration Scheduler::State::ExecuteEachAlone(Batch batch) {
+  absl::Duration took = absl::ZeroDuration();
+  for (auto& r : batch) {
+    Batch alone;
+    alone.push_back(std::move(r));
+    took += Execute(std::move(alone));
+  }
+  return took;
+}
+
 // Returns how long the model execution took, zero when none ran.
 absl::Duration Scheduler::State::Execute(Batch batch) {
   const absl::Time start = absl::Now();
@@ -329,6 +350,9 @@ absl::Duration Scheduler::State::Execute(Batch batch) {
   });
   const absl::Time computed = absl::Now();
   if (!outputs.ok()) {
+    if (live.size() > 1 && !StoppedByItsLimits(outputs.status())) {
+      return (computed - start) + ExecuteEachAlone(std::move(live));
+    }
     Fail(std::move(live), outputs.status(), {start, computed - start, rows});
     return computed - start;
   }
@@ -340,12 +364,9 @@ absl::Duration Scheduler::State::Execute(Batch batch) {
     for (size_t o = 0; o < outputs->size(); ++o) {
       auto full = std::make_shared<Tensor>((*outputs)[o]);
       if (full->rank() == 0 || full->dim(0) != rows) {
-        Fail(std::move(live),
-             absl::InternalError(absl::StrCat("output \"", options.output_names[o], "\" has shape ",
-                                              ShapeToString(full->shape()), ", expected batch size ", rows,
-                                              " as its first dimension")),
-             {start, computed - start, rows});
-        return computed - start;
+        // Not split by rows: a model that does not batch as its config says. Alone, each request gets what
+        // the model answers it.
+        return (computed - start) + ExecuteEachAlone(std::move(live));
       }
       int64_t begin = 0;
       for (size_t r = 0; r < live.size(); ++r) {

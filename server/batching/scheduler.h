@@ -4,12 +4,14 @@
 //
 // A batch is made of requests whose inputs agree on every dimension but the first; their inputs are
 // concatenated on dim 0 (up to max_batch_size rows), the model runs once and each output is split back
-// by rows. A free instance takes the queued requests at once (a lone request never waits for company);
-// it holds them back for more only while more are expected during one execution than are already queued
-// (ArrivalForecast), and then at most until the batch reaches max_batch_size or a preferred size, or until
-// max_queue_delay has passed since the oldest of them could first have run. A running batch stops between
-// steps once every request in it has passed its deadline or been cancelled. With max_batch_size 0 each
-// request runs alone.
+// by rows. A batch whose run fails (DEADLINE_EXCEEDED and CANCELLED aside), or whose outputs do not split
+// by rows, runs again one request at a time, so that each gets its own rows or its own error: a model's error
+// may quote the values of the request that caused it. A free instance takes the queued requests at once (a
+// lone request never waits for company); it holds them back for more only while more are expected during
+// one execution than are already queued (ArrivalForecast), and then at most until the batch reaches
+// max_batch_size or a preferred size, or until max_queue_delay has passed since the oldest of them could
+// first have run. A running batch stops between steps once every request in it has passed its deadline or
+// been cancelled. With max_batch_size 0 each request runs alone.
 //
 // Without batching, a request that arrives to an empty queue while an instance is free runs at once on the
 // thread that enqueues it, on that instance: the hand-off to a worker costs a wake-up and a context switch
@@ -42,7 +44,6 @@ namespace onnxserve::server {
 struct SchedulerOptions {
   std::string model;
   std::string version;
-  std::vector<std::string> output_names;  // of the servable the scheduler runs batches on, in its order
   int64_t max_batch_size = 0;  // 0: no batching
   std::vector<int64_t> preferred_batch_sizes;
   absl::Duration max_queue_delay = absl::ZeroDuration();

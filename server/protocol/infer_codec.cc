@@ -79,6 +79,11 @@ absl::StatusOr<std::vector<size_t>> RequestedOutputs(const ModelVersion& mv, con
     size_t k = 0;
     while (k < mv.outputs.size() && mv.outputs[k].name != out.name()) ++k;
     if (k == mv.outputs.size()) return UnservedOutput(mv, out.name());
+    // Each copy would cost the response the output's bytes again: a few bytes of names could ask for
+    // gigabytes (REST answers have no size bound but the outputs'), as Triton refuses.
+    if (std::find(picked.begin(), picked.end(), k) != picked.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("output \"", out.name(), "\" is requested twice"));
+    }
     picked.push_back(k);
   }
   if (picked.empty()) {

@@ -30,9 +30,9 @@ struct DecodedInfer {
   std::vector<size_t> outputs;
 };
 
-// DecodeInputs, then the requested outputs (all when none is named), the priority level and the deadline: the
-// earliest of `control.deadline` and the level's queue timeout from `arrival`. INVALID_ARGUMENT names what is
-// wrong.
+// DecodeInputs, then the requested outputs (all when none is named, each at most once), the priority level and
+// the deadline: the earliest of `control.deadline` and the level's queue timeout from `arrival`.
+// INVALID_ARGUMENT names what is wrong.
 absl::StatusOr<DecodedInfer> DecodeInfer(const ModelVersion& mv,
                                          const std::shared_ptr<const inference::ModelInferRequest>& wire,
                                          CallControl control, absl::Time arrival);

@@ -11,16 +11,13 @@
 #include "google/protobuf/util/json_util.h"
 #include "runtime/core/checked_size.h"
 #include "runtime/core/status_macros.h"
+#include "server/protocol/rest_json_data.h"
 #include "server/serving/datatype.h"
 
 namespace onnxserve::server {
 namespace {
 
 using nlohmann::json;
-
-// Nested `data` arrays deeper than this are refused: more than any tensor's rank, and a bound on the
-// recursion that walks them (nlohmann's parser itself keeps its stack on the heap).
-constexpr int kMaxDataDepth = 64;
 
 absl::Status Invalid(absl::string_view what) { return absl::InvalidArgumentError(what); }
 
@@ -41,118 +38,20 @@ absl::StatusOr<size_t> JsonHeaderBytes(size_t body_bytes, std::optional<std::str
   return static_cast<size_t>(bytes);
 }
 
-// ---- JSON values to raw little-endian elements ------------------------------------------------------------
-// The host is little-endian (x86-64, as the whole runtime assumes), so an element's bytes are its memory.
-
-template <typename T>
-void AppendBytes(T value, std::string& raw) {
-  char bytes[sizeof(T)];
-  std::memcpy(bytes, &value, sizeof(T));
-  raw.append(bytes, sizeof(T));
-}
-
-// An integer element: a JSON integer within T's range (1.0 or true are not integers).
-template <typename T>
-bool AppendInteger(const json& value, std::string& raw) {
-  if (value.is_number_unsigned()) {
-    const uint64_t u = value.get<uint64_t>();
-    if (u > static_cast<uint64_t>(std::numeric_limits<T>::max())) return false;
-    AppendBytes(static_cast<T>(u), raw);
-    return true;
-  }
-  if (value.is_number_integer()) {
-    const int64_t i = value.get<int64_t>();  // negative here: non-negative integers parse as unsigned
-    if constexpr (std::is_unsigned_v<T>) {
-      return false;
-    } else {
-      if (i < static_cast<int64_t>(std::numeric_limits<T>::min())) return false;
-      AppendBytes(static_cast<T>(i), raw);
-      return true;
-    }
-  }
-  return false;
-}
-
-// One element of a `type` tensor; false when `value` is not one (the caller names the input).
-bool AppendElement(const json& value, DataType type, std::string& raw) {
-  switch (type) {
-    case DataType::kBool:
-      if (!value.is_boolean()) return false;
-      raw.push_back(value.get<bool>() ? 1 : 0);
-      return true;
-    case DataType::kUint8: return AppendInteger<uint8_t>(value, raw);
-    case DataType::kUint16: return AppendInteger<uint16_t>(value, raw);
-    case DataType::kUint32: return AppendInteger<uint32_t>(value, raw);
-    case DataType::kUint64: return AppendInteger<uint64_t>(value, raw);
-    case DataType::kInt8: return AppendInteger<int8_t>(value, raw);
-    case DataType::kInt16: return AppendInteger<int16_t>(value, raw);
-    case DataType::kInt32: return AppendInteger<int32_t>(value, raw);
-    case DataType::kInt64: return AppendInteger<int64_t>(value, raw);
-    case DataType::kFloat:
-      if (!value.is_number()) return false;
-      AppendBytes(static_cast<float>(value.get<double>()), raw);
-      return true;
-    case DataType::kDouble:
-      if (!value.is_number()) return false;
-      AppendBytes(value.get<double>(), raw);
-      return true;
-    case DataType::kString: {
-      if (!value.is_string()) return false;
-      const std::string& text = value.get_ref<const std::string&>();
-      if (text.size() > std::numeric_limits<uint32_t>::max()) return false;
-      AppendBytes(static_cast<uint32_t>(text.size()), raw);
-      raw += text;
-      return true;
-    }
-    default: return false;  // FP16, BF16: refused before any element is read
-  }
-}
-
-// The scalars of `data`: itself, or the leaves of nested arrays, row-major. INVALID_ARGUMENT past
-// kMaxDataDepth.
-absl::StatusOr<int64_t> CountElements(const json& data, int depth = 0) {
-  if (!data.is_array()) return 1;
-  if (depth >= kMaxDataDepth) return Invalid(absl::StrCat("data is nested deeper than ", kMaxDataDepth));
-  int64_t count = 0;
-  for (const json& item : data) {
-    ASSIGN_OR_RETURN(int64_t n, CountElements(item, depth + 1));
-    count += n;  // at most the body's length: every element takes a byte of it
-  }
-  return count;
-}
-
-// Appends every scalar of `data` (depth already bounded by CountElements); false at the first bad one.
-bool AppendElements(const json& data, DataType type, std::string& raw) {
-  if (!data.is_array()) return AppendElement(data, type, raw);
-  for (const json& item : data) {
-    if (!AppendElements(item, type, raw)) return false;
-  }
-  return true;
-}
-
-// The raw form of an input's JSON `data`, once its element count matches `shape`.
-absl::StatusOr<std::string> RawFromJsonData(const std::string& name, DataType type, const std::string& datatype,
-                                            absl::Span<const int64_t> shape, const json& data) {
+// The bytes to reserve for the raw form of an input's JSON `data` of `elements` scalars (the first pass's
+// count), once that count matches `shape`: checked before the second pass writes any element.
+absl::StatusOr<size_t> CheckJsonData(const std::string& name, DataType type, const std::string& datatype,
+                                     absl::Span<const int64_t> shape, int64_t elements) {
   if (type == DataType::kFloat16 || type == DataType::kBFloat16) {
     return Invalid(absl::StrCat("input \"", name, "\": ", datatype,
                                 " data cannot be sent as JSON; send it as binary data (binary_data_size)"));
   }
   ASSIGN_OR_RETURN(int64_t expected, CheckedElementCount(shape));
-  ASSIGN_OR_RETURN(int64_t count, CountElements(data));
-  if (count != expected) {
-    return Invalid(absl::StrCat("input \"", name, "\": data has ", count, " elements, the shape ",
+  if (elements != expected) {
+    return Invalid(absl::StrCat("input \"", name, "\": data has ", elements, " elements, the shape ",
                                 ShapeToString(Shape(shape.begin(), shape.end())), " holds ", expected));
   }
-  std::string raw;
-  if (type != DataType::kString) raw.reserve(static_cast<size_t>(count) * ElementSize(type));
-  if (!AppendElements(data, type, raw)) {
-    return Invalid(absl::StrCat("input \"", name, "\": data holds a value that is not ", datatype,
-                                type == DataType::kBool ? " (true or false)"
-                                : type == DataType::kString ? " (a string)"
-                                : type == DataType::kFloat || type == DataType::kDouble ? " (a number)"
-                                                                                : " (an integer in its range)"));
-  }
-  return raw;
+  return type == DataType::kString ? 0 : static_cast<size_t>(elements) * ElementSize(type);
 }
 
 // ---- the request ------------------------------------------------------------------------------------------
@@ -235,8 +134,10 @@ absl::StatusOr<std::string_view> TakeBinary(const std::string& name, const json&
   return taken;
 }
 
-// One element of `inputs`: into wire.inputs and wire.raw_input_contents.
-absl::Status DecodeInput(const json& input, std::string_view& binary, inference::ModelInferRequest& wire) {
+// One element of `inputs`, whose JSON data the first pass counted `data_elements` scalars of: into wire.inputs
+// and wire.raw_input_contents. Returns where the second pass writes its JSON data; nullopt for binary data.
+absl::StatusOr<std::optional<DataTarget>> DecodeInput(const json& input, int64_t data_elements,
+                                                      std::string_view& binary, inference::ModelInferRequest& wire) {
   if (!input.is_object()) return Invalid("every element of inputs must be a JSON object");
   const json* name = Member(input, "name");
   const json* datatype = Member(input, "datatype");
@@ -260,12 +161,13 @@ absl::Status DecodeInput(const json& input, std::string_view& binary, inference:
   if (binary_size != nullptr) {
     ASSIGN_OR_RETURN(std::string_view raw, TakeBinary(tensor->name(), *binary_size, binary));
     wire.add_raw_input_contents(raw.data(), raw.size());  // the service checks its size against the shape
-    return absl::OkStatus();
+    return std::nullopt;
   }
   ASSIGN_OR_RETURN(DataType type, DataTypeFromKServe(tensor->datatype()));
-  ASSIGN_OR_RETURN(*wire.add_raw_input_contents(),
-                   RawFromJsonData(tensor->name(), type, tensor->datatype(), shape, *data));
-  return absl::OkStatus();
+  ASSIGN_OR_RETURN(const size_t bytes, CheckJsonData(tensor->name(), type, tensor->datatype(), shape, data_elements));
+  std::string* raw = wire.add_raw_input_contents();  // stays in place as more are added
+  raw->reserve(bytes);
+  return DataTarget{tensor->name(), tensor->datatype(), type, raw};
 }
 
 // `outputs`: the names the reply is limited to, and which of them come back as binary data.
@@ -438,8 +340,10 @@ bool RestInferRequest::OutputIsBinary(const std::string& name) const {
 absl::StatusOr<RestInferRequest> DecodeRestInferRequest(std::string_view body,
                                                         std::optional<std::string_view> header_length) {
   ASSIGN_OR_RETURN(size_t json_bytes, JsonHeaderBytes(body.size(), header_length));
-  const json doc = json::parse(body.substr(0, json_bytes), nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) return Invalid("the request is not a JSON object");
+  const std::string_view text = body.substr(0, json_bytes);
+  ASSIGN_OR_RETURN(const RequestDocument parsed, ParseRequestDocument(text));
+  const json& doc = parsed.document;
+  if (!doc.is_object()) return Invalid("the request is not a JSON object");
   RestInferRequest request;
   if (const json* id = Member(doc, "id"); id != nullptr) {
     if (!id->is_string()) return Invalid("id must be a string");
@@ -451,10 +355,16 @@ absl::StatusOr<RestInferRequest> DecodeRestInferRequest(std::string_view body,
   const json* inputs = Member(doc, "inputs");
   if (inputs == nullptr || !inputs->is_array()) return Invalid("inputs must be a JSON array");
   std::string_view binary = body.substr(json_bytes);
-  for (const json& input : *inputs) RETURN_IF_ERROR(DecodeInput(input, binary, request.wire));
+  std::vector<std::optional<DataTarget>> targets;
+  for (size_t i = 0; i < inputs->size(); ++i) {
+    const int64_t data_elements = i < parsed.data_elements.size() ? parsed.data_elements[i] : 0;
+    ASSIGN_OR_RETURN(std::optional<DataTarget> target, DecodeInput((*inputs)[i], data_elements, binary, request.wire));
+    targets.push_back(std::move(target));
+  }
   if (!binary.empty()) {
     return Invalid(absl::StrCat(binary.size(), " bytes of binary data follow the inputs' binary_data_size total"));
   }
+  RETURN_IF_ERROR(ReadRequestData(text, targets));
   RETURN_IF_ERROR(DecodeRequestedOutputs(Member(doc, "outputs"), request));
   return request;
 }

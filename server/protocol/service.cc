@@ -551,6 +551,9 @@ void InferenceService::LoadModel(const inference::RepositoryModelLoadRequest& re
     return finish(absl::InvalidArgumentError(
         "RepositoryModelLoad parameters (config override, files) are not supported"));
   }
+  // Refused now rather than after the loads queued ahead of it (seconds each, or forever), while the queue
+  // held a name of up to a request's size outside --max-held-request-bytes.
+  if (absl::Status name = CheckModelName(request.model_name()); !name.ok()) return finish(name);
   loads_.Submit(request.model_name(), std::move(finish));
 }
 

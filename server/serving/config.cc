@@ -1,5 +1,6 @@
 #include "server/serving/config.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -117,10 +118,18 @@ absl::Status FillFromModel(const std::string& what, const ValueInfo& info, bool 
 }
 
 // Completes config.input (or config.output) from the model's inputs (or outputs). The config may list a
-// subset of outputs, but must list every input when it lists any.
+// subset of outputs, but must list every input when it lists any, and none twice.
 template <typename ConfigTensors>
 absl::Status CompleteTensors(const std::string& what, const std::vector<ValueInfo>& model, bool batching,
                              bool all_required, ConfigTensors& tensors) {
+  for (int i = 0; i < tensors.size(); ++i) {
+    for (int j = 0; j < i; ++j) {
+      if (tensors[j].name() == tensors[i].name()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("config ", what, " \"", tensors[i].name(), "\" is listed twice"));
+      }
+    }
+  }
   for (auto& t : tensors) {
     const ValueInfo* info = nullptr;
     for (const auto& m : model) {
@@ -148,7 +157,34 @@ absl::Status CompleteTensors(const std::string& what, const std::vector<ValueInf
   return absl::OkStatus();
 }
 
-bool CanBatch(const Session& session) {
+// The name the model gives `info`'s first dim (its dim_param), "" when it gives none.
+const std::string& FirstDimName(const ValueInfo& info) {
+  static const std::string kNone;
+  return info.dim_names.empty() ? kNone : info.dim_names[0];
+}
+
+// Whether the model's declared shapes say that it mixes the rows of a batch: its inputs name their first dims
+// differently (keys [M, d] for queries [N, d]: every query reads every key), or a dim past the first bears
+// the batch dim's name (a Gram matrix y [N, N] of x [N, d]: every row reads every row). Batched, each of its
+// requests would read the others' inputs into its answer.
+bool MixesRows(const Session& session) {
+  std::string batch;
+  for (const auto& info : session.inputs()) {
+    const std::string& name = FirstDimName(info);
+    if (name.empty()) continue;
+    if (!batch.empty() && name != batch) return true;
+    batch = name;
+  }
+  if (batch.empty()) return false;
+  const auto names_the_batch_past_its_first_dim = [&batch](const ValueInfo& info) {
+    return info.dim_names.size() > 1 &&
+           std::find(info.dim_names.begin() + 1, info.dim_names.end(), batch) != info.dim_names.end();
+  };
+  return std::any_of(session.inputs().begin(), session.inputs().end(), names_the_batch_past_its_first_dim) ||
+         std::any_of(session.outputs().begin(), session.outputs().end(), names_the_batch_past_its_first_dim);
+}
+
+bool CanBatch(const std::string& model_name, const Session& session) {
   if (session.inputs().empty()) return false;
   for (const auto& info : session.inputs()) {
     if (!HasDynamicFirstDim(info)) return false;
@@ -156,7 +192,11 @@ bool CanBatch(const Session& session) {
   for (const auto& info : session.outputs()) {
     if (info.is_tensor && !HasDynamicFirstDim(info)) return false;
   }
-  return true;
+  if (!MixesRows(session)) return true;
+  Log(LogLevel::kInfo, "default_batching_off",
+      {{"model", model_name},
+       {"reason", "its shapes mix the rows of a batch; a config.pbtxt with max_batch_size would batch it"}});
+  return false;
 }
 
 // Triton's rules: levels 1..priority_levels, the default one of them, policies only for them.
@@ -387,7 +427,7 @@ absl::Status CompleteModelConfig(const std::string& model_name, const Session& s
   RETURN_IF_ERROR(CheckIdentity(model_name, config));
   RETURN_IF_ERROR(CheckScheduling(config));
   RETURN_IF_ERROR(CheckResponseCache(config, session));
-  if (!from_file && CanBatch(session)) {
+  if (!from_file && CanBatch(model_name, session)) {
     config.set_max_batch_size(kDefaultMaxBatchSize);
     config.mutable_dynamic_batching();
   }

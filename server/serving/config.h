@@ -21,7 +21,8 @@ absl::StatusOr<inference::ModelConfig> ReadModelConfig(const std::string& path);
 // Checks `config` against the model and fills what it leaves out: name, platform, inputs and outputs (from
 // the model), one CPU instance. With `from_file` false (no config.pbtxt) batching is turned on
 // (max_batch_size kDefaultMaxBatchSize, dynamic_batching {}) when every input and output has a dynamic
-// first dimension. Unsupported settings (sequence_batching, ensemble_scheduling, preserve_ordering, shape
+// first dimension, unless the model's dim names say it mixes the rows of a batch (inputs whose first dims
+// are named differently, or the first dim's name at another dim). Unsupported settings (sequence_batching, ensemble_scheduling, preserve_ordering, shape
 // tensors, ...) are errors naming the field; ignored ones (parameters) are logged as warnings. A model
 // with a random op (runtime/ir/determinism.h) may not enable response_cache: the error names the node.
 absl::Status CompleteModelConfig(const std::string& model_name, const Session& session, bool from_file,

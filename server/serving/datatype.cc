@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -103,6 +104,19 @@ absl::StatusOr<Tensor> AllocateInput(const std::string& name, DataType type, con
   return tensor;
 }
 
+// A BOOL element is a byte holding 0 or 1: kernels read any other as neither (Not of 2 is 3, Cast of 255 is
+// 255.0), and reading one as a bool is undefined behaviour.
+absl::Status CheckBoolBytes(const std::string& name, std::string_view raw) {
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const int byte = static_cast<unsigned char>(raw[i]);
+    if (byte > 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input \"", name, "\": BOOL element ", i, " is byte ", byte, ", expected 0 or 1"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Every BYTES element takes at least its 4-byte length prefix.
 constexpr size_t kBytesPrefixSize = 4;
 
@@ -149,7 +163,18 @@ absl::StatusOr<Tensor> FromField(const std::string& name, DataType type, const S
   }
   ASSIGN_OR_RETURN(Tensor tensor, AllocateInput(name, type, shape));
   T* out = tensor.data<T>();
-  for (int i = 0; i < field.size(); ++i) out[i] = static_cast<T>(field.Get(i));
+  for (int i = 0; i < field.size(); ++i) {
+    const auto& value = field.Get(i);
+    // int_contents and uint_contents are 32-bit for the narrower types too: a value out of range is refused
+    // (as in REST JSON), not cut to its low bits.
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      if (!std::in_range<T>(value)) {
+        return absl::InvalidArgumentError(absl::StrCat("input \"", name, "\": contents value ", value,
+                                                       " at element ", i, " does not fit ", KServeDataType(type)));
+      }
+    }
+    out[i] = static_cast<T>(value);
+  }
   return tensor;
 }
 
@@ -164,6 +189,7 @@ absl::StatusOr<Tensor> TensorFromRaw(const std::string& name, DataType type, con
     return absl::InvalidArgumentError(absl::StrCat("input \"", name, "\": raw content is ", raw.size(),
                                                    " bytes, expected ", *bytes, " for ", Described(type, shape)));
   }
+  if (type == DataType::kBool) RETURN_IF_ERROR(CheckBoolBytes(name, raw));
   if (owner != nullptr && AlignedFor(type, raw.data())) {
     // Nothing writes through a tensor it was given (tensor.h), so read-only bytes may back one.
     return Tensor::Wrap(type, shape, std::const_pointer_cast<void>(std::move(owner)), const_cast<char*>(raw.data()));

@@ -24,8 +24,9 @@ absl::StatusOr<DataType> DataTypeFromConfig(inference::DataType type);
 inference::DataType ConfigDataType(DataType type);
 
 // Tensor payloads. Raw form: the row-major elements little-endian, BYTES elements each preceded by a
-// 4-byte little-endian length. `name` only labels errors, which are INVALID_ARGUMENT and say what the
-// shape implies ("input \"x\": raw content is 12 bytes, expected 16 for FP32 [2,2]").
+// 4-byte little-endian length, BOOL elements bytes 0 or 1. `name` only labels errors, which are
+// INVALID_ARGUMENT and say what the shape implies ("input \"x\": raw content is 12 bytes, expected 16 for
+// FP32 [2,2]").
 // With an `owner`, numbers are not copied: the tensor wraps `raw` and holds `owner`, which must keep `raw`
 // alive and unchanged for as long as anything holds it (an output that shares an input's storage included).
 // BYTES elements, and numbers not aligned for their type, are copied whatever the owner.

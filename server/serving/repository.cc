@@ -67,8 +67,9 @@ absl::StatusOr<fs::path> ResolveModelDir(const std::string& root, const std::str
   return dir;
 }
 
-// ROOT/`relative` (a file of a model), resolved, when it exists inside the root after symlinks. The model's
-// folder is known to exist, so these messages tell nothing new about the disk.
+// ROOT/`relative` (a file of a model), resolved, when it is a regular file inside the root after symlinks:
+// opening a FIFO blocks until something writes to it, and a load never ended (holding up every later load and
+// unload). The model's folder is known to exist, so these messages tell nothing new about the disk.
 absl::StatusOr<fs::path> ResolveModelFile(const std::string& root, const fs::path& relative) {
   auto path = ResolveInside(root, relative);
   if (absl::IsNotFound(path.status())) {
@@ -77,6 +78,10 @@ absl::StatusOr<fs::path> ResolveModelFile(const std::string& root, const fs::pat
   if (!path.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(relative.string(), " resolves outside the repository through a symlink"));
+  }
+  std::error_code ec;
+  if (!fs::is_regular_file(*path, ec)) {
+    return absl::InvalidArgumentError(absl::StrCat(relative.string(), " is not a regular file"));
   }
   return path;
 }
@@ -184,7 +189,6 @@ SchedulerOptions SchedulerOptionsFor(const ModelVersion& mv) {
   SchedulerOptions options;
   options.model = mv.name;
   options.version = mv.version_str;
-  for (const auto& spec : mv.outputs) options.output_names.push_back(spec.name);
   options.instances = InstanceCount(config);
   if (!config.has_dynamic_batching()) return options;
   const auto& batching = config.dynamic_batching();

@@ -2,7 +2,7 @@
 // ROOT/<model>/config.pbtxt, loaded into ModelVersions that requests share.
 //
 // Confinement: a model name is one folder name (CheckModelName), and every folder and file the repository
-// reads resolves, after symlinks, inside ROOT. Names that break either rule are not models: loading one
+// reads resolves, after symlinks, inside ROOT; the files are regular files. Names that break either rule are not models: loading one
 // answers as for a missing model, scans skip them with a log line, RepositoryIndex never lists them.
 //
 // Swaps are atomic: a (re)load happens outside the repository lock and replaces the served version only when

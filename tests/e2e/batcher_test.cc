@@ -11,6 +11,7 @@
 #include <future>
 #include <map>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "runtime/core/checked_size.h"
 #include "server/batching/arrival_forecast.h"
@@ -134,7 +135,6 @@ SchedulerOptions OneInstance(int64_t max_batch_size, absl::Duration max_queue_de
   SchedulerOptions options;
   options.model = "m";
   options.version = "1";
-  options.output_names = {"y"};
   options.max_batch_size = max_batch_size;
   options.preferred_batch_sizes = std::move(preferred);
   options.max_queue_delay = max_queue_delay;
@@ -215,6 +215,72 @@ TEST(SchedulerTest, AnExceptionWhileABatchRunsIsItsRequestsAnswer) {
     ASSERT_EQ(answer.wait_for(kAnswerWithin), std::future_status::ready);
     EXPECT_EQ(answer.get().status().code(), absl::StatusCode::kResourceExhausted);
   }
+}
+
+// What `queued` one-row requests were answered when they ran as one batch of `run`: they queue behind a request
+// (0) whose run is held, and leave together once it is released. `largest_run` gets the most rows `run` saw.
+std::vector<absl::StatusOr<float>> AnswersOfOneBatch(const FnServable::Fn& run, const std::vector<float>& queued,
+                                                     int64_t& largest_run) {
+  std::promise<void> started, release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<bool> first{true};
+  std::atomic<int64_t> largest{0};
+  auto model = std::make_shared<FnServable>([&](const std::vector<Tensor>& inputs) {
+    if (first.exchange(false)) {
+      started.set_value();
+      released.wait();
+    }
+    largest = std::max(largest.load(), inputs[0].dim(0));
+    return run(inputs);
+  });
+  VersionStats stats("m", "1");
+  Scheduler scheduler(OneInstance(8, absl::Seconds(10)), model, &stats, nullptr);
+  std::future<absl::StatusOr<float>> held = SendAside(scheduler, 0);
+  started.get_future().wait();
+  std::vector<std::future<absl::StatusOr<float>>> answers;
+  for (float value : queued) answers.push_back(Send(scheduler, value));
+  release.set_value();
+  ExpectAnswered(held, 0);
+  std::vector<absl::StatusOr<float>> got;
+  for (auto& answer : answers) {
+    const bool ready = answer.wait_for(kAnswerWithin) == std::future_status::ready;
+    got.push_back(ready ? answer.get() : absl::DeadlineExceededError("unanswered"));
+  }
+  largest_run = largest;
+  return got;
+}
+
+// A batch that fails for one request's rows (a model's error names the offending value, here -7) answers each
+// request alone: the others get their own rows, and no request gets an error about another's data. Answered
+// with the batch's error, requests 1 and 2 learnt a value request -7 sent.
+TEST(SchedulerTest, ABatchThatFailsAnswersEachOfItsRequestsWithItsOwnRunAlone) {
+  auto refuses_negative_rows = [](const std::vector<Tensor>& inputs) -> absl::StatusOr<std::vector<Tensor>> {
+    for (float v : inputs[0].values<float>()) {
+      if (v < 0) return absl::InvalidArgumentError(absl::StrCat("row value ", v, " is refused"));
+    }
+    return inputs;
+  };
+  int64_t largest_run = 0;
+  const std::vector<absl::StatusOr<float>> got = AnswersOfOneBatch(refuses_negative_rows, {1, -7, 2}, largest_run);
+  EXPECT_EQ(largest_run, 3) << "the three requests must have run as one batch first";
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].value_or(-1), 1) << got[0].status();
+  EXPECT_EQ(got[2].value_or(-1), 2) << got[2].status();
+  EXPECT_EQ(got[1].status(), absl::InvalidArgumentError("row value -7 is refused"));
+}
+
+// A model whose output does not follow the batch's rows (here a sum over them, [1, 1] whatever the batch)
+// cannot be split: each request runs alone and gets its own answer, not INTERNAL and not the others' sum.
+TEST(SchedulerTest, OutputsThatDoNotSplitByRowsAnswerEachRequestWithItsOwnRunAlone) {
+  auto sums_rows = [](const std::vector<Tensor>& inputs) -> absl::StatusOr<std::vector<Tensor>> {
+    float sum = 0;
+    for (float v : inputs[0].values<float>()) sum += v;
+    return std::vector<Tensor>{Tensor::FromVector<float>({1, 1}, {sum})};
+  };
+  int64_t largest_run = 0;
+  const std::vector<absl::StatusOr<float>> got = AnswersOfOneBatch(sums_rows, {1, 2, 3}, largest_run);
+  EXPECT_EQ(largest_run, 3) << "the three requests must have run as one batch first";
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i].value_or(-1), static_cast<float>(i + 1)) << got[i].status();
 }
 
 // The configured delay is 10 s: every answer within 5 s shows that no request waited it out.

@@ -85,24 +85,32 @@ TEST(ConfigTest, ABadMemoryBudgetIsAnErrorNamingTheValue) {
   }
 }
 
-// A session of the opset-14 model whose graph is `nodes` from float x [N, 4] to float y [N, 4] (text format).
-std::unique_ptr<Session> SessionOf(const std::string& nodes, const std::string& more_inputs = "") {
+// A session of the opset-14 model whose graph holds `graph` (text format: nodes, inputs, outputs).
+std::unique_ptr<Session> SessionOfGraph(const std::string& graph) {
   onnx::ModelProto model;
-  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(absl::StrCat(R"(
-    ir_version: 8
-    opset_import { version: 14 }
-    graph {
-      name: "g"
-      )", nodes, R"(
-      input { name: "x" type { tensor_type { elem_type: 1 shape { dim { dim_param: "N" } dim { dim_value: 4 } } } } }
-      )", more_inputs, R"(
-      output { name: "y" type { tensor_type { elem_type: 1 shape { dim { dim_param: "N" } dim { dim_value: 4 } } } } }
-    })"), &model));
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      absl::StrCat("ir_version: 8 opset_import { version: 14 } graph { name: \"g\" ", graph, " }"), &model));
   auto loaded = Model::FromProto(model, "");
   EXPECT_TRUE(loaded.ok()) << loaded.status();
   auto session = Session::Create(*std::move(loaded));
   EXPECT_TRUE(session.ok()) << session.status();
   return *std::move(session);
+}
+
+// A float tensor `name` of `dims` as a graph input or output, in text format; a dim is a number or a dim_param.
+std::string FloatTensor(const std::string& name, std::initializer_list<std::string> dims) {
+  std::string shape;
+  for (const std::string& d : dims) {
+    absl::StrAppend(&shape, std::isdigit(static_cast<unsigned char>(d[0])) ? "dim { dim_value: " + d + " } "
+                                                                          : "dim { dim_param: \"" + d + "\" } ");
+  }
+  return absl::StrCat("{ name: \"", name, "\" type { tensor_type { elem_type: 1 shape { ", shape, "} } } }");
+}
+
+// A session of the opset-14 model whose graph is `nodes` from float x [N, 4] to float y [N, 4] (text format).
+std::unique_ptr<Session> SessionOf(const std::string& nodes, const std::string& more_inputs = "") {
+  return SessionOfGraph(absl::StrCat(nodes, " input ", FloatTensor("x", {"N", "4"}), " ", more_inputs, " output ",
+                                     FloatTensor("y", {"N", "4"})));
 }
 
 // y = Identity(x) over float [N, 4]: a model to complete configs against.
@@ -155,6 +163,22 @@ TEST(ConfigTest, DeclaredButUnsupportedFieldsAreErrorsNamingThem) {
     const absl::Status status = CompleteModelConfig("m", *session, true, config);
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << text << ": " << status;
     EXPECT_NE(status.message().find(field), std::string::npos) << text << ": " << status;
+  }
+}
+
+// A tensor listed twice made a version that loaded, warmed up and answered READY while no request could ever
+// give it all its inputs ("missing input"), and an output listed twice came back twice in every answer.
+TEST(ConfigTest, ATensorListedTwiceIsAnErrorNamingIt) {
+  const auto session = IdentitySession();
+  for (const char* text :
+       {"max_batch_size: 8 input [ { name: \"x\" data_type: TYPE_FP32 dims: [ 4 ] },"
+        " { name: \"x\" data_type: TYPE_FP32 dims: [ 4 ] } ]",
+        "max_batch_size: 8 output [ { name: \"y\" data_type: TYPE_FP32 dims: [ 4 ] },"
+        " { name: \"y\" data_type: TYPE_FP32 dims: [ 4 ] } ]"}) {
+    inference::ModelConfig config = Parse(text);
+    const absl::Status status = CompleteModelConfig("m", *session, true, config);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << text << ": " << status;
+    EXPECT_NE(status.message().find("is listed twice"), std::string::npos) << text << ": " << status;
   }
 }
 
@@ -236,6 +260,38 @@ TEST(ConfigTest, PriorityLevelsFollowTritonsRules) {
     const absl::Status status = CompleteModelConfig("m", *session, true, config);
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << text << ": " << status;
     EXPECT_NE(status.message().find(message), std::string::npos) << text << ": " << status;
+  }
+}
+
+// Without a config.pbtxt a model batches when every first dim is dynamic, unless its declared shapes say it
+// mixes the rows of a batch: then the requests batched together would each read the others' inputs (a Gram
+// matrix y [N, N] of x [N, 2] answered one client 2000 from another's 1000), so it runs one request at a time.
+TEST(ConfigTest, AModelWhoseShapesMixTheRowsOfABatchIsNotBatchedByDefault) {
+  const std::string matmul = R"(node { op_type: "MatMul" input: "a" input: "b" output: "y" } )";
+  const struct {
+    const char* what;
+    std::string graph;
+    bool batches;
+  } cases[] = {
+      {"rows against rows: the Gram matrix y [N, N] of a [N, 2]",
+       R"(node { op_type: "Transpose" input: "a" output: "b" } )" + matmul + "input " + FloatTensor("a", {"N", "2"}) +
+           " output " + FloatTensor("y", {"N", "N"}),
+       false},
+      {"inputs of two batch sizes: queries [N, 2] against keys [M, 2]",
+       matmul + "input " + FloatTensor("a", {"N", "2"}) + " input " + FloatTensor("b", {"M", "2"}) + " output " +
+           FloatTensor("y", {"N", "2"}),
+       false},
+      {"one batch size: [N, 2] x [N, 2, 1]",
+       matmul + "input " + FloatTensor("a", {"N", "1", "2"}) + " input " + FloatTensor("b", {"N", "2", "1"}) +
+           " output " + FloatTensor("y", {"N", "1", "1"}),
+       true},
+  };
+  for (const auto& c : cases) {
+    const auto session = SessionOfGraph(c.graph);
+    inference::ModelConfig config;
+    ASSERT_TRUE(CompleteModelConfig("m", *session, /*from_file=*/false, config).ok()) << c.what;
+    EXPECT_EQ(config.max_batch_size() > 0, c.batches) << c.what;
+    EXPECT_EQ(config.has_dynamic_batching(), c.batches) << c.what;
   }
 }
 

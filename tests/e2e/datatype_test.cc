@@ -46,6 +46,65 @@ TEST(DatatypeTest, TypedContentsAreCountedBeforeAllocating) {
       << tensor.status();
 }
 
+// A bool is one byte that must hold 0 or 1: kernels read other bytes as neither (Not answered 3 for 2 and
+// Cast to float 255.0 for 255), and reading one is undefined behaviour. Refused whether the tensor would
+// copy the payload or read it in place.
+TEST(DatatypeTest, BoolBytesOtherThanZeroAndOneAreRefused) {
+  for (const bool in_place : {false, true}) {
+    for (const char byte : {'\x02', '\xff'}) {
+      auto owner = std::make_shared<std::string>(std::string("\x00\x01", 2) + byte);
+      auto tensor = TensorFromRaw("b", DataType::kBool, {3}, *owner, in_place ? owner : nullptr);
+      EXPECT_EQ(tensor.status().code(), absl::StatusCode::kInvalidArgument) << tensor.status();
+      EXPECT_NE(tensor.status().message().find("input \"b\": BOOL element 2 is byte " +
+                                               std::to_string(static_cast<unsigned char>(byte)) +
+                                               ", expected 0 or 1"),
+                std::string::npos)
+          << tensor.status();
+    }
+    auto owner = std::make_shared<std::string>("\x01\x00", 2);
+    auto tensor = TensorFromRaw("b", DataType::kBool, {2}, *owner, in_place ? owner : nullptr);
+    ASSERT_TRUE(tensor.ok()) << tensor.status();
+    EXPECT_EQ(tensor->values<bool>()[0], true);
+    EXPECT_EQ(tensor->values<bool>()[1], false);
+  }
+}
+
+// int_contents and uint_contents carry 32 bits for 8, 16 and 32-bit types: a value out of the type's range
+// was cut to its low bits (INT8 300 ran as 44), where the same value as REST JSON is refused.
+TEST(DatatypeTest, TypedContentsOutOfTheirTypesRangeAreRefused) {
+  struct Case {
+    DataType type;
+    int64_t value;
+    const char* expected;
+  };
+  for (const Case& c : {Case{DataType::kInt8, 300, "value 300 at element 1 does not fit INT8"},
+                        Case{DataType::kInt8, -129, "value -129 at element 1 does not fit INT8"},
+                        Case{DataType::kInt16, 40000, "value 40000 at element 1 does not fit INT16"},
+                        Case{DataType::kUint8, 256, "value 256 at element 1 does not fit UINT8"},
+                        Case{DataType::kUint16, 70000, "value 70000 at element 1 does not fit UINT16"}}) {
+    inference::InferTensorContents contents;
+    const bool is_signed = c.type == DataType::kInt8 || c.type == DataType::kInt16;
+    if (is_signed) {
+      contents.add_int_contents(1);
+      contents.add_int_contents(static_cast<int32_t>(c.value));
+    } else {
+      contents.add_uint_contents(1);
+      contents.add_uint_contents(static_cast<uint32_t>(c.value));
+    }
+    auto tensor = TensorFromContents("x", c.type, {2}, contents);
+    EXPECT_EQ(tensor.status().code(), absl::StatusCode::kInvalidArgument) << c.expected << ": " << tensor.status();
+    EXPECT_NE(tensor.status().message().find(std::string("input \"x\": contents ") + c.expected), std::string::npos)
+        << tensor.status();
+  }
+  inference::InferTensorContents edges;
+  edges.add_int_contents(-128);
+  edges.add_int_contents(127);
+  auto tensor = TensorFromContents("x", DataType::kInt8, {2}, edges);
+  ASSERT_TRUE(tensor.ok()) << tensor.status();
+  EXPECT_EQ(tensor->values<int8_t>()[0], -128);
+  EXPECT_EQ(tensor->values<int8_t>()[1], 127);
+}
+
 TEST(DatatypeTest, AWellFormedPayloadDecodes) {
   const std::string raw("\x02\x00\x00\x00hi\x00\x00\x00\x00", 10);
   auto tensor = TensorFromRaw("s", DataType::kString, {2}, raw);

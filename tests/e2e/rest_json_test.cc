@@ -106,6 +106,37 @@ TEST(RestJsonTest, DataNestedPastTheDepthBoundIsRefused) {
   EXPECT_NE(raw.status().message().find("nested deeper"), std::string::npos) << raw.status();
 }
 
+// Data is read apart from the document (rest_json_data.h): what the document would have settled (an object
+// where elements go, a repeated key whose last value wins) is refused rather than read two ways.
+TEST(RestJsonTest, DataThatIsNotArraysOfScalarsOrIsGivenTwiceIsRefused) {
+  const std::pair<std::string, std::string> cases[] = {
+      {R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1],"data":[{"v":1}]}]})", "data holds a JSON object"},
+      {R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1],"data":[1],"data":[2]}]})",
+       "\"data\" is given twice"},
+      {R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1],"data":[1]}],"inputs":[]})",
+       "\"inputs\" is given twice"},
+      {R"({"inputs":[{"name":"x","datatype":"FP32","shape":[2],"data":[1,"2"]}]})",
+       "input \"x\": data holds a value that is not FP32 (a number)"},
+  };
+  for (const auto& [body, message] : cases) {
+    auto request = DecodeRestInferRequest(body, std::nullopt);
+    EXPECT_EQ(request.status().code(), absl::StatusCode::kInvalidArgument) << body;
+    EXPECT_NE(request.status().message().find(message), std::string::npos) << body << ": " << request.status();
+  }
+}
+
+// Values outside the inputs' data become a document of 16 to 100 bytes each: a body of "{}," (3 bytes each)
+// or "0," is refused past a bound no model's request comes near, rather than held at many times its size.
+TEST(RestJsonTest, ADocumentOfMoreValuesThanAnyRequestNeedsIsRefused) {
+  std::string junk = "[";
+  for (int i = 0; i < (1 << 17); ++i) junk += i == 0 ? "{}" : ",{}";
+  junk += "]";
+  auto request = DecodeRestInferRequest(
+      R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1],"data":[1]}],"junk":)" + junk + "}", std::nullopt);
+  EXPECT_EQ(request.status().code(), absl::StatusCode::kInvalidArgument) << request.status();
+  EXPECT_NE(request.status().message().find("more than 65536 JSON values"), std::string::npos) << request.status();
+}
+
 TEST(RestJsonTest, IdParametersAndRequestedOutputsCarryOver) {
   const std::string body = R"({"id":"r1","parameters":{"timeout":100,"flag":true,"s":"x","d":0.5,
       "binary_data_output":true},"inputs":[{"name":"x","datatype":"FP32","shape":[1],"data":[1]}],

@@ -1,5 +1,7 @@
 // End-to-end tests of `onnxserve serve`: every RPC, input validation, batching, queue limits, timeouts,
 // repository control modes and graceful shutdown, against the real binary through the generated stubs.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
@@ -652,6 +654,14 @@ TEST_F(ServerTest, BadRequestsGetTheirCodeAndAMessageNamingTheProblem) {
        grpc::UNIMPLEMENTED, "classification extension is not supported"},
       {"batch too big", [](auto& r) { r = AddRequest("add", 33, 0); }, grpc::INVALID_ARGUMENT,
        "batch size 33 exceeds max_batch_size 32"},
+      // Each copy of an output costs the server its bytes again: a few bytes per name multiplied the answer.
+      {"output twice",
+       [](auto& r) {
+         r.add_outputs()->set_name("z");
+         r.add_outputs()->set_name("w");
+         r.add_outputs()->set_name("z");
+       },
+       grpc::INVALID_ARGUMENT, "output \"z\" is requested twice"},
   };
   for (const auto& c : cases) {
     ModelInferRequest req = AddRequest("add", 1, 0);
@@ -1114,6 +1124,44 @@ TEST(ExplicitModeTest, LoadRefusesNamesThatLeaveTheRepository) {
   EXPECT_TRUE(LoadModel(*stub, "add").ok());
   EXPECT_EQ(server->Terminate(std::chrono::seconds(20)), 0);
   std::filesystem::remove_all(outside);
+}
+
+// A model file or config.pbtxt that is a FIFO blocked its load forever in open(), and with it every later
+// load and unload (they wait for one another): such files are refused like any other unreadable model.
+TEST(ExplicitModeTest, FilesThatAreNotRegularFilesFailTheirModelAtOnce) {
+  const std::string repo = MakeRepository("explicit-fifo");
+  std::filesystem::create_directories(repo + "/piped_model/1");
+  ASSERT_EQ(mkfifo((repo + "/piped_model/1/model.onnx").c_str(), 0600), 0);
+  std::filesystem::create_directories(repo + "/piped_config/1");
+  std::filesystem::copy_file(repo + "/add/1/model.onnx", repo + "/piped_config/1/model.onnx");
+  ASSERT_EQ(mkfifo((repo + "/piped_config/config.pbtxt").c_str(), 0600), 0);
+  auto server = ServerProcess::Start(repo, {"--model-control-mode", "explicit"});
+  ASSERT_NE(server, nullptr);
+  auto stub = GRPCInferenceService::NewStub(server->channel());
+  for (const char* name : {"piped_model", "piped_config"}) {
+    const grpc::Status status = LoadModel(*stub, name);
+    EXPECT_EQ(status.error_code(), grpc::INVALID_ARGUMENT) << name << ": " << status.error_message();
+    EXPECT_NE(status.error_message().find("is not a regular file"), std::string::npos) << status.error_message();
+  }
+  ASSERT_TRUE(LoadModel(*stub, "add").ok());
+  EXPECT_EQ(server->Terminate(std::chrono::seconds(20)), 0);
+}
+
+// A load waits for the loads queued ahead of it, which may take seconds or never end: a name no model can have
+// (here a megabyte) is answered at once instead of being held in the queue, outside --max-held-request-bytes.
+TEST(ExplicitModeTest, ANameNoModelCanHaveIsRefusedWithoutWaitingForTheLoadsAhead) {
+  const std::string repo = MakeRepository("explicit-queue");
+  AddStuckWarmupModel(repo);
+  auto server = ServerProcess::Start(repo, {"--model-control-mode", "explicit", "--shutdown-grace-secs", "1"});
+  ASSERT_NE(server, nullptr);
+  auto stub = GRPCInferenceService::NewStub(server->channel());
+  auto stuck = std::async(std::launch::async, [&stub] { return LoadModel(*stub, "stuck"); });
+  ASSERT_TRUE(server->WaitForLog("event=model_loading model=stuck", std::chrono::seconds(10))) << server->Log();
+  const grpc::Status refused = LoadModel(*stub, std::string(1 << 20, 'm'));
+  EXPECT_EQ(refused.error_code(), grpc::INVALID_ARGUMENT) << refused.error_message();
+  EXPECT_NE(refused.error_message().find("is not valid"), std::string::npos) << refused.error_message();
+  EXPECT_EQ(server->Terminate(std::chrono::seconds(10)), 1) << "the stuck load outlives the grace period";
+  EXPECT_FALSE(stuck.get().ok());
 }
 
 TEST(ExplicitModeTest, LoadingABrokenModelFailsThatModelOnly) {
