@@ -214,6 +214,20 @@ absl::Status ReadExternal(const onnx::TensorProto& proto, const std::string& mod
   return absl::OkStatus();
 }
 
+// A BOOL tensor's bytes as the wire gave them: any byte but 0 or 1 read as a bool is undefined behaviour
+// (Not of a 2 answered 3, a Cast to float 2.0), so such a tensor is refused, as requests' are.
+absl::Status CheckBoolBytes(const onnx::TensorProto& proto, const Tensor& out) {
+  if (out.dtype() != DataType::kBool) return absl::OkStatus();
+  const auto* bytes = static_cast<const uint8_t*>(out.raw_data());
+  for (int64_t i = 0; i < out.NumElements(); ++i) {
+    if (bytes[i] > 1) {
+      return absl::InvalidArgumentError(absl::StrCat(Describe(proto), ": BOOL element ", i, " is byte ",
+                                                     static_cast<int>(bytes[i]), ", expected 0 or 1"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto, const std::string& model_dir) {
@@ -244,6 +258,7 @@ absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto, const std
       return absl::InvalidArgumentError(absl::StrCat(Describe(proto), ": string tensors cannot be external"));
     }
     RETURN_IF_ERROR(ReadExternal(proto, model_dir, out));
+    RETURN_IF_ERROR(CheckBoolBytes(proto, out));
     return out;
   }
   if (type == DataType::kString) {
@@ -252,6 +267,7 @@ absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto, const std
   }
   if (proto.has_raw_data()) {
     RETURN_IF_ERROR(CopyRaw(proto, proto.raw_data(), out));
+    RETURN_IF_ERROR(CheckBoolBytes(proto, out));
     return out;
   }
   if (IsLowPrecision(type)) {

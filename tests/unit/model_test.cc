@@ -267,6 +267,18 @@ class ExternalDataTest : public ::testing::Test {
   fs::path dir_;
 };
 
+TEST_F(ExternalDataTest, BoolBytesOtherThanZeroOrOneAreRefused) {
+  onnx::TensorProto t = External("weights/w.bin");  // from offset 4: the float 1.0f, bytes 00 00 80 3f
+  t.set_data_type(onnx::TensorProto::BOOL);
+  t.set_dims(0, 2);
+  auto zeros = TensorFromProto(t, dir_.string());
+  ASSERT_TRUE(zeros.ok()) << zeros.status();
+  const auto flags = zeros->values<bool>();
+  EXPECT_EQ(std::vector<bool>(flags.begin(), flags.end()), (std::vector<bool>{false, false}));
+  t.set_dims(0, 3);
+  EXPECT_EQ(TensorFromProto(t, dir_.string()).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST_F(ExternalDataTest, ReadsAtOffsetRelativeToTheModelFolder) {
   auto t = TensorFromProto(External("weights/w.bin"), dir_.string());
   ASSERT_TRUE(t.ok()) << t.status();
@@ -345,6 +357,24 @@ TEST(TensorProtoTest, AStringTensorMissingItsValuesIsRefusedBeforeItsElementsAre
   EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument) << t.status();
   EXPECT_NE(t.status().message().find("holds 1 values"), std::string::npos) << t.status();
   EXPECT_EQ(account->peak_bytes(), 0);
+}
+
+// A BOOL tensor's raw bytes other than 0 and 1 are undefined behaviour once read as bool (a request's were:
+// Not of 2 answered 3); a model's are refused, as requests' are.
+TEST(TensorProtoTest, BoolRawBytesOtherThanZeroOrOneAreRefused) {
+  onnx::TensorProto t;
+  t.set_name("flags");
+  t.set_data_type(onnx::TensorProto::BOOL);
+  t.add_dims(3);
+  t.set_raw_data(std::string("\x00\x01\x01", 3));
+  auto fine = TensorFromProto(t, "");
+  ASSERT_TRUE(fine.ok()) << fine.status();
+  const auto flags = fine->values<bool>();
+  EXPECT_EQ(std::vector<bool>(flags.begin(), flags.end()), (std::vector<bool>{false, true, true}));
+  t.set_raw_data(std::string("\x00\x01\x02", 3));
+  auto refused = TensorFromProto(t, "");
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << refused.status();
+  EXPECT_NE(refused.status().message().find("element 2 is byte 2"), std::string::npos) << refused.status();
 }
 
 TEST(TensorProtoTest, RejectsDimsWhoseByteSizeWrapsAround) {
