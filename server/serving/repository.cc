@@ -21,6 +21,15 @@
 namespace onnxserve::server {
 namespace fs = std::filesystem;
 
+std::optional<int64_t> VersionOfFolder(std::string_view folder) {
+  int64_t version = 0;
+  if (!absl::SimpleAtoi(absl::string_view(folder.data(), folder.size()), &version) || version < 1 ||
+      folder != absl::StrCat(version)) {
+    return std::nullopt;
+  }
+  return version;
+}
+
 struct ModelRepository::VersionSlot {
   std::shared_ptr<const ModelVersion> serving;
   std::string reason;       // the last load error, "" when the last load succeeded
@@ -133,10 +142,10 @@ DiskModel ScanDisk(const std::string& root, const std::string& name, const fs::p
   if (!model_file.ok() && disk.config_status.ok()) disk.config_status = model_file.status();
   const std::string file = model_file.value_or(kDefaultModelFile);
   for (const auto& entry : ListDir(dir)) {
-    int64_t version = 0;
+    const std::optional<int64_t> version = VersionOfFolder(entry.path().filename().string());
+    if (!IsDirectory(entry) || !version) continue;
     const std::string folder = entry.path().filename().string();
-    if (!IsDirectory(entry) || !absl::SimpleAtoi(folder, &version) || version < 1) continue;
-    disk.versions[version] = {FileFingerprint(entry.path() / file),
+    disk.versions[*version] = {FileFingerprint(entry.path() / file),
                               ResolveModelFile(root, fs::path(name) / folder / file)};
   }
   return disk;

@@ -18,7 +18,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -95,6 +97,11 @@ struct RepositoryOptions {
   // least one of its versions serves.
   std::function<void(const std::string& model, bool ready)> on_model_ready;
 };
+
+// The version a folder of a model's directory holds: a positive number written as StrCat writes it, so that
+// no two folders ("1", "01", " 1", "+1") hold one version and which serves it never hangs on the order the
+// directory lists them. nullopt for any other name.
+std::optional<int64_t> VersionOfFolder(std::string_view folder);
 
 struct IndexEntry {
   std::string name;

@@ -24,6 +24,16 @@ inference::ModelConfig Parse(const std::string& text) {
   return config;
 }
 
+// "01", " 1", "+1" and "001" parse as version 1 too: which of such folders served version 1 hung on the order
+// the directory listed them. Only a version's own spelling is its folder.
+TEST(RepositoryTest, OnlyAVersionsOwnSpellingIsItsFolder) {
+  EXPECT_EQ(VersionOfFolder("1"), 1);
+  EXPECT_EQ(VersionOfFolder("20260101"), 20260101);
+  for (const char* other : {"01", " 1", "1 ", "+1", "001", "0", "-1", "1a", "", "99999999999999999999"}) {
+    EXPECT_EQ(VersionOfFolder(other), std::nullopt) << "\"" << other << "\"";
+  }
+}
+
 TEST(ConfigTest, ThreadsParameterOverridesTheFlag) {
   auto threads = ThreadsParameter(Parse(R"(parameters { key: "threads" value { string_value: "2" } })"), 1);
   ASSERT_TRUE(threads.ok()) << threads.status();
