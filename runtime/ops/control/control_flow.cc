@@ -275,11 +275,22 @@ class Scan final : public OpKernel {
     ASSIGN_OR_RETURN(int64_t num_scan_inputs, info.Attr<int64_t>("num_scan_inputs"));
     batched_ = info.opset() < 9;
     const int explicit_inputs = info.num_inputs() - (batched_ ? 1 : 0);
+    // Checked before it narrows to int: 2^32 + 1 would pass as 1.
+    if (num_scan_inputs < 0 || num_scan_inputs > explicit_inputs) {
+      return absl::InvalidArgumentError(absl::StrCat("num_scan_inputs ", num_scan_inputs, ": the node has ",
+                                                     explicit_inputs, " state and scan inputs"));
+    }
     spec_.num_scan_inputs = static_cast<int>(num_scan_inputs);
     spec_.num_state = explicit_inputs - spec_.num_scan_inputs;
     const int num_scan_out = static_cast<int>(body_->graph().outputs().size()) - spec_.num_state;
-    if (spec_.num_state < 0 || num_scan_out < 0) {
+    if (num_scan_out < 0) {
       return absl::InvalidArgumentError("num_scan_inputs does not fit the node's inputs and the body's outputs");
+    }
+    // Each run feeds body input i by name: a body of fewer inputs had names read past the end of its list.
+    if (static_cast<int>(body_->graph().inputs().size()) != explicit_inputs) {
+      return absl::InvalidArgumentError(absl::StrCat("body takes ", body_->graph().inputs().size(),
+                                                     " inputs; expected the node's ", explicit_inputs,
+                                                     " state and scan inputs"));
     }
     ASSIGN_OR_RETURN(spec_.input_directions,
                      PerItemAttr(info, batched_ ? "directions" : "scan_input_directions", spec_.num_scan_inputs));

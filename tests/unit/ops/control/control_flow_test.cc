@@ -213,6 +213,39 @@ TEST(ScanTest, Scan8InputsOfDifferentBatchSizesAreAnError) {
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
 }
 
+// The body is fed its inputs by name, one per state and scan input: a body of one input under a state and a
+// scan input had the second name read past the end of its input list (an out-of-memory error, or worse).
+TEST(ScanTest, ABodyOfFewerInputsThanTheNodeFailsToLoad) {
+  const onnx::GraphProto one_input = CopyingBody(
+      "one_input", {{"s_in", onnx::TensorProto::FLOAT}}, {"s_in", "s_in"},
+      {{"s_out", onnx::TensorProto::FLOAT}, {"e_out", onnx::TensorProto::FLOAT}});
+  auto out = OpTest("Scan", 16)
+                 .Input("s", Tensor::FromVector<float>({1}, {5.f}))
+                 .Input("x", Tensor::FromVector<float>({2, 1}, {1.f, 2.f}))
+                 .Output("s_final")
+                 .Output("ys")
+                 .Attr("num_scan_inputs", int64_t{1})
+                 .Attr(GraphAttr("body", one_input))
+                 .Run();
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
+  EXPECT_NE(out.status().message().find("body takes 1 inputs"), std::string::npos) << out.status();
+}
+
+// num_scan_inputs is an int64 attribute: 2^32 + 1 narrowed to int ran as 1.
+TEST(ScanTest, NumScanInputsOutsideTheNodesInputsFailsToLoad) {
+  for (int64_t num_scan_inputs : {int64_t{-1}, int64_t{3}, (int64_t{1} << 32) + 1}) {
+    auto out = OpTest("Scan", 16)
+                   .Input("s", Tensor::FromVector<float>({1}, {5.f}))
+                   .Input("x", Tensor::FromVector<float>({2, 1}, {1.f, 2.f}))
+                   .Output("s_final")
+                   .Output("ys")
+                   .Attr("num_scan_inputs", num_scan_inputs)
+                   .Attr(GraphAttr("body", EchoBody()))
+                   .Run();
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << num_scan_inputs << ": " << out.status();
+  }
+}
+
 // Loop body: keeps cond and scans out the enclosing graph's string "s" unchanged.
 onnx::GraphProto EchoStringBody() {
   return CopyingBody("echo_string", {{"iter", onnx::TensorProto::INT64}, {"cond_in", onnx::TensorProto::BOOL}},
