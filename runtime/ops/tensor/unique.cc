@@ -15,11 +15,14 @@ struct SliceView {
   int64_t outer = 1, count = 0, inner = 1;
 };
 
-// Half types order through float; everything else (strings included) by operator<.
+// Half types order through float, floats with NaN last (numpy.unique's order, its NaNs one value);
+// everything else (strings included) by operator<.
 template <typename T>
 bool Less(const T& a, const T& b) {
   if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
-    return static_cast<float>(a) < static_cast<float>(b);
+    return OrderedLess(static_cast<float>(a), static_cast<float>(b));
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return OrderedLess(a, b);
   } else {
     return a < b;
   }
