@@ -215,6 +215,24 @@ TEST(ConvIntegerTest, ConvolvesTheZeroPointShiftedInput) {
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<int32_t>({1, 1, 2, 2}, {8, 12, 20, 24}), (*out)[0]));
 }
 
+// A zero point has its tensor's type. One of another was read as a double and converted to int32: a float
+// 1e30 or NaN (undefined behaviour) gave whatever the conversion did, and the product came out as if it were 0.
+TEST(MatMulIntegerTest, AZeroPointOfAnotherTypeIsAnError) {
+  auto out = OpTest("MatMulInteger", 10)
+                 .Input("a", Tensor::FromVector<uint8_t>({1, 1}, {3}))
+                 .Input("b", Tensor::FromVector<uint8_t>({1, 1}, {2}))
+                 .Input("a_zp", Tensor::FromVector<float>({1}, {1e30f}))
+                 .Output("y").Run();
+  EXPECT_TRUE(testing::FailsWith(out, "A zero point is float")) << out.status();
+  std::vector<uint8_t> x(9, 1);
+  out = OpTest("ConvInteger", 10)
+            .Input("x", Tensor::FromVector<uint8_t>({1, 1, 3, 3}, x))
+            .Input("w", Tensor::FromVector<uint8_t>({1, 1, 2, 2}, {1, 1, 1, 1}))
+            .Input("x_zp", Tensor::Scalar<int32_t>(1 << 20))
+            .Output("y").Run();
+  EXPECT_TRUE(testing::FailsWith(out, "x zero point is int32")) << out.status();
+}
+
 // QLinearConv's inputs in spec order, then optional B.
 OpTest QLinearConvTest(Tensor x, float x_scale, Tensor x_zp, Tensor w, Tensor w_scale, Tensor w_zp, float y_scale,
                        Tensor y_zp) {
