@@ -315,6 +315,19 @@ absl::StatusOr<std::vector<int64_t>> PerItemAttr(const KernelInfo& info, const c
   return values;
 }
 
+// Scan's per-item directions: 0 forward, 1 reverse. Any other value ran forward, a model's mistake (or a
+// reverse meant some other way) answered without a word.
+absl::StatusOr<std::vector<int64_t>> Directions(const KernelInfo& info, const char* name, int count) {
+  ASSIGN_OR_RETURN(std::vector<int64_t> directions, PerItemAttr(info, name, count));
+  for (int64_t direction : directions) {
+    if (direction != 0 && direction != 1) {
+      return absl::InvalidArgumentError(absl::StrCat("attribute \"", name, "\" holds ", direction,
+                                                     ": expected 0 (forward) or 1 (reverse)"));
+    }
+  }
+  return directions;
+}
+
 class Scan final : public OpKernel {
  public:
   absl::Status Init(const KernelInfo& info) {
@@ -340,7 +353,7 @@ class Scan final : public OpKernel {
                                                      " state and scan inputs"));
     }
     ASSIGN_OR_RETURN(spec_.input_directions,
-                     PerItemAttr(info, batched_ ? "directions" : "scan_input_directions", spec_.num_scan_inputs));
+                     Directions(info, batched_ ? "directions" : "scan_input_directions", spec_.num_scan_inputs));
     if (batched_) {
       spec_.input_axes.assign(spec_.num_scan_inputs, 0);
       spec_.output_axes.assign(num_scan_out, 0);
@@ -348,7 +361,7 @@ class Scan final : public OpKernel {
     } else {
       ASSIGN_OR_RETURN(spec_.input_axes, PerItemAttr(info, "scan_input_axes", spec_.num_scan_inputs));
       ASSIGN_OR_RETURN(spec_.output_axes, PerItemAttr(info, "scan_output_axes", num_scan_out));
-      ASSIGN_OR_RETURN(spec_.output_directions, PerItemAttr(info, "scan_output_directions", num_scan_out));
+      ASSIGN_OR_RETURN(spec_.output_directions, Directions(info, "scan_output_directions", num_scan_out));
     }
     return absl::OkStatus();
   }

@@ -246,6 +246,17 @@ TEST(ScanTest, NumScanInputsOutsideTheNodesInputsFailsToLoad) {
   }
 }
 
+// A direction is 0 (forward) or 1 (reverse); 2 or -1 ran forward without a word.
+TEST(ScanTest, DirectionsOtherThanForwardOrReverseFailToLoad) {
+  for (const char* attr : {"scan_input_directions", "scan_output_directions"}) {
+    for (int64_t direction : {int64_t{2}, int64_t{-1}}) {
+      auto out = RunEchoScan(OpTest("Scan", 16).Attr(attr, std::vector<int64_t>{direction}),
+                             Tensor::FromVector<float>({1}, {5.f}), Tensor::FromVector<float>({2, 1}, {1.f, 2.f}));
+      EXPECT_TRUE(testing::FailsWith(out, "expected 0 (forward) or 1 (reverse)")) << attr << " " << direction;
+    }
+  }
+}
+
 // Loop body: keeps cond and scans out the enclosing graph's string "s" unchanged.
 onnx::GraphProto EchoStringBody() {
   return CopyingBody("echo_string", {{"iter", onnx::TensorProto::INT64}, {"cond_in", onnx::TensorProto::BOOL}},
