@@ -107,7 +107,7 @@ class ScanOutputStack {
     shape.insert(shape.begin(), std::max<int64_t>(1, 2 * count_));
     if (!CheckedByteSize(dtype_, shape).ok()) shape[0] = count_ + 1;
     ASSIGN_OR_RETURN(Tensor grown, Tensor::Create(dtype_, shape));
-    CopyElements(rows_, 0, grown, 0, rows_.NumElements());
+    CopyElements(rows_, 0, grown, 0, count_ * NumElements(part_shape_));
     rows_ = std::move(grown);
     return absl::OkStatus();
   }
