@@ -5,7 +5,7 @@
 //   Loop-1..25   runs body while iteration < M and cond; carries N values, stacks K scan outputs on axis 0.
 //   Scan-8       has a leading batch axis and an optional sequence_lens input (only full lengths run).
 //   Scan-9..25   scans M inputs along scan_input_axes (either direction), stacks K outputs along
-//                scan_output_axes.
+//                scan_output_axes; over zero-length inputs they take the body's declared output shapes.
 // If's branches and Loop's carried values may be of any kind (sequences, optionals, maps); Scan's state
 // and scanned values are tensors, as are Loop's scan outputs.
 #include <algorithm>
@@ -119,6 +119,16 @@ class ScanOutputStack {
   int64_t chars_ = 0;
 };
 
+// A scan output no iteration made: empty along the new axis `axis_attr`, the rest as the body declares its
+// output (dynamic dims as 0, an undeclared element type as float).
+absl::StatusOr<Tensor> EmptyScanOutput(const ValueInfo& declared, int64_t axis_attr) {
+  Shape shape;
+  for (int64_t d : declared.dims) shape.push_back(std::max<int64_t>(d, 0));
+  ASSIGN_OR_RETURN(const int64_t axis, NormalizeAxis(axis_attr, static_cast<int64_t>(shape.size()) + 1));
+  shape.insert(shape.begin() + axis, 0);
+  return Tensor::Create(declared.dtype == DataType::kUndefined ? DataType::kFloat : declared.dtype, std::move(shape));
+}
+
 absl::StatusOr<const ExecutionPlan*> RequireSubgraph(const KernelInfo& info, const char* attr) {
   const ExecutionPlan* plan = info.Subgraph(attr);
   if (plan == nullptr) return absl::InvalidArgumentError(absl::StrCat("graph attribute \"", attr, "\" is missing"));
@@ -227,14 +237,9 @@ class Loop final : public OpKernel {
     }
     for (int i = 0; i < num_carried_; ++i) RETURN_IF_ERROR(ctx.SetOutputValue(i, std::move(carried[i])));
     for (int k = 0; k < num_scan_; ++k) {
-      if (scans[k].size() == 0) {
-        const ValueInfo& info = body_->graph().outputs()[1 + num_carried_ + k];
-        Shape shape = {0};
-        for (int64_t d : info.dims) shape.push_back(std::max<int64_t>(d, 0));
-        ctx.Output(num_carried_ + k, info.dtype == DataType::kUndefined ? DataType::kFloat : info.dtype, shape);
-        continue;
-      }
-      ASSIGN_OR_RETURN(Tensor stacked, scans[k].Stack(0, /*reverse=*/false));
+      ASSIGN_OR_RETURN(Tensor stacked, scans[k].size() == 0
+                                           ? EmptyScanOutput(body_->graph().outputs()[1 + num_carried_ + k], 0)
+                                           : scans[k].Stack(0, /*reverse=*/false));
       ctx.SetOutput(num_carried_ + k, std::move(stacked));
     }
     return absl::OkStatus();
@@ -299,8 +304,10 @@ absl::StatusOr<std::vector<Tensor>> RunScan(const ExecutionPlan& body, const Sca
     results.push_back(std::move(final_state));
   }
   for (int k = 0; k < num_scan_out; ++k) {
-    if (scans[k].size() == 0) return absl::UnimplementedError("Scan over zero-length inputs");
-    ASSIGN_OR_RETURN(Tensor stacked, scans[k].Stack(spec.output_axes[k], spec.output_directions[k] == 1));
+    ASSIGN_OR_RETURN(Tensor stacked,
+                     scans[k].size() == 0
+                         ? EmptyScanOutput(body.graph().outputs()[spec.num_state + k], spec.output_axes[k])
+                         : scans[k].Stack(spec.output_axes[k], spec.output_directions[k] == 1));
     results.push_back(std::move(stacked));
   }
   return results;

@@ -246,6 +246,28 @@ TEST(ScanTest, NumScanInputsOutsideTheNodesInputsFailsToLoad) {
   }
 }
 
+// Zero steps to scan (an empty sequence in a request) run the body never: the state comes out as it went in
+// and each scan output is empty along its axis, shaped otherwise as the body declares it. It was UNIMPLEMENTED.
+TEST(ScanTest, ZeroLengthInputsGiveTheStateAndEmptyScanOutputsOfTheDeclaredShape) {
+  onnx::GraphProto body = EchoBody();
+  body.mutable_output(1)->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(3);
+  for (const int64_t axis : {int64_t{0}, int64_t{1}}) {
+    auto out = OpTest("Scan", 16)
+                   .Input("s", Tensor::FromVector<float>({1}, {5.f}))
+                   .Input("x", Tensor(DataType::kFloat, {0, 3}))
+                   .Output("s_final")
+                   .Output("ys")
+                   .Attr("num_scan_inputs", int64_t{1})
+                   .Attr("scan_output_axes", std::vector<int64_t>{axis})
+                   .Attr(GraphAttr("body", body))
+                   .Run();
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1}, {5.f}), (*out)[0]));
+    EXPECT_EQ((*out)[1].shape(), axis == 0 ? Shape({0, 3}) : Shape({3, 0}));
+    EXPECT_EQ((*out)[1].dtype(), DataType::kFloat);
+  }
+}
+
 // A direction is 0 (forward) or 1 (reverse); 2 or -1 ran forward without a word.
 TEST(ScanTest, DirectionsOtherThanForwardOrReverseFailToLoad) {
   for (const char* attr : {"scan_input_directions", "scan_output_directions"}) {
