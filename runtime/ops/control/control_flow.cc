@@ -60,7 +60,7 @@ class ScanOutputStack {
       dtype_ = part.dtype();
     } else if (part.shape() != part_shape_ || part.dtype() != dtype_) {
       return absl::InvalidArgumentError(absl::StrCat("scan outputs differ across iterations: ",
-                                                     Tensor(dtype_, part_shape_).DebugString(), " vs ",
+                                                     DataTypeName(dtype_), ShapeToString(part_shape_), " vs ",
                                                      part.DebugString()));
     }
     if (dtype_ == DataType::kString) {

@@ -268,6 +268,36 @@ TEST(ScanTest, ZeroLengthInputsGiveTheStateAndEmptyScanOutputsOfTheDeclaredShape
   }
 }
 
+// Scan outputs stack along a new axis, so every iteration's must have the first one's shape: this body
+// doubles its state and scans it out, [2] then [4].
+TEST(ScanTest, ScanOutputsThatChangeShapeAreAnErrorNamingBoth) {
+  onnx::GraphProto body;
+  body.set_name("doubling");
+  *body.add_input() = Value("s_in", onnx::TensorProto::FLOAT);
+  *body.add_input() = Value("e_in", onnx::TensorProto::FLOAT);
+  auto* concat = body.add_node();
+  concat->set_op_type("Concat");
+  concat->add_input("s_in");
+  concat->add_input("s_in");
+  concat->add_output("s_out");
+  auto* axis = concat->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(0);
+  AddIdentity(body, "s_out", "e_out");
+  *body.add_output() = Value("s_out", onnx::TensorProto::FLOAT);
+  *body.add_output() = Value("e_out", onnx::TensorProto::FLOAT);
+  auto out = OpTest("Scan", 16)
+                 .Input("s", Tensor::FromVector<float>({1}, {5.f}))
+                 .Input("x", Tensor::FromVector<float>({2, 1}, {1.f, 2.f}))
+                 .Output("s_final")
+                 .Output("ys")
+                 .Attr("num_scan_inputs", int64_t{1})
+                 .Attr(GraphAttr("body", body))
+                 .Run();
+  EXPECT_TRUE(testing::FailsWith(out, "scan outputs differ across iterations: float[2] vs float[4]"));
+}
+
 // A direction is 0 (forward) or 1 (reverse); 2 or -1 ran forward without a word.
 TEST(ScanTest, DirectionsOtherThanForwardOrReverseFailToLoad) {
   for (const char* attr : {"scan_input_directions", "scan_output_directions"}) {
