@@ -168,15 +168,20 @@ onnx::GraphProto EchoBody() {
                      {"s_in", "e_in"}, {{"s_out", onnx::TensorProto::FLOAT}, {"e_out", onnx::TensorProto::FLOAT}});
 }
 
-// `scan` (with any inputs before them and attributes) over state s and scan input x through EchoBody.
-absl::StatusOr<std::vector<Tensor>> RunEchoScan(OpTest scan, Tensor s, Tensor x) {
+// `scan` (with any inputs before them and attributes) over state s and scan input x through `body`.
+absl::StatusOr<std::vector<Tensor>> RunScanOf(OpTest scan, Tensor s, Tensor x, const onnx::GraphProto& body) {
   return scan.Input("s", std::move(s))
       .Input("x", std::move(x))
       .Output("s_final")
       .Output("ys")
-      .Attr("num_scan_inputs", int64_t{1})
-      .Attr(GraphAttr("body", EchoBody()))
+      .Attr(GraphAttr("body", body))
       .Run();
+}
+
+// The same through EchoBody, x being the one scan input.
+absl::StatusOr<std::vector<Tensor>> RunEchoScan(OpTest scan, Tensor s, Tensor x) {
+  scan.Attr("num_scan_inputs", int64_t{1});
+  return RunScanOf(std::move(scan), std::move(s), std::move(x), EchoBody());
 }
 
 TEST(ScanTest, ReverseInputAlongAxisOneComesOutReversedOnAxisZero) {
@@ -219,14 +224,8 @@ TEST(ScanTest, ABodyOfFewerInputsThanTheNodeFailsToLoad) {
   const onnx::GraphProto one_input = CopyingBody(
       "one_input", {{"s_in", onnx::TensorProto::FLOAT}}, {"s_in", "s_in"},
       {{"s_out", onnx::TensorProto::FLOAT}, {"e_out", onnx::TensorProto::FLOAT}});
-  auto out = OpTest("Scan", 16)
-                 .Input("s", Tensor::FromVector<float>({1}, {5.f}))
-                 .Input("x", Tensor::FromVector<float>({2, 1}, {1.f, 2.f}))
-                 .Output("s_final")
-                 .Output("ys")
-                 .Attr("num_scan_inputs", int64_t{1})
-                 .Attr(GraphAttr("body", one_input))
-                 .Run();
+  auto out = RunScanOf(OpTest("Scan", 16).Attr("num_scan_inputs", int64_t{1}), Tensor::FromVector<float>({1}, {5.f}),
+                       Tensor::FromVector<float>({2, 1}, {1.f, 2.f}), one_input);
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
   EXPECT_NE(out.status().message().find("body takes 1 inputs"), std::string::npos) << out.status();
 }
@@ -234,14 +233,9 @@ TEST(ScanTest, ABodyOfFewerInputsThanTheNodeFailsToLoad) {
 // num_scan_inputs is an int64 attribute: 2^32 + 1 narrowed to int ran as 1.
 TEST(ScanTest, NumScanInputsOutsideTheNodesInputsFailsToLoad) {
   for (int64_t num_scan_inputs : {int64_t{-1}, int64_t{3}, (int64_t{1} << 32) + 1}) {
-    auto out = OpTest("Scan", 16)
-                   .Input("s", Tensor::FromVector<float>({1}, {5.f}))
-                   .Input("x", Tensor::FromVector<float>({2, 1}, {1.f, 2.f}))
-                   .Output("s_final")
-                   .Output("ys")
-                   .Attr("num_scan_inputs", num_scan_inputs)
-                   .Attr(GraphAttr("body", EchoBody()))
-                   .Run();
+    auto out = RunScanOf(OpTest("Scan", 16).Attr("num_scan_inputs", num_scan_inputs),
+                         Tensor::FromVector<float>({1}, {5.f}), Tensor::FromVector<float>({2, 1}, {1.f, 2.f}),
+                         EchoBody());
     EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << num_scan_inputs << ": " << out.status();
   }
 }
@@ -252,15 +246,9 @@ TEST(ScanTest, ZeroLengthInputsGiveTheStateAndEmptyScanOutputsOfTheDeclaredShape
   onnx::GraphProto body = EchoBody();
   body.mutable_output(1)->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(3);
   for (const int64_t axis : {int64_t{0}, int64_t{1}}) {
-    auto out = OpTest("Scan", 16)
-                   .Input("s", Tensor::FromVector<float>({1}, {5.f}))
-                   .Input("x", Tensor(DataType::kFloat, {0, 3}))
-                   .Output("s_final")
-                   .Output("ys")
-                   .Attr("num_scan_inputs", int64_t{1})
-                   .Attr("scan_output_axes", std::vector<int64_t>{axis})
-                   .Attr(GraphAttr("body", body))
-                   .Run();
+    OpTest scan("Scan", 16);
+    scan.Attr("num_scan_inputs", int64_t{1}).Attr("scan_output_axes", std::vector<int64_t>{axis});
+    auto out = RunScanOf(scan, Tensor::FromVector<float>({1}, {5.f}), Tensor(DataType::kFloat, {0, 3}), body);
     ASSERT_TRUE(out.ok()) << out.status();
     EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1}, {5.f}), (*out)[0]));
     EXPECT_EQ((*out)[1].shape(), axis == 0 ? Shape({0, 3}) : Shape({3, 0}));
@@ -287,14 +275,8 @@ TEST(ScanTest, ScanOutputsThatChangeShapeAreAnErrorNamingBoth) {
   AddIdentity(body, "s_out", "e_out");
   *body.add_output() = Value("s_out", onnx::TensorProto::FLOAT);
   *body.add_output() = Value("e_out", onnx::TensorProto::FLOAT);
-  auto out = OpTest("Scan", 16)
-                 .Input("s", Tensor::FromVector<float>({1}, {5.f}))
-                 .Input("x", Tensor::FromVector<float>({2, 1}, {1.f, 2.f}))
-                 .Output("s_final")
-                 .Output("ys")
-                 .Attr("num_scan_inputs", int64_t{1})
-                 .Attr(GraphAttr("body", body))
-                 .Run();
+  auto out = RunScanOf(OpTest("Scan", 16).Attr("num_scan_inputs", int64_t{1}), Tensor::FromVector<float>({1}, {5.f}),
+                       Tensor::FromVector<float>({2, 1}, {1.f, 2.f}), body);
   EXPECT_TRUE(testing::FailsWith(out, "scan outputs differ across iterations: float[2] vs float[4]"));
 }
 
