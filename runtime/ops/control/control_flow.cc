@@ -411,6 +411,23 @@ class Scan final : public OpKernel {
     return batch;
   }
 
+  // Scan-8 over no batch items: the states as they came, and each scan output empty, [0, the scan length, the
+  // body's declared dims]. With no item to run, no output was made, and the run failed saying the node
+  // listed more outputs than the op has.
+  absl::StatusOr<std::vector<Tensor>> EmptyBatch(std::vector<Tensor> state, const std::vector<Tensor>& scan_in) const {
+    const int64_t length = scan_in.empty() ? 0 : scan_in[0].dim(1);
+    const auto& outputs = body_->graph().outputs();
+    for (size_t k = spec_.num_state; k < outputs.size(); ++k) {
+      ASSIGN_OR_RETURN(const Tensor item, EmptyScanOutput(outputs[k], 0));  // [0, declared dims]
+      Shape shape = item.shape();
+      shape[0] = length;
+      shape.insert(shape.begin(), 0);
+      ASSIGN_OR_RETURN(Tensor empty, Tensor::Create(item.dtype(), std::move(shape)));
+      state.push_back(std::move(empty));
+    }
+    return state;
+  }
+
   // Scan-8: every input has a leading batch axis; each batch item scans along its axis 1.
   absl::StatusOr<std::vector<Tensor>> RunBatched(const KernelContext& ctx, const std::vector<Tensor>& state,
                                                  const std::vector<Tensor>& scan_in) const {
@@ -422,6 +439,7 @@ class Scan final : public OpKernel {
         }
       }
     }
+    if (batch == 0) return EmptyBatch(state, scan_in);
     std::vector<ScanOutputStack> per_output;
     for (int64_t b = 0; b < batch; ++b) {
       std::vector<Tensor> item_state, item_scan;

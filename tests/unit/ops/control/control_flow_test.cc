@@ -203,6 +203,20 @@ TEST(ScanTest, Scan8ScansEachBatchItemAlongAxisOne) {
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({2, 2, 1}, {1, 2, 3, 4}), (*out)[1]));
 }
 
+// A Scan-8 batch of no items gives the states as they came and empty scan outputs of [0, the scan length, the
+// body's declared dims]. No item ran, so no output was made, and the run failed saying the node listed more
+// outputs than the op has.
+TEST(ScanTest, Scan8OverNoBatchItemsGivesEmptyOutputs) {
+  onnx::GraphProto body = EchoBody();
+  body.mutable_output(1)->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(1);
+  OpTest scan("Scan", 8);
+  scan.NoInput().Attr("num_scan_inputs", int64_t{1});
+  auto out = RunScanOf(scan, Tensor(DataType::kFloat, {0, 1}), Tensor(DataType::kFloat, {0, 2, 1}), body);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), Shape({0, 1}));
+  EXPECT_EQ((*out)[1].shape(), Shape({0, 2, 1}));
+}
+
 // A scalar has no axis 0 to scan along, though NormalizeAxis accepts 0 for rank 0: its length was read
 // through an empty shape (a null read that killed the process).
 TEST(ScanTest, AScalarScanInputIsAnError) {
