@@ -12,6 +12,7 @@
 #include "runtime/core/tensor.h"
 #include "runtime/core/thread_pool.h"
 #include "runtime/exec/session.h"
+#include "tests/support/graph_builder.h"
 #include "tests/support/op_test.h"
 
 namespace onnxserve {
@@ -222,6 +223,45 @@ TEST(MemoryBudgetTest, ALoopsScanOutputsCountAsTheyGrowEvenOfAValuePassedThrough
   auto out = session->Run(three);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({3, 1}, {3.f, 3.f, 3.f}), (*out)[0]));
+}
+
+// SequenceLength(Loop(M) growing a sequence by inserting the enclosing graph's x each trip).
+onnx::ModelProto LoopInsertingX() {
+  onnx::GraphProto body;
+  body.set_name("body");
+  AddInput(body, "iter", onnx::TensorProto::INT64);
+  AddInput(body, "cond_in", onnx::TensorProto::BOOL);
+  *body.add_input() = testing::Declared("seq_in", testing::SequenceTypeOf(onnx::TensorProto::FLOAT));
+  AddNode(body, "Identity", "keep_going", {"cond_in"}, "cond_out");
+  AddNode(body, "SequenceInsert", "insert_x", {"seq_in", "x"}, "seq_out");
+  AddOutput(body, "cond_out", onnx::TensorProto::BOOL);
+  *body.add_output() = testing::Declared("seq_out", testing::SequenceTypeOf(onnx::TensorProto::FLOAT));
+
+  onnx::GraphProto g;
+  g.set_name("loop");
+  AddInput(g, "M", onnx::TensorProto::INT64);
+  AddInput(g, "x", onnx::TensorProto::FLOAT);
+  AddNode(g, "SequenceEmpty", "empty", {}, "seq0");
+  AddNode(g, "Loop", "loop", {"M", "", "seq0"}, "seq");
+  *g.mutable_node(1)->add_attribute() = GraphAttr("body", std::move(body));
+  AddNode(g, "SequenceLength", "count", {"seq"}, "n");
+  AddOutput(g, "n", onnx::TensorProto::INT64);
+  return ModelOf(std::move(g));
+}
+
+// A sequence's values are charged, not only their tensors' storage: each is a slot the run holds whatever
+// its tensor, and a sequence of one x inserted 4096 times allocates no tensor byte at all. Nothing saw them
+// (a split of an empty [2^24, 0] held 4.9 GB, of which the budget saw the pieces' empty buffers, 1 GB).
+TEST(MemoryBudgetTest, ASequencesValuesCountEvenWhenTheyShareOneTensor) {
+  auto session = Load(LoopInsertingX(), kBudget);
+  const auto feeds = [](int64_t trips) {
+    return std::vector<std::pair<std::string, Tensor>>{{"M", Tensor::Scalar<int64_t>(trips)},
+                                                       {"x", Tensor::FromVector<float>({1}, {3.f})}};
+  };
+  ExpectOverBudget(session->Run(feeds(4096)).status(), "loop");
+  auto out = session->Run(feeds(16));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::Scalar<int64_t>(16), (*out)[0]));
 }
 
 // Each run has a budget of its own: runs that each fit pass together however they overlap, where one
