@@ -149,6 +149,24 @@ TEST(DequantizeLinearTest, BlockedAndOutputTypeFromScale) {
                            (*out)[0]));
 }
 
+// The zero point pairs with the scale element by element: a blocked scale of [2, 3] under a zero point of
+// [3, 2] (the same count) paired them in another order. A scalar and a [1] still pair their one value.
+TEST(DequantizeLinearTest, AZeroPointOfAnotherShapeThanTheScaleIsAnError) {
+  const auto dequantize = [](Shape scale_shape, Shape zp_shape, int64_t block_size) {
+    OpTest test("DequantizeLinear", 21);
+    test.Input("x", Tensor::FromVector<int8_t>({2, 6}, std::vector<int8_t>(12, 4)))
+        .Input("scale", Tensor::FromVector<float>(std::move(scale_shape), std::vector<float>(block_size > 0 ? 6 : 1, 1.f)))
+        .Input("zp", Tensor::FromVector<int8_t>(std::move(zp_shape), std::vector<int8_t>(block_size > 0 ? 6 : 1, 1)))
+        .Attr("axis", int64_t{1}).Output("y");
+    if (block_size > 0) test.Attr("block_size", block_size);
+    return test.Run();
+  };
+  EXPECT_TRUE(testing::FailsWith(dequantize({2, 3}, {3, 2}, 2), "zero point [3,2]: expected the scale's shape [2,3]"));
+  auto one = dequantize({}, {1}, 0);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({2, 6}, std::vector<float>(12, 3.f)), (*one)[0]));
+}
+
 TEST(DynamicQuantizeLinearTest, MapsTheRangeWithZeroOntoUint8) {
   // The spec's example: range [-3, 2], scale 5/255, zero point 153.
   auto out = OpTest("DynamicQuantizeLinear", 11)
