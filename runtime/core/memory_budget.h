@@ -5,7 +5,8 @@
 //
 // Counted: every tensor a run creates (intermediates, outputs, kernels' scratch tensors, subgraph values),
 // on the run's thread and on the intra-op workers it hands chunks to (ThreadPool::ParallelFor carries the
-// current account over). Not counted: the run's inputs, initializers and folded constants (they exist before
+// current account over), and the value slots of the sequences, maps and optionals it makes (value.cc), which
+// cost memory however empty their tensors are. Not counted: the run's inputs, initializers and folded constants (they exist before
 // the run), characters of string elements and scratch a kernel keeps in std::vector.
 #pragma once
 

@@ -1,6 +1,9 @@
 #include "runtime/core/value.h"
 
+#include <memory>
+
 #include "absl/strings/str_cat.h"
+#include "runtime/core/memory_budget.h"
 
 namespace onnxserve {
 namespace {
@@ -10,6 +13,21 @@ const std::vector<Value>& NoElements() {
   return kNone;
 }
 
+// A sequence's, map's or optional's payload, with its values' slots charged to the current run
+// (runtime/core/memory_budget.h) for as long as it lives. A value costs its slot (and a shape and handle
+// besides) whatever its tensor holds: a split of an empty [2^24, 0] into 2^24 pieces held 4.9 GB that no
+// budget saw. The tensors' storage is charged apart, by the allocator. Throws MemoryBudgetExceeded past the
+// run's budget.
+template <typename P>
+std::shared_ptr<const P> ChargedPayload(P payload) {
+  auto owned = std::make_unique<const P>(std::move(payload));
+  const MemoryCharge charge = MemoryCharge::ToCurrentRun(owned->elements.size() * sizeof(Value));
+  return std::shared_ptr<const P>(owned.release(), [charge](const P* p) {
+    delete p;
+    charge.Release();
+  });
+}
+
 }  // namespace
 
 Value::Value(Tensor tensor) : kind_(tensor.defined() ? Kind::kTensor : Kind::kNone), tensor_(std::move(tensor)) {}
@@ -17,14 +35,14 @@ Value::Value(Tensor tensor) : kind_(tensor.defined() ? Kind::kTensor : Kind::kNo
 Value Value::Sequence(DataType elem_type, std::vector<Value> elements) {
   Value v;
   v.kind_ = Kind::kSequence;
-  v.payload_ = std::make_shared<const Payload>(Payload{elem_type, Tensor(), std::move(elements)});
+  v.payload_ = ChargedPayload(Payload{elem_type, Tensor(), std::move(elements)});
   return v;
 }
 
 Value Value::Map(Tensor keys, std::vector<Value> values) {
   Value v;
   v.kind_ = Kind::kMap;
-  v.payload_ = std::make_shared<const Payload>(Payload{DataType::kUndefined, std::move(keys), std::move(values)});
+  v.payload_ = ChargedPayload(Payload{DataType::kUndefined, std::move(keys), std::move(values)});
   return v;
 }
 
@@ -33,7 +51,7 @@ Value Value::Optional(Value element) {
   v.kind_ = Kind::kOptional;
   std::vector<Value> elements;
   if (element.defined()) elements.push_back(std::move(element));
-  v.payload_ = std::make_shared<const Payload>(Payload{DataType::kUndefined, Tensor(), std::move(elements)});
+  v.payload_ = ChargedPayload(Payload{DataType::kUndefined, Tensor(), std::move(elements)});
   return v;
 }
 

@@ -144,6 +144,17 @@ absl::Status CheckBroadcastStrings(absl::Span<const Tensor* const> sources, int6
 // given many times): bounded by the sum of their characters.
 absl::Status CheckJoinedStrings(absl::Span<const Tensor* const> sources);
 
+// A strict weak order with NaN above every number and equal to any other NaN, so that sorting never sees an
+// inconsistent comparison (with operator<, a NaN is "equal" to every number, and sorts and groups go wrong).
+template <typename C>
+inline bool OrderedLess(C a, C b) {
+  if constexpr (std::is_floating_point_v<C>) {
+    if (std::isnan(a)) return false;
+    if (std::isnan(b)) return true;
+  }
+  return a < b;
+}
+
 // Maps an index into [0, size): a negative index counts from the end when `allow_negative`. Any other index
 // is an INVALID_ARGUMENT error naming it and the valid range (Gather*, Scatter* and friends share this).
 inline absl::StatusOr<int64_t> ResolveIndex(int64_t index, int64_t size, bool allow_negative) {

@@ -12,6 +12,7 @@
 #include "runtime/core/tensor.h"
 #include "runtime/core/thread_pool.h"
 #include "runtime/exec/session.h"
+#include "tests/support/graph_builder.h"
 #include "tests/support/op_test.h"
 
 namespace onnxserve {
@@ -172,22 +173,23 @@ onnx::AttributeProto GraphAttr(const std::string& name, onnx::GraphProto g) {
   return attr;
 }
 
-// Loop(M) whose body scans out Expand(x, shape) of the enclosing graph: M of them are live once stacked.
-onnx::ModelProto LoopScanningOutExpands() {
+// Loop(M) whose body scans out `op` of `inputs`, graph inputs of the enclosing graph (float x first).
+onnx::ModelProto LoopScanningOut(const std::string& op, const std::vector<std::string>& inputs) {
   onnx::GraphProto body;
   body.set_name("body");
   AddInput(body, "iter", onnx::TensorProto::INT64);
   AddInput(body, "cond_in", onnx::TensorProto::BOOL);
   AddNode(body, "Identity", "keep_going", {"cond_in"}, "cond_out");
-  AddNode(body, "Expand", "expand_in_body", {"x", "shape"}, "scanned");
+  AddNode(body, op, "scan_op", inputs, "scanned");
   AddOutput(body, "cond_out", onnx::TensorProto::BOOL);
   AddOutput(body, "scanned", onnx::TensorProto::FLOAT);
 
   onnx::GraphProto g;
   g.set_name("loop");
   AddInput(g, "M", onnx::TensorProto::INT64);
-  AddInput(g, "x", onnx::TensorProto::FLOAT);
-  AddInput(g, "shape", onnx::TensorProto::INT64);
+  for (const std::string& input : inputs) {
+    AddInput(g, input, input == "x" ? onnx::TensorProto::FLOAT : onnx::TensorProto::INT64);
+  }
   AddNode(g, "Loop", "loop", {"M", ""}, "stacked");
   *g.mutable_node(0)->add_attribute() = GraphAttr("body", std::move(body));
   AddOutput(g, "stacked", onnx::TensorProto::FLOAT);
@@ -195,7 +197,7 @@ onnx::ModelProto LoopScanningOutExpands() {
 }
 
 TEST(MemoryBudgetTest, SubgraphAllocationsCountAgainstTheRunsBudget) {
-  auto session = Load(LoopScanningOutExpands(), kBudget);
+  auto session = Load(LoopScanningOut("Expand", {"x", "shape"}), kBudget);
   auto feeds = [](int64_t trips) {
     auto f = ExpandFeeds({1024});  // 4 KiB per iteration
     f.push_back({"M", Tensor::Scalar<int64_t>(trips)});
@@ -205,6 +207,61 @@ TEST(MemoryBudgetTest, SubgraphAllocationsCountAgainstTheRunsBudget) {
   auto out = session->Run(feeds(4));
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ((*out)[0].shape(), Shape({4, 1024}));
+}
+
+// What a Loop stacks is charged as it grows. The scan outputs were kept as one tensor per iteration until the
+// end, and a value passed through (Identity of x) allocates nothing to charge: 2^40 trips of a 4-byte x ran to the deadline
+// growing by 220 MB a second (without a deadline, until the machine ran out of memory), past a 64 KiB budget.
+// The deadline only bounds the test; the budget must be what stops the run.
+TEST(MemoryBudgetTest, ALoopsScanOutputsCountAsTheyGrowEvenOfAValuePassedThrough) {
+  auto session = Load(LoopScanningOut("Identity", {"x"}), kBudget);
+  const std::vector<std::pair<std::string, Tensor>> feeds = {{"x", Tensor::FromVector<float>({1}, {3.f})},
+                                                             {"M", Tensor::Scalar<int64_t>(int64_t{1} << 40)}};
+  ExpectOverBudget(session->Run(feeds, {}, RunLimits(absl::Now() + absl::Seconds(30))).status(), "loop");
+  const std::vector<std::pair<std::string, Tensor>> three = {{"x", Tensor::FromVector<float>({1}, {3.f})},
+                                                             {"M", Tensor::Scalar<int64_t>(3)}};
+  auto out = session->Run(three);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({3, 1}, {3.f, 3.f, 3.f}), (*out)[0]));
+}
+
+// SequenceLength(Loop(M) growing a sequence by inserting the enclosing graph's x each trip).
+onnx::ModelProto LoopInsertingX() {
+  onnx::GraphProto body;
+  body.set_name("body");
+  AddInput(body, "iter", onnx::TensorProto::INT64);
+  AddInput(body, "cond_in", onnx::TensorProto::BOOL);
+  *body.add_input() = testing::Declared("seq_in", testing::SequenceTypeOf(onnx::TensorProto::FLOAT));
+  AddNode(body, "Identity", "keep_going", {"cond_in"}, "cond_out");
+  AddNode(body, "SequenceInsert", "insert_x", {"seq_in", "x"}, "seq_out");
+  AddOutput(body, "cond_out", onnx::TensorProto::BOOL);
+  *body.add_output() = testing::Declared("seq_out", testing::SequenceTypeOf(onnx::TensorProto::FLOAT));
+
+  onnx::GraphProto g;
+  g.set_name("loop");
+  AddInput(g, "M", onnx::TensorProto::INT64);
+  AddInput(g, "x", onnx::TensorProto::FLOAT);
+  AddNode(g, "SequenceEmpty", "empty", {}, "seq0");
+  AddNode(g, "Loop", "loop", {"M", "", "seq0"}, "seq");
+  *g.mutable_node(1)->add_attribute() = GraphAttr("body", std::move(body));
+  AddNode(g, "SequenceLength", "count", {"seq"}, "n");
+  AddOutput(g, "n", onnx::TensorProto::INT64);
+  return ModelOf(std::move(g));
+}
+
+// A sequence's values are charged, not only their tensors' storage: each is a slot the run holds whatever
+// its tensor, and a sequence of one x inserted 4096 times allocates no tensor byte at all. Nothing saw them
+// (a split of an empty [2^24, 0] held 4.9 GB, of which the budget saw the pieces' empty buffers, 1 GB).
+TEST(MemoryBudgetTest, ASequencesValuesCountEvenWhenTheyShareOneTensor) {
+  auto session = Load(LoopInsertingX(), kBudget);
+  const auto feeds = [](int64_t trips) {
+    return std::vector<std::pair<std::string, Tensor>>{{"M", Tensor::Scalar<int64_t>(trips)},
+                                                       {"x", Tensor::FromVector<float>({1}, {3.f})}};
+  };
+  ExpectOverBudget(session->Run(feeds(4096)).status(), "loop");
+  auto out = session->Run(feeds(16));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::Scalar<int64_t>(16), (*out)[0]));
 }
 
 // Each run has a budget of its own: runs that each fit pass together however they overlap, where one

@@ -5,12 +5,13 @@
 //   Loop-1..25   runs body while iteration < M and cond; carries N values, stacks K scan outputs on axis 0.
 //   Scan-8       has a leading batch axis and an optional sequence_lens input (only full lengths run).
 //   Scan-9..25   scans M inputs along scan_input_axes (either direction), stacks K outputs along
-//                scan_output_axes.
+//                scan_output_axes; over zero-length inputs they take the body's declared output shapes.
 // If's branches and Loop's carried values may be of any kind (sequences, optionals, maps); Scan's state
 // and scanned values are tensors, as are Loop's scan outputs.
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "runtime/exec/plan.h"
@@ -23,6 +24,7 @@ namespace {
 
 // Copies `count` elements; strings element by element, numbers as bytes.
 void CopyElements(const Tensor& src, int64_t src_offset, Tensor& dst, int64_t dst_offset, int64_t count) {
+  if (count == 0) return;  // an empty tensor's data may be null, which memcpy must not be given
   if (src.dtype() == DataType::kString) {
     for (int64_t i = 0; i < count; ++i) dst.data<std::string>()[dst_offset + i] = src.data<std::string>()[src_offset + i];
     return;
@@ -44,30 +46,87 @@ Tensor TakeAlongAxis(const Tensor& t, int64_t axis, int64_t index) {
   return out;
 }
 
-// Stacks equally shaped tensors along a new axis `axis`.
-absl::StatusOr<Tensor> StackAlongAxis(const std::vector<Tensor>& parts, int64_t axis) {
-  const Shape& part_shape = parts[0].shape();
-  std::vector<const Tensor*> sources;
-  for (const Tensor& p : parts) {
-    if (p.shape() != part_shape || p.dtype() != parts[0].dtype()) {
+// The scan outputs of a Loop or Scan (and Scan-8's batch items), stacked as they come: each part is copied
+// into one growing tensor, charged to the run and bounded by the tensor limits as it grows (doubling, so a
+// byte is copied about twice). Keeping the parts until the end instead held a tensor and its shape per
+// iteration, uncounted: a Loop of 2^40 trips scanning out a value of the enclosing graph grew by 220 MB a
+// second until its deadline, or without one until the machine ran out of memory.
+class ScanOutputStack {
+ public:
+  // Appends `part`, which must have the type and shape of the first.
+  absl::Status Append(const Tensor& part) {
+    if (count_ == 0) {
+      part_shape_ = part.shape();
+      dtype_ = part.dtype();
+    } else if (part.shape() != part_shape_ || part.dtype() != dtype_) {
       return absl::InvalidArgumentError(absl::StrCat("scan outputs differ across iterations: ",
-                                                     parts[0].DebugString(), " vs ", p.DebugString()));
+                                                     DataTypeName(dtype_), ShapeToString(part_shape_), " vs ",
+                                                     part.DebugString()));
     }
-    sources.push_back(&p);
+    if (dtype_ == DataType::kString) {
+      // Every iteration may scan out the same long strings (an outer value passed through).
+      for (const std::string& str : absl::MakeConstSpan(part.data<std::string>(), part.NumElements())) {
+        chars_ += static_cast<int64_t>(str.size());
+      }
+      RETURN_IF_ERROR(CheckStringChars(chars_));
+    }
+    if (count_ == Capacity()) RETURN_IF_ERROR(Grow());
+    const int64_t part_elements = part.NumElements();
+    CopyElements(part, 0, rows_, count_ * part_elements, part_elements);
+    ++count_;
+    return absl::OkStatus();
   }
-  // Every iteration may scan out the same long strings (an outer value passed through).
-  RETURN_IF_ERROR(CheckJoinedStrings(sources));
-  Shape shape = part_shape;
-  shape.insert(shape.begin() + axis, static_cast<int64_t>(parts.size()));
-  // The iteration count comes from data (a Loop's trip count): check the stacked size before allocating.
-  ASSIGN_OR_RETURN(Tensor out, Tensor::Create(parts[0].dtype(), shape));
-  const int64_t inner = NumElements(absl::MakeConstSpan(part_shape).subspan(axis));
-  const int64_t outer = NumElements(absl::MakeConstSpan(part_shape).subspan(0, axis));
-  const int64_t n = static_cast<int64_t>(parts.size());
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t i = 0; i < n; ++i) CopyElements(parts[i], o * inner, out, (o * n + i) * inner, inner);
+
+  int64_t size() const { return count_; }
+
+  // The parts stacked along a new axis `axis` (normalized against their rank + 1), the last first when
+  // `reverse`. At least one part must have been appended.
+  absl::StatusOr<Tensor> Stack(int64_t axis_attr, bool reverse) const {
+    ASSIGN_OR_RETURN(const int64_t axis, NormalizeAxis(axis_attr, static_cast<int64_t>(part_shape_.size()) + 1));
+    Shape shape = part_shape_;
+    shape.insert(shape.begin() + axis, count_);
+    if (axis == 0 && !reverse && count_ == Capacity()) return rows_;
+    ASSIGN_OR_RETURN(Tensor out, Tensor::Create(dtype_, shape));
+    const int64_t inner = NumElements(absl::MakeConstSpan(part_shape_).subspan(axis));
+    const int64_t outer = NumElements(absl::MakeConstSpan(part_shape_).subspan(0, axis));
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t i = 0; i < count_; ++i) {
+        const int64_t row = reverse ? count_ - 1 - i : i;
+        CopyElements(rows_, (row * outer + o) * inner, out, (o * count_ + i) * inner, inner);
+      }
+    }
+    return out;
   }
-  return out;
+
+ private:
+  int64_t Capacity() const { return rows_.rank() == 0 ? 0 : rows_.dim(0); }
+
+  // Doubles the rows, or takes one more where the double would pass the tensor limits and one more would not.
+  absl::Status Grow() {
+    Shape shape = part_shape_;
+    shape.insert(shape.begin(), std::max<int64_t>(1, 2 * count_));
+    if (!CheckedByteSize(dtype_, shape).ok()) shape[0] = count_ + 1;
+    ASSIGN_OR_RETURN(Tensor grown, Tensor::Create(dtype_, shape));
+    CopyElements(rows_, 0, grown, 0, count_ * NumElements(part_shape_));
+    rows_ = std::move(grown);
+    return absl::OkStatus();
+  }
+
+  Shape part_shape_;
+  DataType dtype_ = DataType::kUndefined;
+  Tensor rows_;  // [capacity, part shape...]; the first count_ rows hold the parts
+  int64_t count_ = 0;
+  int64_t chars_ = 0;
+};
+
+// A scan output no iteration made: empty along the new axis `axis_attr`, the rest as the body declares its
+// output (dynamic dims as 0, an undeclared element type as float).
+absl::StatusOr<Tensor> EmptyScanOutput(const ValueInfo& declared, int64_t axis_attr) {
+  Shape shape;
+  for (int64_t d : declared.dims) shape.push_back(std::max<int64_t>(d, 0));
+  ASSIGN_OR_RETURN(const int64_t axis, NormalizeAxis(axis_attr, static_cast<int64_t>(shape.size()) + 1));
+  shape.insert(shape.begin() + axis, 0);
+  return Tensor::Create(declared.dtype == DataType::kUndefined ? DataType::kFloat : declared.dtype, std::move(shape));
 }
 
 absl::StatusOr<const ExecutionPlan*> RequireSubgraph(const KernelInfo& info, const char* attr) {
@@ -157,7 +216,7 @@ class Loop final : public OpKernel {
       carried.push_back(*ctx.InputValue(2 + i));
     }
     const auto& names = body_->graph().inputs();
-    std::vector<std::vector<Tensor>> scans(num_scan_);
+    std::vector<ScanOutputStack> scans(num_scan_);
     for (int64_t iter = 0; iter < trip_count && cond; ++iter) {
       // The body's own steps check too, but an empty body would not: a trip count of 1e13 must still stop.
       RETURN_IF_ERROR(ctx.limits().Check());
@@ -172,20 +231,15 @@ class Loop final : public OpKernel {
       ASSIGN_OR_RETURN(cond, ScalarBool(cond_out, "body condition output"));
       for (int i = 0; i < num_carried_; ++i) carried[i] = std::move(out[1 + i]);
       for (int k = 0; k < num_scan_; ++k) {
-        ASSIGN_OR_RETURN(Tensor scanned, TensorResult(std::move(out[1 + num_carried_ + k]), "a scan output"));
-        scans[k].push_back(std::move(scanned));
+        ASSIGN_OR_RETURN(const Tensor scanned, TensorResult(std::move(out[1 + num_carried_ + k]), "a scan output"));
+        RETURN_IF_ERROR(scans[k].Append(scanned));
       }
     }
     for (int i = 0; i < num_carried_; ++i) RETURN_IF_ERROR(ctx.SetOutputValue(i, std::move(carried[i])));
     for (int k = 0; k < num_scan_; ++k) {
-      if (scans[k].empty()) {
-        const ValueInfo& info = body_->graph().outputs()[1 + num_carried_ + k];
-        Shape shape = {0};
-        for (int64_t d : info.dims) shape.push_back(std::max<int64_t>(d, 0));
-        ctx.Output(num_carried_ + k, info.dtype == DataType::kUndefined ? DataType::kFloat : info.dtype, shape);
-        continue;
-      }
-      ASSIGN_OR_RETURN(Tensor stacked, StackAlongAxis(scans[k], 0));
+      ASSIGN_OR_RETURN(Tensor stacked, scans[k].size() == 0
+                                           ? EmptyScanOutput(body_->graph().outputs()[1 + num_carried_ + k], 0)
+                                           : scans[k].Stack(0, /*reverse=*/false));
       ctx.SetOutput(num_carried_ + k, std::move(stacked));
     }
     return absl::OkStatus();
@@ -226,7 +280,7 @@ absl::StatusOr<std::vector<Tensor>> RunScan(const ExecutionPlan& body, const Sca
     length = len;
   }
   std::vector<Value> state(state_in.begin(), state_in.end());
-  std::vector<std::vector<Tensor>> scans(num_scan_out);
+  std::vector<ScanOutputStack> scans(num_scan_out);
   for (int64_t t = 0; t < std::max<int64_t>(length, 0); ++t) {
     RETURN_IF_ERROR(ctx.limits().Check());
     std::vector<Value> elements;
@@ -240,8 +294,8 @@ absl::StatusOr<std::vector<Tensor>> RunScan(const ExecutionPlan& body, const Sca
     ASSIGN_OR_RETURN(std::vector<Value> out, body.Run(feeds, ctx.pool(), ctx.limits()));
     for (int i = 0; i < spec.num_state; ++i) state[i] = std::move(out[i]);
     for (int k = 0; k < num_scan_out; ++k) {
-      ASSIGN_OR_RETURN(Tensor scanned, TensorResult(std::move(out[spec.num_state + k]), "a scan output"));
-      scans[k].push_back(std::move(scanned));
+      ASSIGN_OR_RETURN(const Tensor scanned, TensorResult(std::move(out[spec.num_state + k]), "a scan output"));
+      RETURN_IF_ERROR(scans[k].Append(scanned));
     }
   }
   std::vector<Tensor> results;
@@ -250,10 +304,10 @@ absl::StatusOr<std::vector<Tensor>> RunScan(const ExecutionPlan& body, const Sca
     results.push_back(std::move(final_state));
   }
   for (int k = 0; k < num_scan_out; ++k) {
-    if (scans[k].empty()) return absl::UnimplementedError("Scan over zero-length inputs");
-    if (spec.output_directions[k] == 1) std::reverse(scans[k].begin(), scans[k].end());
-    ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(spec.output_axes[k], scans[k][0].rank() + 1));
-    ASSIGN_OR_RETURN(Tensor stacked, StackAlongAxis(scans[k], axis));
+    ASSIGN_OR_RETURN(Tensor stacked,
+                     scans[k].size() == 0
+                         ? EmptyScanOutput(body.graph().outputs()[spec.num_state + k], spec.output_axes[k])
+                         : scans[k].Stack(spec.output_axes[k], spec.output_directions[k] == 1));
     results.push_back(std::move(stacked));
   }
   return results;
@@ -268,6 +322,19 @@ absl::StatusOr<std::vector<int64_t>> PerItemAttr(const KernelInfo& info, const c
   return values;
 }
 
+// Scan's per-item directions: 0 forward, 1 reverse. Any other value ran forward, a model's mistake (or a
+// reverse meant some other way) answered without a word.
+absl::StatusOr<std::vector<int64_t>> Directions(const KernelInfo& info, const char* name, int count) {
+  ASSIGN_OR_RETURN(std::vector<int64_t> directions, PerItemAttr(info, name, count));
+  for (int64_t direction : directions) {
+    if (direction != 0 && direction != 1) {
+      return absl::InvalidArgumentError(absl::StrCat("attribute \"", name, "\" holds ", direction,
+                                                     ": expected 0 (forward) or 1 (reverse)"));
+    }
+  }
+  return directions;
+}
+
 class Scan final : public OpKernel {
  public:
   absl::Status Init(const KernelInfo& info) {
@@ -275,14 +342,25 @@ class Scan final : public OpKernel {
     ASSIGN_OR_RETURN(int64_t num_scan_inputs, info.Attr<int64_t>("num_scan_inputs"));
     batched_ = info.opset() < 9;
     const int explicit_inputs = info.num_inputs() - (batched_ ? 1 : 0);
+    // Checked before it narrows to int: 2^32 + 1 would pass as 1.
+    if (num_scan_inputs < 0 || num_scan_inputs > explicit_inputs) {
+      return absl::InvalidArgumentError(absl::StrCat("num_scan_inputs ", num_scan_inputs, ": the node has ",
+                                                     explicit_inputs, " state and scan inputs"));
+    }
     spec_.num_scan_inputs = static_cast<int>(num_scan_inputs);
     spec_.num_state = explicit_inputs - spec_.num_scan_inputs;
     const int num_scan_out = static_cast<int>(body_->graph().outputs().size()) - spec_.num_state;
-    if (spec_.num_state < 0 || num_scan_out < 0) {
+    if (num_scan_out < 0) {
       return absl::InvalidArgumentError("num_scan_inputs does not fit the node's inputs and the body's outputs");
     }
+    // Each run feeds body input i by name: a body of fewer inputs had names read past the end of its list.
+    if (static_cast<int>(body_->graph().inputs().size()) != explicit_inputs) {
+      return absl::InvalidArgumentError(absl::StrCat("body takes ", body_->graph().inputs().size(),
+                                                     " inputs; expected the node's ", explicit_inputs,
+                                                     " state and scan inputs"));
+    }
     ASSIGN_OR_RETURN(spec_.input_directions,
-                     PerItemAttr(info, batched_ ? "directions" : "scan_input_directions", spec_.num_scan_inputs));
+                     Directions(info, batched_ ? "directions" : "scan_input_directions", spec_.num_scan_inputs));
     if (batched_) {
       spec_.input_axes.assign(spec_.num_scan_inputs, 0);
       spec_.output_axes.assign(num_scan_out, 0);
@@ -290,7 +368,7 @@ class Scan final : public OpKernel {
     } else {
       ASSIGN_OR_RETURN(spec_.input_axes, PerItemAttr(info, "scan_input_axes", spec_.num_scan_inputs));
       ASSIGN_OR_RETURN(spec_.output_axes, PerItemAttr(info, "scan_output_axes", num_scan_out));
-      ASSIGN_OR_RETURN(spec_.output_directions, PerItemAttr(info, "scan_output_directions", num_scan_out));
+      ASSIGN_OR_RETURN(spec_.output_directions, Directions(info, "scan_output_directions", num_scan_out));
     }
     return absl::OkStatus();
   }
@@ -333,6 +411,23 @@ class Scan final : public OpKernel {
     return batch;
   }
 
+  // Scan-8 over no batch items: the states as they came, and each scan output empty, [0, the scan length, the
+  // body's declared dims]. With no item to run, no output was made, and the run failed saying the node
+  // listed more outputs than the op has.
+  absl::StatusOr<std::vector<Tensor>> EmptyBatch(std::vector<Tensor> state, const std::vector<Tensor>& scan_in) const {
+    const int64_t length = scan_in.empty() ? 0 : scan_in[0].dim(1);
+    const auto& outputs = body_->graph().outputs();
+    for (size_t k = spec_.num_state; k < outputs.size(); ++k) {
+      ASSIGN_OR_RETURN(const Tensor item, EmptyScanOutput(outputs[k], 0));  // [0, declared dims]
+      Shape shape = item.shape();
+      shape[0] = length;
+      shape.insert(shape.begin(), 0);
+      ASSIGN_OR_RETURN(Tensor empty, Tensor::Create(item.dtype(), std::move(shape)));
+      state.push_back(std::move(empty));
+    }
+    return state;
+  }
+
   // Scan-8: every input has a leading batch axis; each batch item scans along its axis 1.
   absl::StatusOr<std::vector<Tensor>> RunBatched(const KernelContext& ctx, const std::vector<Tensor>& state,
                                                  const std::vector<Tensor>& scan_in) const {
@@ -344,18 +439,19 @@ class Scan final : public OpKernel {
         }
       }
     }
-    std::vector<std::vector<Tensor>> per_output;
+    if (batch == 0) return EmptyBatch(state, scan_in);
+    std::vector<ScanOutputStack> per_output;
     for (int64_t b = 0; b < batch; ++b) {
       std::vector<Tensor> item_state, item_scan;
       for (const Tensor& s : state) item_state.push_back(TakeAlongAxis(s, 0, b));
       for (const Tensor& s : scan_in) item_scan.push_back(TakeAlongAxis(s, 0, b));
       ASSIGN_OR_RETURN(std::vector<Tensor> out, RunScan(*body_, spec_, item_state, item_scan, ctx));
       per_output.resize(out.size());
-      for (size_t k = 0; k < out.size(); ++k) per_output[k].push_back(std::move(out[k]));
+      for (size_t k = 0; k < out.size(); ++k) RETURN_IF_ERROR(per_output[k].Append(out[k]));
     }
     std::vector<Tensor> results;
-    for (auto& parts : per_output) {
-      ASSIGN_OR_RETURN(Tensor stacked, StackAlongAxis(parts, 0));
+    for (const ScanOutputStack& parts : per_output) {
+      ASSIGN_OR_RETURN(Tensor stacked, parts.Stack(0, /*reverse=*/false));
       results.push_back(std::move(stacked));
     }
     return results;

@@ -1,7 +1,6 @@
 // CumSum and CumProd (running sums and products along an axis) and TopK (the k largest or smallest values along an axis with
 // their indices). Both view the input as [outer, n, inner] around the axis.
 #include <algorithm>
-#include <cmath>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -92,16 +91,6 @@ class Cumulative final : public OpKernel {
   bool exclusive_ = false;
   bool reverse_ = false;
 };
-
-// A strict weak order with NaN above every number, so sorting never sees an inconsistent comparison.
-template <typename C>
-inline bool OrderedLess(C a, C b) {
-  if constexpr (std::is_floating_point_v<C>) {
-    if (std::isnan(a)) return false;
-    if (std::isnan(b)) return true;
-  }
-  return a < b;
-}
 
 // TopK-1 takes k as an attribute; 10+ as input K. Equal values keep their input order (lower index
 // first), as the spec requires; the outputs are always sorted, which `sorted = 0` permits.

@@ -180,10 +180,12 @@ std::vector<double> ZeroPoints(const Tensor* zp, int64_t count) {
   return v;
 }
 
+// The zero point pairs with the scale element by element, so it has the scale's shape; one value given as a
+// scalar and the other as [1] pair the same. Equal counts are not enough: a blocked scale of [2, 3] and a zero
+// point of [3, 2] paired their elements in another order without a word.
 absl::Status CheckZeroPointShape(const Tensor* zp, const Tensor& scale) {
-  if (zp == nullptr || zp->shape() == scale.shape() || zp->NumElements() == scale.NumElements()) {
-    return absl::OkStatus();
-  }
+  const bool one_each = zp != nullptr && zp->NumElements() == 1 && scale.NumElements() == 1;
+  if (zp == nullptr || zp->shape() == scale.shape() || one_each) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat("zero point ", ShapeToString(zp->shape()),
                                                  ": expected the scale's shape ", ShapeToString(scale.shape())));
 }
@@ -363,8 +365,13 @@ REGISTER_KERNEL(kOnnx, "DynamicQuantizeLinear", 11, kLatest, kFloatOnly, Dynamic
 
 // An int32 copy of a (u)int8 tensor minus its zero point: a scalar, or `count` of them, element i using
 // zero point i / divisor % count (per row of A: divisor K, count M; per column of B: divisor 1, count N).
+// The zero point has the tensor's type, as the spec requires: a float one of 1e30 (or NaN) has no int32 value.
 absl::StatusOr<std::vector<int32_t>> WidenMinusZeroPoint(const Tensor& t, const Tensor* zp, int64_t count,
                                                          int64_t divisor, const char* name) {
+  if (zp != nullptr && zp->dtype() != t.dtype()) {
+    return absl::InvalidArgumentError(absl::StrCat(name, " zero point is ", DataTypeName(zp->dtype()),
+                                                   ": expected its tensor's type ", DataTypeName(t.dtype())));
+  }
   if (zp != nullptr && zp->NumElements() != 1 && zp->NumElements() != count) {
     return absl::InvalidArgumentError(absl::StrCat(name, " zero point ", ShapeToString(zp->shape()),
                                                    ": expected a scalar or ", count, " values"));
@@ -550,8 +557,6 @@ class QLinearConv final : public OpKernel {
     const Tensor& y_zp = *ctx.Input(7);
     const Tensor* bias = ctx.Input(8);
     RETURN_IF_ERROR(CheckInt8(y_zp, "y_zero_point"));
-    RETURN_IF_ERROR(CheckSameType(*ctx.Input(0), *ctx.Input(2), "x_zero_point"));
-    RETURN_IF_ERROR(CheckSameType(w, *ctx.Input(5), "w_zero_point"));
     const int64_t maps = w.rank() >= 1 ? w.dim(0) : 1;
     ASSIGN_OR_RETURN(const std::vector<float> x_scale, ScaleValues(*ctx.Input(1), "x_scale", 1));
     ASSIGN_OR_RETURN(const std::vector<float> w_scale, ScaleValues(*ctx.Input(4), "w_scale", maps));
@@ -573,12 +578,6 @@ class QLinearConv final : public OpKernel {
   }
 
  private:
-  static absl::Status CheckSameType(const Tensor& t, const Tensor& zp, const char* name) {
-    if (zp.dtype() == t.dtype()) return absl::OkStatus();
-    return absl::InvalidArgumentError(absl::StrCat(name, " is ", DataTypeName(zp.dtype()),
-                                                   ": expected its tensor's type ", DataTypeName(t.dtype())));
-  }
-
   static void Requantize(const Tensor& acc, const Tensor* bias, const std::vector<double>& multipliers,
                          const Tensor& y_zp, Tensor& y) {
     const int64_t maps = acc.dim(1), plane = acc.NumElements() / std::max<int64_t>(acc.dim(0) * maps, 1);

@@ -1,6 +1,8 @@
 // SequenceMap-17: runs its body once per element of the first input sequence. Each body input takes the
 // element at the same position of a sequence input (all of one length) or a tensor input whole; output j
 // is the sequence of the body's output j. Elements run in order, one after the other.
+#include <string>
+
 #include "absl/strings/str_cat.h"
 #include "runtime/exec/plan.h"
 #include "runtime/ops/sequence/sequence.h"
@@ -48,7 +50,10 @@ class SequenceMap final : public OpKernel {
         feeds.push_back({body_inputs[i].name, input->is_sequence() ? &input->elements()[at] : input});
       }
       ASSIGN_OR_RETURN(std::vector<Value> out, body_->Run(feeds, ctx.pool(), ctx.limits()));
-      for (int j = 0; j < ctx.num_outputs(); ++j) results[j].push_back(std::move(out[j]));
+      for (int j = 0; j < ctx.num_outputs(); ++j) {
+        RETURN_IF_ERROR(CheckJoinsResults(results[j], out[j], j));
+        results[j].push_back(std::move(out[j]));
+      }
     }
     for (int j = 0; j < ctx.num_outputs(); ++j) {
       // An empty result knows its element type from the body's declared output.
@@ -60,6 +65,19 @@ class SequenceMap final : public OpKernel {
   }
 
  private:
+  // A sequence holds tensors of one type, but the body's outputs may change type from element to element (an
+  // If that picks a branch by the element): each must join the results before it.
+  static absl::Status CheckJoinsResults(const std::vector<Value>& results, const Value& next, int output) {
+    if (results.empty()) return absl::OkStatus();
+    const std::string what = absl::StrCat("body output ", output);
+    if (results[0].is_tensor() && next.is_tensor()) {
+      return CheckJoins(results[0].tensor()->dtype(), *next.tensor(), what.c_str());
+    }
+    if (results[0].is_tensor() == next.is_tensor()) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(what, " ", next.DebugString(), " cannot join a sequence of ",
+                                                   results[0].DebugString(), " values"));
+  }
+
   const ExecutionPlan* body_ = nullptr;
 };
 

@@ -144,6 +144,9 @@ class Dft final : public OpKernel {
     y_shape[rank - 1] = irfft ? 1 : 2;
     ASSIGN_OR_RETURN(Tensor* y_tensor, ctx.CheckedOutput(0, x.dtype(), y_shape));
     Tensor& y = *y_tensor;
+    // No signal to transform: dft_length may still be 2^31 (an empty output's dims are bounded only by their
+    // nonzero product), and its twiddle table alone would take 32 GB.
+    if (y.NumElements() == 0) return absl::OkStatus();
     SignalLayout l;
     for (int64_t d = 0; d < axis; ++d) l.outer *= x.dim(d);
     for (int64_t d = axis + 1; d < rank - 1; ++d) l.inner *= x.dim(d);
@@ -246,6 +249,9 @@ class Stft final : public OpKernel {
     const int64_t frames = (length - frame) / step + 1;
     const int64_t bins = onesided_ ? frame / 2 + 1 : frame;
     Tensor& y = ctx.Output(0, signal.dtype(), {batch, frames, bins, 2});
+    // No signal, no frames: an empty batch may still declare a length (and frame) of 2^31, whose window and
+    // twiddle tables would take 48 GB.
+    if (y.NumElements() == 0) return absl::OkStatus();
     const bool ok = DispatchFloat(signal.dtype(), [&](auto tag) {
       using T = decltype(tag);
       std::vector<double> win(static_cast<size_t>(frame), 1.0);

@@ -187,6 +187,13 @@ class ScatterND final : public OpKernel {
       return absl::InvalidArgumentError(absl::StrCat("updates ", ShapeToString(updates.shape()),
                                                      ": expected ", ShapeToString(expected)));
     }
+    // With k = 0 each tuple names all of data, and indices of [2^32, 0] declare 2^32 tuples without holding an
+    // element (nothing bounds the dims of an empty tensor but their nonzero product): an empty data has
+    // nothing to write, and a non-empty one's slice bounds the tuples by the updates' elements.
+    if (k == 0 && data.NumElements() == 0) {
+      ctx.Output(0, data.dtype(), data.shape());
+      return absl::OkStatus();
+    }
     const std::vector<int64_t> strides = StridesOf(data.shape());
     const int64_t tuples = NumElements(absl::MakeConstSpan(indices.shape()).subspan(0, indices.rank() - 1));
     std::vector<int64_t> targets(static_cast<size_t>(tuples), 0);
@@ -233,35 +240,41 @@ class TensorScatter final : public OpKernel {
                                                      cache.DebugString(), "'s shape but on axis ", axis,
                                                      ", where it can be at most ", cache.dim(axis)));
     }
-    ASSIGN_OR_RETURN(const std::vector<int64_t> starts, WriteStarts(ctx, cache.dim(0)));
     const int64_t max_len = cache.dim(axis), len = update.dim(axis);
+    ASSIGN_OR_RETURN(const std::vector<int64_t> starts, WriteStarts(ctx, cache.dim(0)));
+    for (size_t b = 0; b < starts.size() && !circular_; ++b) {
+      // Written without start + len, which a write index near INT64_MAX overflows.
+      if (starts[b] < 0 || starts[b] > max_len - len) {
+        return absl::InvalidArgumentError(absl::StrCat("write index ", starts[b], " of batch ", b, " plus ", len,
+                                                       " updates leaves the cache of ", max_len,
+                                                       " positions (mode linear)"));
+      }
+    }
+    Tensor& out = ctx.Output(0, cache.dtype(), cache.shape());
+    // An empty cache may still declare 2^32 positions or batches (nothing bounds the dims of an empty tensor
+    // but their nonzero product): no target list for elements that do not exist.
+    if (out.NumElements() == 0) return absl::OkStatus();
     const int64_t outer = NumElements(absl::MakeConstSpan(cache.shape()).subspan(0, axis));
     const int64_t inner = NumElements(absl::MakeConstSpan(cache.shape()).subspan(axis + 1));
-    const int64_t per_batch = cache.dim(0) == 0 ? 1 : outer / cache.dim(0);
+    const int64_t per_batch = outer / cache.dim(0);
     std::vector<int64_t> targets;
     targets.reserve(outer * len);
     for (int64_t o = 0; o < outer; ++o) {
-      const int64_t start = starts[o / per_batch];
-      // Written without start + len, which a write index near INT64_MAX overflows.
-      if (!circular_ && (start < 0 || start > max_len - len)) {
-        return absl::InvalidArgumentError(absl::StrCat("write index ", start, " of batch ", o / per_batch, " plus ",
-                                                       len, " updates leaves the cache of ", max_len,
-                                                       " positions (mode linear)"));
-      }
+      const int64_t start = starts.empty() ? 0 : starts[o / per_batch];
       const int64_t first = len == 0 ? 0 : (start % max_len + max_len) % max_len;  // max_len is 0 only if len is
       for (int64_t i = 0; i < len; ++i) {
         const int64_t position = (first + i) % max_len;
         targets.push_back((o * max_len + position) * inner);
       }
     }
-    Tensor& out = ctx.Output(0, cache.dtype(), cache.shape());
     return ScatterInto(cache, update, targets, inner, Reduction::kNone, out);
   }
 
  private:
+  // write_indices, or none when absent (every batch writes from 0).
   static absl::StatusOr<std::vector<int64_t>> WriteStarts(const KernelContext& ctx, int64_t batch) {
     const Tensor* indices = ctx.Input(2);
-    if (indices == nullptr) return std::vector<int64_t>(batch, 0);
+    if (indices == nullptr) return std::vector<int64_t>();
     if (indices->dtype() != DataType::kInt64 || indices->shape() != Shape{batch}) {
       return absl::InvalidArgumentError(
           absl::StrCat("write_indices must be int64 of shape [", batch, "], got ", indices->DebugString()));

@@ -15,11 +15,14 @@ struct SliceView {
   int64_t outer = 1, count = 0, inner = 1;
 };
 
-// Half types order through float; everything else (strings included) by operator<.
+// Half types order through float, floats with NaN last (numpy.unique's order, its NaNs one value);
+// everything else (strings included) by operator<.
 template <typename T>
 bool Less(const T& a, const T& b) {
   if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
-    return static_cast<float>(a) < static_cast<float>(b);
+    return OrderedLess(static_cast<float>(a), static_cast<float>(b));
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return OrderedLess(a, b);
   } else {
     return a < b;
   }
@@ -124,6 +127,7 @@ class Unique final : public OpKernel {
     } else {
       view.count = x.NumElements();
     }
+    if (view.count > 0 && view.outer * view.inner == 0) return UniqueOfEmptySlices(ctx, x, axis, view.count);
     Groups groups;
     bool handled = DispatchAny(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
@@ -149,6 +153,22 @@ class Unique final : public OpKernel {
   }
 
  private:
+  // Slices of no elements are all equal: one group, nothing to sort. An empty X may declare 2^32 of them
+  // (nothing bounds the dims of an empty tensor but their nonzero product), so the inverse goes straight to
+  // its checked output instead of through scratch vectors of that length (32 GB each).
+  static absl::Status UniqueOfEmptySlices(KernelContext& ctx, const Tensor& x, int64_t axis, int64_t count) {
+    Shape y_shape = x.shape();
+    y_shape[axis] = 1;
+    ctx.Output(0, x.dtype(), y_shape);
+    if (ctx.OutputWanted(1)) ctx.SetOutput(1, Int64Tensor({0}));
+    if (ctx.OutputWanted(2)) {
+      ASSIGN_OR_RETURN(Tensor* inverse, ctx.CheckedOutput(2, DataType::kInt64, {count}));
+      std::fill_n(inverse->data<int64_t>(), count, int64_t{0});
+    }
+    if (ctx.OutputWanted(3)) ctx.SetOutput(3, Int64Tensor({count}));
+    return absl::OkStatus();
+  }
+
   bool has_axis_ = false;
   int64_t axis_ = 0;
   bool sorted_ = true;

@@ -168,15 +168,20 @@ onnx::GraphProto EchoBody() {
                      {"s_in", "e_in"}, {{"s_out", onnx::TensorProto::FLOAT}, {"e_out", onnx::TensorProto::FLOAT}});
 }
 
-// `scan` (with any inputs before them and attributes) over state s and scan input x through EchoBody.
-absl::StatusOr<std::vector<Tensor>> RunEchoScan(OpTest scan, Tensor s, Tensor x) {
+// `scan` (with any inputs before them and attributes) over state s and scan input x through `body`.
+absl::StatusOr<std::vector<Tensor>> RunScanOf(OpTest scan, Tensor s, Tensor x, const onnx::GraphProto& body) {
   return scan.Input("s", std::move(s))
       .Input("x", std::move(x))
       .Output("s_final")
       .Output("ys")
-      .Attr("num_scan_inputs", int64_t{1})
-      .Attr(GraphAttr("body", EchoBody()))
+      .Attr(GraphAttr("body", body))
       .Run();
+}
+
+// The same through EchoBody, x being the one scan input.
+absl::StatusOr<std::vector<Tensor>> RunEchoScan(OpTest scan, Tensor s, Tensor x) {
+  scan.Attr("num_scan_inputs", int64_t{1});
+  return RunScanOf(std::move(scan), std::move(s), std::move(x), EchoBody());
 }
 
 TEST(ScanTest, ReverseInputAlongAxisOneComesOutReversedOnAxisZero) {
@@ -198,6 +203,20 @@ TEST(ScanTest, Scan8ScansEachBatchItemAlongAxisOne) {
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({2, 2, 1}, {1, 2, 3, 4}), (*out)[1]));
 }
 
+// A Scan-8 batch of no items gives the states as they came and empty scan outputs of [0, the scan length, the
+// body's declared dims]. No item ran, so no output was made, and the run failed saying the node listed more
+// outputs than the op has.
+TEST(ScanTest, Scan8OverNoBatchItemsGivesEmptyOutputs) {
+  onnx::GraphProto body = EchoBody();
+  body.mutable_output(1)->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(1);
+  OpTest scan("Scan", 8);
+  scan.NoInput().Attr("num_scan_inputs", int64_t{1});
+  auto out = RunScanOf(scan, Tensor(DataType::kFloat, {0, 1}), Tensor(DataType::kFloat, {0, 2, 1}), body);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), Shape({0, 1}));
+  EXPECT_EQ((*out)[1].shape(), Shape({0, 2, 1}));
+}
+
 // A scalar has no axis 0 to scan along, though NormalizeAxis accepts 0 for rank 0: its length was read
 // through an empty shape (a null read that killed the process).
 TEST(ScanTest, AScalarScanInputIsAnError) {
@@ -211,6 +230,79 @@ TEST(ScanTest, Scan8InputsOfDifferentBatchSizesAreAnError) {
   auto out = RunEchoScan(OpTest("Scan", 8).NoInput(), Tensor::FromVector<float>({2, 1}, {5.f, 6.f}),
                          Tensor::FromVector<float>({1, 2, 1}, {1, 2}));
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
+}
+
+// The body is fed its inputs by name, one per state and scan input: a body of one input under a state and a
+// scan input had the second name read past the end of its input list (an out-of-memory error, or worse).
+TEST(ScanTest, ABodyOfFewerInputsThanTheNodeFailsToLoad) {
+  const onnx::GraphProto one_input = CopyingBody(
+      "one_input", {{"s_in", onnx::TensorProto::FLOAT}}, {"s_in", "s_in"},
+      {{"s_out", onnx::TensorProto::FLOAT}, {"e_out", onnx::TensorProto::FLOAT}});
+  auto out = RunScanOf(OpTest("Scan", 16).Attr("num_scan_inputs", int64_t{1}), Tensor::FromVector<float>({1}, {5.f}),
+                       Tensor::FromVector<float>({2, 1}, {1.f, 2.f}), one_input);
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
+  EXPECT_NE(out.status().message().find("body takes 1 inputs"), std::string::npos) << out.status();
+}
+
+// num_scan_inputs is an int64 attribute: 2^32 + 1 narrowed to int ran as 1.
+TEST(ScanTest, NumScanInputsOutsideTheNodesInputsFailsToLoad) {
+  for (int64_t num_scan_inputs : {int64_t{-1}, int64_t{3}, (int64_t{1} << 32) + 1}) {
+    auto out = RunScanOf(OpTest("Scan", 16).Attr("num_scan_inputs", num_scan_inputs),
+                         Tensor::FromVector<float>({1}, {5.f}), Tensor::FromVector<float>({2, 1}, {1.f, 2.f}),
+                         EchoBody());
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << num_scan_inputs << ": " << out.status();
+  }
+}
+
+// Zero steps to scan (an empty sequence in a request) run the body never: the state comes out as it went in
+// and each scan output is empty along its axis, shaped otherwise as the body declares it. It was UNIMPLEMENTED.
+TEST(ScanTest, ZeroLengthInputsGiveTheStateAndEmptyScanOutputsOfTheDeclaredShape) {
+  onnx::GraphProto body = EchoBody();
+  body.mutable_output(1)->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(3);
+  for (const int64_t axis : {int64_t{0}, int64_t{1}}) {
+    OpTest scan("Scan", 16);
+    scan.Attr("num_scan_inputs", int64_t{1}).Attr("scan_output_axes", std::vector<int64_t>{axis});
+    auto out = RunScanOf(scan, Tensor::FromVector<float>({1}, {5.f}), Tensor(DataType::kFloat, {0, 3}), body);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1}, {5.f}), (*out)[0]));
+    EXPECT_EQ((*out)[1].shape(), axis == 0 ? Shape({0, 3}) : Shape({3, 0}));
+    EXPECT_EQ((*out)[1].dtype(), DataType::kFloat);
+  }
+}
+
+// Scan outputs stack along a new axis, so every iteration's must have the first one's shape: this body
+// doubles its state and scans it out, [2] then [4].
+TEST(ScanTest, ScanOutputsThatChangeShapeAreAnErrorNamingBoth) {
+  onnx::GraphProto body;
+  body.set_name("doubling");
+  *body.add_input() = Value("s_in", onnx::TensorProto::FLOAT);
+  *body.add_input() = Value("e_in", onnx::TensorProto::FLOAT);
+  auto* concat = body.add_node();
+  concat->set_op_type("Concat");
+  concat->add_input("s_in");
+  concat->add_input("s_in");
+  concat->add_output("s_out");
+  auto* axis = concat->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(0);
+  AddIdentity(body, "s_out", "e_out");
+  *body.add_output() = Value("s_out", onnx::TensorProto::FLOAT);
+  *body.add_output() = Value("e_out", onnx::TensorProto::FLOAT);
+  auto out = RunScanOf(OpTest("Scan", 16).Attr("num_scan_inputs", int64_t{1}), Tensor::FromVector<float>({1}, {5.f}),
+                       Tensor::FromVector<float>({2, 1}, {1.f, 2.f}), body);
+  EXPECT_TRUE(testing::FailsWith(out, "scan outputs differ across iterations: float[2] vs float[4]"));
+}
+
+// A direction is 0 (forward) or 1 (reverse); 2 or -1 ran forward without a word.
+TEST(ScanTest, DirectionsOtherThanForwardOrReverseFailToLoad) {
+  for (const char* attr : {"scan_input_directions", "scan_output_directions"}) {
+    for (int64_t direction : {int64_t{2}, int64_t{-1}}) {
+      auto out = RunEchoScan(OpTest("Scan", 16).Attr(attr, std::vector<int64_t>{direction}),
+                             Tensor::FromVector<float>({1}, {5.f}), Tensor::FromVector<float>({2, 1}, {1.f, 2.f}));
+      EXPECT_TRUE(testing::FailsWith(out, "expected 0 (forward) or 1 (reverse)")) << attr << " " << direction;
+    }
+  }
 }
 
 // Loop body: keeps cond and scans out the enclosing graph's string "s" unchanged.

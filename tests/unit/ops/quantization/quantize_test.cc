@@ -149,6 +149,24 @@ TEST(DequantizeLinearTest, BlockedAndOutputTypeFromScale) {
                            (*out)[0]));
 }
 
+// The zero point pairs with the scale element by element: a blocked scale of [2, 3] under a zero point of
+// [3, 2] (the same count) paired them in another order. A scalar and a [1] still pair their one value.
+TEST(DequantizeLinearTest, AZeroPointOfAnotherShapeThanTheScaleIsAnError) {
+  const auto dequantize = [](Shape scale_shape, Shape zp_shape, int64_t block_size) {
+    OpTest test("DequantizeLinear", 21);
+    test.Input("x", Tensor::FromVector<int8_t>({2, 6}, std::vector<int8_t>(12, 4)))
+        .Input("scale", Tensor::FromVector<float>(std::move(scale_shape), std::vector<float>(block_size > 0 ? 6 : 1, 1.f)))
+        .Input("zp", Tensor::FromVector<int8_t>(std::move(zp_shape), std::vector<int8_t>(block_size > 0 ? 6 : 1, 1)))
+        .Attr("axis", int64_t{1}).Output("y");
+    if (block_size > 0) test.Attr("block_size", block_size);
+    return test.Run();
+  };
+  EXPECT_TRUE(testing::FailsWith(dequantize({2, 3}, {3, 2}, 2), "zero point [3,2]: expected the scale's shape [2,3]"));
+  auto one = dequantize({}, {1}, 0);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({2, 6}, std::vector<float>(12, 3.f)), (*one)[0]));
+}
+
 TEST(DynamicQuantizeLinearTest, MapsTheRangeWithZeroOntoUint8) {
   // The spec's example: range [-3, 2], scale 5/255, zero point 153.
   auto out = OpTest("DynamicQuantizeLinear", 11)
@@ -213,6 +231,24 @@ TEST(ConvIntegerTest, ConvolvesTheZeroPointShiftedInput) {
                  .Output("y").Run();
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<int32_t>({1, 1, 2, 2}, {8, 12, 20, 24}), (*out)[0]));
+}
+
+// A zero point has its tensor's type. One of another was read as a double and converted to int32: a float
+// 1e30 or NaN (undefined behaviour) gave whatever the conversion did, and the product came out as if it were 0.
+TEST(MatMulIntegerTest, AZeroPointOfAnotherTypeIsAnError) {
+  auto out = OpTest("MatMulInteger", 10)
+                 .Input("a", Tensor::FromVector<uint8_t>({1, 1}, {3}))
+                 .Input("b", Tensor::FromVector<uint8_t>({1, 1}, {2}))
+                 .Input("a_zp", Tensor::FromVector<float>({1}, {1e30f}))
+                 .Output("y").Run();
+  EXPECT_TRUE(testing::FailsWith(out, "A zero point is float")) << out.status();
+  std::vector<uint8_t> x(9, 1);
+  out = OpTest("ConvInteger", 10)
+            .Input("x", Tensor::FromVector<uint8_t>({1, 1, 3, 3}, x))
+            .Input("w", Tensor::FromVector<uint8_t>({1, 1, 2, 2}, {1, 1, 1, 1}))
+            .Input("x_zp", Tensor::Scalar<int32_t>(1 << 20))
+            .Output("y").Run();
+  EXPECT_TRUE(testing::FailsWith(out, "x zero point is int32")) << out.status();
 }
 
 // QLinearConv's inputs in spec order, then optional B.

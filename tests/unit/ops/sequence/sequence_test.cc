@@ -325,6 +325,45 @@ TEST(SequenceMapTest, SequencesOfOtherLengthsAreAnErrorAndAnEmptyOneMapsToEmpty)
   EXPECT_EQ(empty->elem_type(), DataType::kFloat);
 }
 
+// body(x) = If(Cast<bool>(x)) then Cast<int64>(x) else x: its output's type depends on the element.
+onnx::AttributeProto TypeFlippingBody() {
+  const auto branch = [](const std::string& name, bool cast) {
+    onnx::GraphProto g;
+    g.set_name(name);
+    *g.add_node() = testing::NodeOf(cast ? "Cast" : "Identity", {"x"}, "t");
+    if (cast) *g.mutable_node(0)->add_attribute() = testing::IntAttr("to", onnx::TensorProto::INT64);
+    *g.add_output() = testing::Declared("t", testing::TensorTypeOf(cast ? onnx::TensorProto::INT64
+                                                                        : onnx::TensorProto::FLOAT));
+    return g;
+  };
+  onnx::GraphProto body;
+  body.set_name("flip_body");
+  *body.add_input() = testing::Declared("x", testing::TensorTypeOf(onnx::TensorProto::FLOAT));
+  *body.add_node() = testing::NodeOf("Cast", {"x"}, "c");
+  *body.mutable_node(0)->add_attribute() = testing::IntAttr("to", onnx::TensorProto::BOOL);
+  *body.add_node() = testing::NodeOf("If", {"c"}, "z");
+  *body.mutable_node(1)->add_attribute() = testing::GraphAttr("then_branch", branch("cast", true));
+  *body.mutable_node(1)->add_attribute() = testing::GraphAttr("else_branch", branch("keep", false));
+  *body.add_output() = testing::Declared("z", testing::TensorTypeOf(onnx::TensorProto::FLOAT));
+  return testing::GraphAttr("body", body);
+}
+
+// A sequence holds tensors of one type. The body's outputs were collected whatever their types, so a body
+// whose If picks a branch by the element made a sequence of an int64 tensor and a float one, typed int64.
+TEST(SequenceMapTest, BodyOutputsOfDifferentTypesAreAnError) {
+  auto mixed = RunOne(OpTest("SequenceMap", 17)
+                          .ValueInput("xs", SequenceOf({Floats({1}, {1}), Floats({1}, {0})}))
+                          .Output("zs")
+                          .Attr(TypeFlippingBody()));
+  EXPECT_TRUE(FailsWith(AsTensors(mixed), "cannot join a sequence of int64 tensors")) << mixed.status();
+  auto same = RunOne(OpTest("SequenceMap", 17)
+                         .ValueInput("xs", SequenceOf({Floats({1}, {0}), Floats({1}, {0})}))
+                         .Output("zs")
+                         .Attr(TypeFlippingBody()));
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_TRUE(SequenceIs({Floats({1}, {0}), Floats({1}, {0})}, *same));
+}
+
 TEST(SequenceKindTest, ATensorKernelReadingASequenceFailsToLoadNamingTheNode) {
   auto out = OpTest("Relu", 14).ValueInput("s", SequenceOf(Abc())).Output("y").Run();
   EXPECT_TRUE(FailsWith(out, "node \"node\" (Relu-14): input 0 (\"s\") is a sequence; the kernel takes tensors"));

@@ -73,6 +73,22 @@ TEST(StftTest, FramesAreWindowedDfts) {
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1, 2, 2, 2}, {2, 0, 0, 0, 5, 0, 1, 0}), (*out)[0], 1e-5, 1e-6));
 }
 
+// No signal to transform, whatever length the request asks for: an empty batch may declare 2^31 samples (or
+// dft_length 2^31), as nothing bounds the dims of an empty tensor but their nonzero product, and the twiddle
+// and window tables of that length took 32 to 48 GB (RESOURCE_EXHAUSTED under a 6 GB address limit).
+TEST(SignalTest, AnEmptyBatchMakesNoTablesForTheLengthItDeclares) {
+  const int64_t huge = int64_t{1} << 31;
+  auto dft = OpTest("DFT", 20).Input("x", Tensor(DataType::kFloat, {0, 5, 1}))
+                 .Input("dft_length", Tensor::Scalar<int64_t>(huge)).Output("y").Run();
+  ASSERT_TRUE(dft.ok()) << dft.status();
+  EXPECT_EQ((*dft)[0].shape(), Shape({0, huge, 2}));
+  auto stft = OpTest("STFT", 17).Input("signal", Tensor(DataType::kFloat, {0, huge, 1}))
+                  .Input("frame_step", Tensor::Scalar<int64_t>(1)).NoInput()
+                  .Input("frame_length", Tensor::Scalar<int64_t>(huge)).Output("y").Run();
+  ASSERT_TRUE(stft.ok()) << stft.status();
+  EXPECT_EQ((*stft)[0].shape(), Shape({0, 1, huge / 2 + 1, 2}));
+}
+
 TEST(MelWeightMatrixTest, OneFilterOverTheLowBins) {
   // 8-point DFT at 8 kHz, one mel bin over [0, 4000] Hz: edges fall on bins 0, 0, 2, so the filter is 1 at
   // bin 0 and falls to 0.5 at bin 1.

@@ -125,6 +125,21 @@ TEST(ScatterNDTest, MulReducesDuplicateElementIndices) {
   EXPECT_TRUE(TensorsClose(Floats({2, 2}, {1, 70, 30, 4}), (*out)[0]));
 }
 
+// Indices of [2^31, 0] name 2^31 tuples of no index each (k = 0: each the whole of data) while holding no
+// element. Over an empty data they write nothing, but the kernel made a target per tuple first: 16 GB,
+// RESOURCE_EXHAUSTED under a 6 GB address limit and an OOM without one.
+TEST(ScatterNDTest, EmptyIndicesDeclaringBillionsOfTuplesOverEmptyDataWriteNothing) {
+  const int64_t huge = int64_t{1} << 31;
+  auto out = OpTest("ScatterND", 18)
+                 .Input("data", Tensor(DataType::kFloat, {0}))
+                 .Input("indices", Tensor(DataType::kInt64, {huge, 0}))
+                 .Input("updates", Tensor(DataType::kFloat, {huge, 0}))
+                 .Output("y")
+                 .Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), Shape({0}));
+}
+
 TEST(ScatterNDTest, RejectsOutOfRangeIndicesAndWrongUpdateShapes) {
   auto bad_index = OpTest("ScatterND", 18)
                        .Input("data", Floats({2}, {0, 0}))
@@ -152,6 +167,23 @@ absl::StatusOr<Tensor> TensorScatter(const std::string& mode, Tensor cache, Tens
   auto out = test.Output("present_cache").Run();
   if (!out.ok()) return out.status();
   return (*out)[0];
+}
+
+// An empty cache may declare 2^31 positions or batch entries: nothing bounds the dims of an empty tensor but
+// their nonzero product. The kernel listed a target per (batch, position) all the same, 16 GB of them (and a
+// zero write index per batch entry), RESOURCE_EXHAUSTED under a 6 GB address limit and an OOM without one.
+// A write index that does not fit is refused all the same.
+TEST(TensorScatterTest, AnEmptyCacheMakesNothingForThePositionsItDeclares) {
+  const int64_t huge = int64_t{1} << 31;
+  for (const Shape& shape : std::vector<Shape>{{1, huge, 0}, {huge, 1, 0}}) {
+    auto y = TensorScatter("linear", Tensor(DataType::kFloat, shape), Tensor(DataType::kFloat, shape), std::nullopt);
+    ASSERT_TRUE(y.ok()) << y.status();
+    EXPECT_EQ(y->shape(), shape);
+  }
+  auto y = TensorScatter("linear", Tensor(DataType::kFloat, {2, 4, 0}), Tensor(DataType::kFloat, {2, 2, 0}),
+                         Ints({2}, {3, 0}));
+  ASSERT_FALSE(y.ok());
+  EXPECT_NE(y.status().message().find("write index 3 of batch 0 plus 2 updates"), std::string::npos) << y.status();
 }
 
 TEST(TensorScatterTest, WritesEachBatchEntrysSequenceFromItsIndex) {

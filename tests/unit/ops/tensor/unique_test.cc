@@ -1,4 +1,6 @@
 // Unique: the spec's examples (sorted, unsorted, along an axis) and strings.
+#include <limits>
+
 #include "gtest/gtest.h"
 #include "tests/support/op_test.h"
 
@@ -28,6 +30,42 @@ TEST(UniqueTest, UnsortedKeepsOrderOfFirstAppearance) {
   EXPECT_TRUE(TensorsClose(I64({0, 1, 3, 4}), (*out)[1]));
   EXPECT_TRUE(TensorsClose(I64({0, 1, 1, 2, 3, 2}), (*out)[2]));
   EXPECT_TRUE(TensorsClose(I64({1, 2, 2, 1}), (*out)[3]));
+}
+
+// NaN sorts after every number and NaNs are one value, as numpy.unique answers ([0., 1., nan] here). With
+// operator<, a NaN compared equal to both its neighbours and chained 1 and 0 into one group: [1].
+TEST(UniqueTest, NaNIsOneValueAfterEveryNumber) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  auto out = OpTest("Unique", 11).Input("x", Tensor::FromVector<float>({4}, {1, nan, 0, nan}))
+                 .Output("y").Output("indices").Output("inverse").Output("counts").Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({3}, {0, 1, nan}), (*out)[0]));
+  EXPECT_TRUE(TensorsClose(I64({2, 0, 1}), (*out)[1]));
+  EXPECT_TRUE(TensorsClose(I64({1, 2, 0, 2}), (*out)[2]));
+  EXPECT_TRUE(TensorsClose(I64({1, 1, 2}), (*out)[3]));
+  out = OpTest("Unique", 11).Input("x", Tensor::FromVector<float>({4}, {2, nan, 1, 2})).Attr("sorted", int64_t{0})
+            .Output("y").Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({3}, {2, nan, 1}), (*out)[0]));
+}
+
+// Along an axis of an empty X every slice is empty, so all are one: y keeps one, the inverse maps every slice
+// to it. X of [1, 2^31, 0] holds no element yet declares 2^31 slices, and the kernel sorted their indices in
+// scratch vectors of that length first (16 GB each: RESOURCE_EXHAUSTED under a 6 GB address limit).
+TEST(UniqueTest, EmptySlicesAreOneGroupHoweverManyTheInputDeclares) {
+  auto out = OpTest("Unique", 11).Input("x", Tensor(DataType::kFloat, {2, 3, 0})).Attr("axis", int64_t{1})
+                 .Output("y").Output("indices").Output("inverse").Output("counts").Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), Shape({2, 1, 0}));
+  EXPECT_TRUE(TensorsClose(I64({0}), (*out)[1]));
+  EXPECT_TRUE(TensorsClose(I64({0, 0, 0}), (*out)[2]));
+  EXPECT_TRUE(TensorsClose(I64({3}), (*out)[3]));
+
+  out = OpTest("Unique", 11).Input("x", Tensor(DataType::kFloat, {1, int64_t{1} << 31, 0})).Attr("axis", int64_t{1})
+            .Output("y").Output("indices").NoOutput().Output("counts").Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), Shape({1, 1, 0}));
+  EXPECT_TRUE(TensorsClose(I64({int64_t{1} << 31}), (*out)[2]));
 }
 
 TEST(UniqueTest, AlongAnAxisComparesWholeSlices) {
