@@ -14,14 +14,15 @@ const std::vector<Value>& NoElements() {
 }
 
 // A sequence's, map's or optional's payload, with its values' slots charged to the current run
-// (runtime/core/memory_budget.h) for as long as it lives. A value costs its slot (and a shape and handle
-// besides) whatever its tensor holds: a split of an empty [2^24, 0] into 2^24 pieces held 4.9 GB that no
-// budget saw. The tensors' storage is charged apart, by the allocator. Throws MemoryBudgetExceeded past the
-// run's budget.
+// (runtime/core/memory_budget.h) for as long as it lives. A value costs its slot, shape and handle
+// (kHeldBytesPerValue) whatever its tensor holds: a split of an empty [2^24, 0] into 2^24 pieces held 4.9
+// GB that no budget saw. The tensors' storage is charged apart, by the allocator. Throws
+// MemoryBudgetExceeded past the run's budget.
 template <typename P>
 std::shared_ptr<const P> ChargedPayload(P payload) {
   auto owned = std::make_unique<const P>(std::move(payload));
-  const MemoryCharge charge = MemoryCharge::ToCurrentRun(owned->elements.size() * sizeof(Value));
+  const MemoryCharge charge =
+      MemoryCharge::ToCurrentRun(owned->elements.size() * (sizeof(Value) + kHeldBytesPerValue));
   return std::shared_ptr<const P>(owned.release(), [charge](const P* p) {
     delete p;
     charge.Release();

@@ -210,6 +210,22 @@ TEST(SequenceLengthTest, IsAnInt64Scalar) {
 // x = [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9]]
 Tensor FiveRows() { return Floats({5, 2}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}); }
 
+// A split of a long axis of an empty tensor costs nothing to send and some 290 bytes a piece to hold: 2^24
+// pieces (the old limit) held 4.9 GB for seconds with no budget to stop them. Past 2^20 pieces it is refused
+// before they are made.
+TEST(SplitToSequenceTest, PiecesPastTheSequenceLimitAreRefusedBeforeTheyAreMade) {
+  const auto split = [](int64_t rows) {
+    return RunOne(OpTest("SplitToSequence", 11)
+                      .Input("x", Tensor(DataType::kFloat, {rows, 0}))
+                      .Input("split", Tensor::Scalar<int64_t>(1))
+                      .Output("s"));
+  };
+  EXPECT_EQ(split(int64_t{1} << 21).status().code(), absl::StatusCode::kResourceExhausted);
+  auto within = split(int64_t{1} << 10);
+  ASSERT_TRUE(within.ok()) << within.status();
+  EXPECT_EQ(within->elements().size(), size_t{1} << 10);
+}
+
 TEST(SplitToSequenceTest, AScalarSplitCutsEqualPiecesAndAShorterLast) {
   auto out = RunOne(OpTest("SplitToSequence", 11).Input("x", FiveRows()).Input("split", Tensor::Scalar<int64_t>(2)).Output("s"));
   ASSERT_TRUE(out.ok()) << out.status();
