@@ -1,11 +1,9 @@
 #include "server/serving/config.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <optional>
-#include <sstream>
 
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
@@ -401,21 +399,24 @@ std::vector<TensorSpec> SpecsOf(const ConfigTensors& tensors, bool batching) {
 }  // namespace
 
 absl::StatusOr<inference::ModelConfig> ReadModelConfig(const std::string& path) {
-  std::error_code ec;
-  const uintmax_t size = std::filesystem::file_size(path, ec);
-  if (!ec && size > static_cast<uintmax_t>(kMaxConfigBytes)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": ", size, " bytes, larger than the ", kMaxConfigBytes, " a config.pbtxt may have"));
-  }
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  std::stringstream text;
-  text << in.rdbuf();
+  // Read up to the limit, whatever size the file had when it was listed: checked first and read whole
+  // after, a file that grew in between was read to its end.
+  std::string text;
+  char block[4096];
+  while (in.read(block, sizeof block) || in.gcount() > 0) {
+    text.append(block, static_cast<size_t>(in.gcount()));
+    if (text.size() > static_cast<size_t>(kMaxConfigBytes)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": larger than the ", kMaxConfigBytes, " bytes a config.pbtxt may have"));
+    }
+  }
   google::protobuf::TextFormat::Parser parser;
   CollectErrors errors;
   parser.RecordErrorsTo(&errors);
   inference::ModelConfig config;
-  if (!parser.ParseFromString(text.str(), &config)) {
+  if (!parser.ParseFromString(text, &config)) {
     return absl::InvalidArgumentError(absl::StrCat(path, ":", errors.Joined(),
                                                    " (onnxserve supports a subset of Triton's ModelConfig)"));
   }

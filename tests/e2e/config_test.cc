@@ -333,6 +333,11 @@ TEST(ConfigTest, AnOversizedConfigFileIsNotRead) {
   auto config = ReadConfigText("max_batch_size: 8\n" + std::string(kMaxConfigBytes, ' '));
   EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(config.status().message().find("larger than"), std::string::npos) << config.status();
+  // The limit itself is a config's: the bytes read, not the size the file had, decide.
+  const std::string head = "max_batch_size: 8\n";
+  auto at_the_limit = ReadConfigText(head + std::string(kMaxConfigBytes - head.size(), ' '));
+  ASSERT_TRUE(at_the_limit.ok()) << at_the_limit.status();
+  EXPECT_EQ(at_the_limit->max_batch_size(), 8);
 }
 
 TEST(ModelNameTest, OnlyOneFolderNameIsAModelName) {
