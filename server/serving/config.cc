@@ -182,6 +182,16 @@ bool MixesRows(const Session& session) {
          std::any_of(session.outputs().begin(), session.outputs().end(), names_the_batch_past_its_first_dim);
 }
 
+// Whether every input's and tensor output's first dim bears one name: the batch dim the model declares.
+// Unnamed dims show nothing, and a model whose rows mix (a Gram matrix y [?, ?] of x [?, d]) would answer
+// each request of a batch with the others' rows.
+bool NamesOneBatchDim(const Session& session) {
+  const std::string& batch = FirstDimName(session.inputs().front());
+  const auto bears_it = [&batch](const ValueInfo& info) { return !info.is_tensor || FirstDimName(info) == batch; };
+  return !batch.empty() && std::all_of(session.inputs().begin(), session.inputs().end(), bears_it) &&
+         std::all_of(session.outputs().begin(), session.outputs().end(), bears_it);
+}
+
 bool CanBatch(const std::string& model_name, const Session& session) {
   if (session.inputs().empty()) return false;
   for (const auto& info : session.inputs()) {
@@ -190,10 +200,13 @@ bool CanBatch(const std::string& model_name, const Session& session) {
   for (const auto& info : session.outputs()) {
     if (info.is_tensor && !HasDynamicFirstDim(info)) return false;
   }
-  if (!MixesRows(session)) return true;
+  const char* reason = !NamesOneBatchDim(session) ? "its inputs and outputs do not name one batch dim"
+                       : MixesRows(session)        ? "its shapes mix the rows of a batch"
+                                                   : nullptr;
+  if (reason == nullptr) return true;
   Log(LogLevel::kInfo, "default_batching_off",
       {{"model", model_name},
-       {"reason", "its shapes mix the rows of a batch; a config.pbtxt with max_batch_size would batch it"}});
+       {"reason", absl::StrCat(reason, "; a config.pbtxt with max_batch_size would batch it")}});
   return false;
 }
 

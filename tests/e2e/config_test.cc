@@ -111,6 +111,10 @@ std::unique_ptr<Session> SessionOfGraph(const std::string& graph) {
 std::string FloatTensor(const std::string& name, std::initializer_list<std::string> dims) {
   std::string shape;
   for (const std::string& d : dims) {
+    if (d == "?") {  // neither a size nor a name
+      absl::StrAppend(&shape, "dim { } ");
+      continue;
+    }
     absl::StrAppend(&shape, std::isdigit(static_cast<unsigned char>(d[0])) ? "dim { dim_value: " + d + " } "
                                                                           : "dim { dim_param: \"" + d + "\" } ");
   }
@@ -273,9 +277,10 @@ TEST(ConfigTest, PriorityLevelsFollowTritonsRules) {
   }
 }
 
-// Without a config.pbtxt a model batches when every first dim is dynamic, unless its declared shapes say it
-// mixes the rows of a batch: then the requests batched together would each read the others' inputs (a Gram
-// matrix y [N, N] of x [N, 2] answered one client 2000 from another's 1000), so it runs one request at a time.
+// Without a config.pbtxt a model batches when every first dim is dynamic and bears one name, unless its
+// declared shapes say it mixes the rows of a batch: then the requests batched together would each read the
+// others' inputs (a Gram matrix y [N, N] of x [N, 2] answered one client 2000 from another's 1000), so it
+// runs one request at a time. Unnamed dims say nothing either way: such a model is not batched by default.
 TEST(ConfigTest, AModelWhoseShapesMixTheRowsOfABatchIsNotBatchedByDefault) {
   const std::string matmul = R"(node { op_type: "MatMul" input: "a" input: "b" output: "y" } )";
   const struct {
@@ -290,6 +295,14 @@ TEST(ConfigTest, AModelWhoseShapesMixTheRowsOfABatchIsNotBatchedByDefault) {
       {"inputs of two batch sizes: queries [N, 2] against keys [M, 2]",
        matmul + "input " + FloatTensor("a", {"N", "2"}) + " input " + FloatTensor("b", {"M", "2"}) + " output " +
            FloatTensor("y", {"N", "2"}),
+       false},
+      {"unnamed dims show no batch dim: the Gram matrix y [?, ?] of a [?, 2]",
+       R"(node { op_type: "Transpose" input: "a" output: "b" } )" + matmul + "input " + FloatTensor("a", {"?", "2"}) +
+           " output " + FloatTensor("y", {"?", "?"}),
+       false},
+      {"an output whose first dim is named otherwise: y [M, 2] of a [N, 2]",
+       R"(node { op_type: "Identity" input: "a" output: "y" } )" + std::string("input ") +
+           FloatTensor("a", {"N", "2"}) + " output " + FloatTensor("y", {"M", "2"}),
        false},
       {"one batch size: [N, 2] x [N, 2, 1]",
        matmul + "input " + FloatTensor("a", {"N", "1", "2"}) + " input " + FloatTensor("b", {"N", "2", "1"}) +
