@@ -369,13 +369,14 @@ void MultiplyColumnRange(const float* a, int64_t lda, bool transposed_a, int64_t
   const bool in_place = ReadsRowsInPlace(column_begin, column_end);
   float* packed = in_place ? nullptr : ThreadScratch(ScratchSlot::kPackedBlock, row_panels * kPanelRows * depth_block);
   const int64_t row_stride = transposed_a ? 1 : lda, k_stride = transposed_a ? lda : 1;
+  const auto rows_at = [&](int64_t k) { return a + row_begin * row_stride + k * k_stride; };  // A's rows from k
   // The tiles of depth block [k, k + block_depth) in columns [column, column + columns), one per panel of rows.
   const auto multiply = [&](int64_t k, int64_t block_depth, int64_t column, int64_t columns) {
     const bool first = k == 0, last = k + block_depth == depth;
     const int64_t panel = column / kPanelColumns * kPanelColumns;
     const int64_t width = PanelWidth(std::min<int64_t>(kPanelColumns, b.columns() - panel));
     const float* b_tile = b.data() + panel * depth + k * width + (column - panel);
-    const float* block = a + row_begin * row_stride + k * k_stride;
+    const float* block = rows_at(k);
     for (int64_t p = 0; p < row_panels; ++p) {
       const int64_t row = row_begin + p * kPanelRows;
       const int rows = static_cast<int>(std::min<int64_t>(kPanelRows, row_end - row));
@@ -399,8 +400,7 @@ void MultiplyColumnRange(const float* a, int64_t lda, bool transposed_a, int64_t
   }
   ForEachDepthBlock(depth, [&](int64_t k, int64_t block_depth) {
     if (!in_place) {
-      Kernels().pack_rows(a + row_begin * row_stride + k * k_stride, lda, transposed_a, row_end - row_begin,
-                          block_depth, packed);
+      Kernels().pack_rows(rows_at(k), lda, transposed_a, row_end - row_begin, block_depth, packed);
     }
     StopIfRunEnded(block_depth * (row_end - row_begin) * (column_end - column_begin));
     ForEachColumnTile(column_begin, column_end,

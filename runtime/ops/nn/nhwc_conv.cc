@@ -19,6 +19,7 @@
 #include "runtime/ops/common.h"
 #include "runtime/ops/fused_activation.h"
 #include "runtime/ops/nn/pool_geometry.h"
+#include "runtime/ops/window.h"
 #include "runtime/registry/registry.h"
 
 namespace onnxserve {
@@ -241,7 +242,7 @@ class NhwcGlobalAveragePoolKernel final : public OpKernel {
     Tensor& y = ctx.Output(0, DataType::kFloat, {images, 1, 1, channels});
     // The halves' sums, as many as Y's floats twice over: within the size limits, and charged to the run.
     ASSIGN_OR_RETURN(Tensor halves, Tensor::Create(DataType::kDouble, {images, kHalves, channels}));
-    const int64_t half_pixels = RoundUp((pixels + kHalves - 1) / kHalves, kBlockPixels);
+    const int64_t half_pixels = CeilDiv(CeilDiv(pixels, kHalves), kBlockPixels) * kBlockPixels;
     const float* in = x.data<float>();
     double* sums = halves.data<double>();
     // A small map is summed on one thread: waking the other costs more than the sums.
@@ -269,8 +270,6 @@ class NhwcGlobalAveragePoolKernel final : public OpKernel {
   static constexpr int64_t kRun = 64;
   static constexpr int64_t kBlockPixels = 64;  // floats per partial sum, as many as SumOf's lanes add
   static constexpr int64_t kMinSplitFloats = int64_t{1} << 15;
-
-  static int64_t RoundUp(int64_t n, int64_t multiple) { return (n + multiple - 1) / multiple * multiple; }
 
   // sums[c] = the sum over `count` pixels from `pixel` of channel c, a run of channels at a time.
   static void SumPixels(const float* pixels_begin, int64_t count, int64_t channels, double* sums) {
