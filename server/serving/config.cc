@@ -161,19 +161,11 @@ const std::string& FirstDimName(const ValueInfo& info) {
   return info.dim_names.empty() ? kNone : info.dim_names[0];
 }
 
-// Whether the model's declared shapes say that it mixes the rows of a batch: its inputs name their first dims
-// differently (keys [M, d] for queries [N, d]: every query reads every key), or a dim past the first bears
-// the batch dim's name (a Gram matrix y [N, N] of x [N, d]: every row reads every row). Batched, each of its
-// requests would read the others' inputs into its answer.
+// Whether a model whose first dims all bear the batch dim's name (NamesOneBatchDim) mixes the rows of a
+// batch: a dim past the first bears that name too (a Gram matrix y [N, N] of x [N, d]: every row reads every
+// row). Batched, each of its requests would read the others' inputs into its answer.
 bool MixesRows(const Session& session) {
-  std::string batch;
-  for (const auto& info : session.inputs()) {
-    const std::string& name = FirstDimName(info);
-    if (name.empty()) continue;
-    if (!batch.empty() && name != batch) return true;
-    batch = name;
-  }
-  if (batch.empty()) return false;
+  const std::string& batch = FirstDimName(session.inputs().front());
   const auto names_the_batch_past_its_first_dim = [&batch](const ValueInfo& info) {
     return info.dim_names.size() > 1 &&
            std::find(info.dim_names.begin() + 1, info.dim_names.end(), batch) != info.dim_names.end();
