@@ -38,9 +38,13 @@ constexpr int64_t kMinSplitWork = int64_t{1} << 18;
 // floats of image took 47 us on one thread.
 constexpr int64_t kMinSplitReorder = int64_t{1} << 16;
 
+constexpr int64_t kChannelBlock = 16;  // nChw16c, the blocked layout oneDNN's Winograd kernel takes
+
 // Layout-change primitives the process keeps (by shape and direction); past them each call makes its own,
 // so a client cycling through image sizes costs time, not memory.
 constexpr size_t kMaxReorders = 256;
+
+int64_t RoundUp(int64_t value, int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
 
 const dnnl::engine& Engine() {
   static const dnnl::engine kEngine(dnnl::engine::kind::cpu, 0);
@@ -70,30 +74,56 @@ dnnl::reorder ReorderFor(const dnnl::memory::desc& plain, const dnnl::memory::de
   return made;
 }
 
-// Each image cut into runs of pixels (dense in NHWC, a strided window of NCHW), at least one per thread
-// when the tensor is large enough.
+// `from` changed from NCHW to NHWC or back, the window of each given by `plain` and `nhwc`.
+void ChangeLayout(const dnnl::memory::desc& plain, const dnnl::memory::desc& nhwc, bool to_nhwc, const float* from,
+                  float* to) {
+  const dnnl::reorder reorder = ReorderFor(plain, nhwc, to_nhwc);
+  dnnl::memory src(to_nhwc ? plain : nhwc, Engine(), const_cast<float*>(from));
+  dnnl::memory dst(to_nhwc ? nhwc : plain, Engine(), to);
+  reorder.execute(ThreadStream(), src, dst);
+  ThreadStream().wait();
+}
+
+// One image's NHWC -> NCHW change of maps [c0, c0 + count): each of its pixels' floats to their planes.
+void ChangeMapsToNchw(int64_t channels, int64_t pixels, int64_t c0, int64_t count, const float* x, float* y) {
+  const dnnl::memory::desc nhwc({1, count, 1, pixels}, kF32,
+                                dnnl::memory::dims{channels * pixels, 1, channels * pixels, channels});
+  ChangeLayout(dnnl::memory::desc({1, count, 1, pixels}, kF32, Tag::nchw), nhwc, false, x + c0, y + c0 * pixels);
+}
+
+// One image's NCHW -> NHWC change of pixels [first, first + count): a strided window of each plane to
+// dense pixels.
+void ChangePixelsToNhwc(int64_t channels, int64_t pixels, int64_t first, int64_t count, const float* x, float* y) {
+  ChangeLayout(PlainWindow(channels, 1, count, 1, pixels), dnnl::memory::desc({1, channels, 1, count}, kF32, Tag::nhwc),
+               true, x + first, y + first * channels);
+}
+
+// Each image cut into parts, at least one per thread when the tensor is large enough: runs of pixels into
+// NHWC, whose pixels are dense there; whole planes into NCHW, blocks of kChannelBlock maps: runs of pixels
+// would have both threads write the cache line of each plane where their runs meet, and read the maps of
+// the other's share where a convolution cut by maps made them. ResNet-50's 7 x 7 x 2048 on two threads:
+// 157 -> 32 us.
 void Reorder(int64_t batch, int64_t channels, int64_t pixels, bool to_nhwc, const float* x, float* y,
              ThreadPool& pool) {
   LimitDnnlIsaOnce();  // before oneDNN generates its first code, as for the convolutions
   if (batch == 0 || channels == 0 || pixels == 0) return;
   const int64_t threads = batch * channels * pixels >= kMinSplitReorder ? pool.num_threads() : 1;
-  const int64_t wanted = std::min(pixels, std::max<int64_t>(1, threads / std::max<int64_t>(batch, 1)));
-  const int64_t run = (pixels + wanted - 1) / wanted, runs = (pixels + run - 1) / run;
-  pool.ParallelFor(batch * runs, 1, [&](int64_t begin, int64_t end) {
+  const int64_t cut = to_nhwc ? pixels : channels;
+  const int64_t wanted = std::min(cut, std::max<int64_t>(1, threads / std::max<int64_t>(batch, 1)));
+  const int64_t part = to_nhwc ? (pixels + wanted - 1) / wanted
+                               : std::min(channels, RoundUp((channels + wanted - 1) / wanted, kChannelBlock));
+  const int64_t parts = (cut + part - 1) / part;
+  pool.ParallelFor(batch * parts, 1, [&](int64_t begin, int64_t end) {
     omp_set_num_threads(1);
     for (int64_t i = begin; i < end; ++i) {
-      const int64_t n = i / runs, first = (i % runs) * run, count = std::min(pixels - first, run);
-      StopIfRunEnded(WorkOf({count, channels}));
-      const dnnl::memory::desc plain = PlainWindow(channels, 1, count, 1, pixels);
-      const dnnl::memory::desc nhwc({1, channels, 1, count}, kF32, Tag::nhwc);
-      const int64_t plain_offset = n * channels * pixels + first, nhwc_offset = (n * pixels + first) * channels;
-      const dnnl::reorder reorder = ReorderFor(plain, nhwc, to_nhwc);
-      const float* from = x + (to_nhwc ? plain_offset : nhwc_offset);
-      float* to = y + (to_nhwc ? nhwc_offset : plain_offset);
-      dnnl::memory src(to_nhwc ? plain : nhwc, Engine(), const_cast<float*>(from));
-      dnnl::memory dst(to_nhwc ? nhwc : plain, Engine(), to);
-      reorder.execute(ThreadStream(), src, dst);
-      ThreadStream().wait();
+      const int64_t n = i / parts, first = (i % parts) * part, count = std::min(cut - first, part);
+      StopIfRunEnded(WorkOf({count, to_nhwc ? channels : pixels}));
+      const int64_t image = n * channels * pixels;
+      if (to_nhwc) {
+        ChangePixelsToNhwc(channels, pixels, first, count, x + image, y + image);
+      } else {
+        ChangeMapsToNchw(channels, pixels, first, count, x + image, y + image);
+      }
     }
   });
 }
@@ -112,7 +142,6 @@ constexpr int64_t kMinWinogradPixels = 28 * 28;
 // blocks of 16, that let one band of a 3000 x 3000 image of one channel keep 1.1 GB. Bands are cut to keep
 // their copies within this many floats (16 MB), which ResNet's bands are far below.
 constexpr int64_t kMaxBlockedBandFloats = int64_t{1} << 22;
-constexpr int64_t kChannelBlock = 16;  // nChw16c, the blocked layout oneDNN's Winograd kernel takes
 
 // A prologue's output of one image below this stays in cache between the two convolutions (the L2 of a
 // core holds it, or most of the L3): it is computed whole then, not band by band. Measured in MobileNet on
@@ -124,8 +153,6 @@ constexpr int64_t kPrologueWindowBytes = int64_t{512} << 10;
 // Past this a band of one output row needs more scratch than a thread should keep: such an image runs the
 // convolutions one after the other.
 constexpr int64_t kMaxPrologueWindowFloats = int64_t{4} << 20;
-
-int64_t RoundUp(int64_t value, int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
 
 // Whether none of y's n floats is infinite or NaN (the maximum of their bits less the sign is below the
 // infinity's), applying Relu to them on the way when `relu`: one pass over a band, not two. AVX2 code,
@@ -142,9 +169,9 @@ __attribute__((target("avx2"))) bool AllFiniteThenRelu(float* y, int64_t n, bool
 // One band's primitive: a dense part of an image's output (its floats from `out_offset` on) and where in
 // the image its input starts. A band of output rows reads the input rows its windows cover, with the zero
 // rows before and after them as its own padding; a pointwise convolution's band is any run of pixels. A
-// Winograd band may instead be every row of maps [map_begin, map_begin + its maps): a strided part of Y.
+// band may instead be every row of `maps` maps from `map_begin` on: a strided part of Y.
 struct Band {
-  int64_t in_offset = 0, out_offset = 0, out_floats = 0, map_begin = 0;
+  int64_t in_offset = 0, out_offset = 0, out_floats = 0, map_begin = 0, maps = 0;
   dnnl::convolution_forward::primitive_desc pd;
   dnnl::convolution_forward conv;
   dnnl::memory weights;
@@ -258,6 +285,10 @@ class NhwcConvImpl final : public NhwcConv {
           band_x = window;
         }
         const int64_t y_offset = n * out_image + band.out_offset;
+        if (band.maps < dims_.maps && !band.blocked) {
+          RunMapsBand(band, band_x, bias, z != nullptr ? z + y_offset : nullptr, y + y_offset, kernels);
+          continue;
+        }
         if (z != nullptr) {
           std::memcpy(y + y_offset, z + y_offset, static_cast<size_t>(band.out_floats) * sizeof(float));
         }
@@ -269,6 +300,21 @@ class NhwcConvImpl final : public NhwcConv {
       }
     });
     return finite.load(std::memory_order_relaxed);
+  }
+
+  // A direct band cut by maps computes its part of Y, each pixel's `band.maps` floats dims_.maps apart, in
+  // a dense per-thread copy: oneDNN's kernels take no strided output (only its reference one does).
+  void RunMapsBand(const Band& band, const float* x, const float* bias, const float* z, float* y,
+                   const vec::VectorKernels& kernels) const {
+    float* out = ThreadScratch(ScratchSlot::kDnnlDestination, band.out_floats);
+    const int64_t pixels = band.out_floats / band.maps;
+    const size_t bytes = static_cast<size_t>(band.maps) * sizeof(float);
+    if (z != nullptr) {
+      for (int64_t p = 0; p < pixels; ++p) std::memcpy(out + p * band.maps, z + p * dims_.maps, bytes);
+    }
+    RunBand(band, x, bias + band.map_begin, out, kernels);
+    if (!ReluInPrimitive()) ApplyActivation(kernels, activation_, out, band.out_floats);
+    for (int64_t p = 0; p < pixels; ++p) std::memcpy(y + p * dims_.maps, out + p * band.maps, bytes);
   }
 
   void RunPrologue(const Band& band, const float* x, const float* bias, float* window) const {
@@ -420,6 +466,7 @@ class NhwcConvImpl final : public NhwcConv {
     plan->threads = threads;
     try {
       omp_set_num_threads(1);
+      if (IsPointwise(shape) && split && TryDirectByMaps(shape, threads, w, *plan)) return plan;
       if (wanted > 1 && IsPointwise(shape)) {
         // Runs of pixels share the work out evenly where rows cannot: a 7x7 map's rows split 4 + 3.
         const int64_t pixels = shape.out_h * shape.out_w, run = (pixels + wanted - 1) / wanted;
@@ -434,6 +481,7 @@ class NhwcConvImpl final : public NhwcConv {
         const bool winograd = WinogradFits(shape) && winograd_rows * shape.out_w >= kMinWinogradPixels;
         if (winograd) band_rows = winograd_rows;
         if (!winograd && split && TryWinogradByMaps(shape, threads, w, *plan)) return plan;
+        if (!winograd && split && TryDirectByMaps(shape, threads, w, *plan)) return plan;
         for (int64_t r0 = 0; r0 < shape.out_h; r0 += band_rows) {
           plan->bands.push_back(MakeBand(shape, r0, std::min(band_rows, shape.out_h - r0), winograd, w));
         }
@@ -474,6 +522,40 @@ class NhwcConvImpl final : public NhwcConv {
     return true;
   }
 
+  // An image whose weights outweigh its maps may be shared out by maps: each thread reads the whole of X
+  // and half the weights, where a band of rows reads all the weights and its rows of X. A band of maps
+  // computes into per-thread scratch and copies its part of Y out (oneDNN's kernels write no strided Y),
+  // and Z in first, so it wins where W > X + Y (+ Z). ResNet-50's last stage on two threads of AVX-512
+  // (7 x 7 maps, 2.4 MB of weights a 3x3): 0.67-0.95 of the time of bands of rows, its 1x1s of 256 ->
+  // 1024 maps of 14 x 14 with Z, which this rule keeps in rows, 1.2 times. Whether it made `plan`'s bands.
+  bool TryDirectByMaps(const ConvShape2D& shape, int threads, const float* w, Plan& plan) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
+    if (dims_.depthwise) return false;
+    const double weights = static_cast<double>(dims_.maps) * static_cast<double>(dims_.channels) *
+                           static_cast<double>(dims_.kernel_h * dims_.kernel_w);
+    const double in_pixels = static_cast<double>(shape.in_h) * static_cast<double>(shape.in_w);
+    const double out_pixels = static_cast<double>(shape.out_h) * static_cast<double>(shape.out_w);
+    const double x = in_pixels * static_cast<double>(InChannels()), y = out_pixels * static_cast<double>(dims_.maps);
+    if (weights <= x + (has_z_ ? 2 : 1) * y) return false;
+    const int64_t share = RoundUp((dims_.maps + threads - 1) / threads, kChannelBlock);
+    if (share >= dims_.maps) return false;
+    // Each band bounded in work like a band of rows, its copy of Y like a Winograd band's copies.
+    const double image_work = ImageWork(shape), shares = std::ceil(static_cast<double>(dims_.maps) / share);
+    if (image_work / shares > static_cast<double>(kDnnlBandWork)) return false;
+    if (out_pixels * static_cast<double>(share) > static_cast<double>(kMaxBlockedBandFloats)) return false;
+    std::vector<Band> bands;
+    try {
+      for (int64_t m0 = 0; m0 < dims_.maps; m0 += share) {
+        bands.push_back(MakeBand(shape, 0, shape.out_h, /*winograd=*/false, w, m0, std::min(share, dims_.maps - m0)));
+      }
+    } catch (const dnnl::error&) {
+      return false;  // only oneDNN's reference kernel takes these maps: rows then
+    }
+    plan.bands = std::move(bands);
+    plan.ShareWork(image_work);
+    return true;
+  }
+
   // A 1x1 at stride 1 without pads: its map is a matrix of pixels, cut anywhere.
   bool IsPointwise(const ConvShape2D& s) const {
     return dims_.kernel_h == 1 && dims_.kernel_w == 1 && s.stride_h == 1 && s.stride_w == 1 && s.pad_top == 0 &&
@@ -501,7 +583,7 @@ class NhwcConvImpl final : public NhwcConv {
   }
 
   // Output rows [out_row, out_row + out_rows) of maps [map_begin, map_begin + maps) (all of them unless
-  // given: only a Winograd band is cut by maps).
+  // given). A direct band of some maps writes them densely (RunMapsBand copies them into Y).
   Band MakeBand(const ConvShape2D& s, int64_t out_row, int64_t out_rows, bool winograd, const float* w,
                 int64_t map_begin = 0, int64_t maps = -1) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
     if (maps < 0) maps = dims_.maps;
@@ -540,9 +622,11 @@ class NhwcConvImpl final : public NhwcConv {
         // No Winograd kernel here (AVX2, or a shape it does not take): the direct one below.
       }
     }
-    if (maps != dims_.maps) throw dnnl::error(dnnl_unimplemented, "only Winograd bands are cut by maps");
-    return MakeBandOf(desc(dnnl::algorithm::convolution_direct, src, dst), in_offset, out_offset, out_floats, w,
-                      weight_dims, /*winograd=*/false);
+    const dnnl::memory::desc dense_dst({1, maps, out_rows, s.out_w}, kF32, Tag::nhwc);
+    Band band = MakeBandOf(desc(dnnl::algorithm::convolution_direct, src, dense_dst), in_offset, out_offset,
+                           out_floats, band_w, weight_dims, /*winograd=*/false);
+    band.map_begin = map_begin;
+    return band;
   }
 
   // Pixels [p0, p0 + count) of a pointwise convolution, as one row of `count` pixels.
@@ -566,6 +650,7 @@ class NhwcConvImpl final : public NhwcConv {
                   int64_t out_floats, const float* w, const Dims& weight_dims, bool winograd) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
     Band band;
+    band.maps = weight_dims[0];
     band.blocked = winograd;
     band.in_offset = in_offset;
     band.out_offset = out_offset;

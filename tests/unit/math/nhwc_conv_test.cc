@@ -174,6 +174,12 @@ TEST_F(NhwcConvTest, MatchesTheDefinitionOnResNetAndMobileNetShapes) {
       {.batch = 1, .channels = 3, .maps = 16, .in_h = 23, .in_w = 23, .kernel = 7, .stride = 2, .pad = 3, .threads = 2},
       // A pointwise convolution of a 7x7 map over two threads: runs of 25 and 24 pixels, not rows 4 + 3.
       {.batch = 1, .channels = 96, .maps = 96, .in_h = 7, .in_w = 7, .kernel = 1, .threads = 2},
+      // Weights that outweigh X and Y: shared out by maps, 48 + 32 of them, 32 + 32 + 16 on three threads;
+      // the last at stride 2, where bands of rows would read windows.
+      {.batch = 1, .channels = 64, .maps = 80, .in_h = 5, .in_w = 6, .kernel = 3, .pad = 1, .threads = 2},
+      {.batch = 1, .channels = 64, .maps = 80, .in_h = 5, .in_w = 6, .kernel = 3, .pad = 1, .threads = 3},
+      {.batch = 1, .channels = 512, .maps = 200, .in_h = 3, .in_w = 3, .kernel = 1, .threads = 2},
+      {.batch = 1, .channels = 512, .maps = 200, .in_h = 6, .in_w = 5, .kernel = 1, .stride = 2, .threads = 2},
   };
   for (const Case& c : cases) {
     Check(c, false, {});
@@ -184,6 +190,9 @@ TEST_F(NhwcConvTest, MatchesTheDefinitionOnResNetAndMobileNetShapes) {
 TEST_F(NhwcConvTest, AppliesEveryFusedActivationAfterZ) {
   for (const Activation& activation : EveryActivation()) {
     Check({.batch = 1, .channels = 16, .maps = 24, .in_h = 8, .in_w = 8, .kernel = 3, .pad = 1, .threads = 2}, true,
+          activation);
+    // Shared out by maps: each share's Z, bias and activation are its own maps'.
+    Check({.batch = 1, .channels = 64, .maps = 80, .in_h = 5, .in_w = 6, .kernel = 3, .pad = 1, .threads = 2}, true,
           activation);
   }
 }
@@ -356,9 +365,10 @@ TEST_F(NhwcConvTest, RejectsZWhereItWasNotMadeForOne) {
 }
 
 TEST(NhwcLayoutTest, ChangesBothWaysAsTheDefinitionSays) {
-  // Small tensors on one thread, a large one split into runs of pixels over two.
-  for (const auto& [batch, channels, pixels] :
-       std::vector<std::tuple<int64_t, int64_t, int64_t>>{{1, 3, 7}, {2, 5, 1}, {2, 96, 56 * 56}, {1, 1, 9}}) {
+  // Small tensors on one thread, large ones split over two: into NHWC by runs of pixels, into NCHW by
+  // blocks of 16 maps (1040 + 1011 of the last).
+  for (const auto& [batch, channels, pixels] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+           {1, 3, 7}, {2, 5, 1}, {2, 96, 56 * 56}, {1, 1, 9}, {1, 2051, 49}}) {
     SCOPED_TRACE(::testing::Message() << batch << " x " << channels << " x " << pixels);
     ThreadPool pool(2);
     const std::vector<float> nchw = RandomFloats(batch * channels * pixels, 7);
