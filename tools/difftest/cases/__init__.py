@@ -19,6 +19,7 @@ FAMILIES = {
     "detection": nn_ops.detection,
     "attention": nn_ops.attention,
     "big": nn_ops.big,
+    "other_nn": nn_ops.other_nn,
     "gather_scatter": tensor_ops.gather_scatter,
     "shape_ops": tensor_ops.shape_ops,
     "layout": tensor_ops.layout,

@@ -438,3 +438,61 @@ def attention(rng):
         else:
             inputs = [x, floats(rng, (b, s, rot // 2), specials=0), floats(rng, (b, s, rot // 2), specials=0)]
         yield Case("attention", "RotaryEmbedding", inputs, attrs, opset=23, rtol=1e-5, atol=1e-5)
+
+
+def other_nn(rng):
+    """Losses, AffineGrid, DeformConv, signal windows, STFT, MaxUnpool, MaxRoiPool and Upsample."""
+    for op, _ in itertools.product(["SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss"], range(10)):
+        n, c = int(rng.integers(1, 4)), int(rng.integers(2, 5))
+        extra = rand_shape(rng, int(rng.integers(0, 3)), max_dim=3, zero=0)
+        scores = floats(rng, (n, c) + extra, specials=0)
+        labels = rng.integers(0, c, (n,) + extra).astype(np.int64)
+        attrs = {"reduction": str(rng.choice(["none", "sum", "mean"]))}
+        if rng.random() < 0.4:
+            attrs["ignore_index"] = int(rng.integers(0, c))
+        inputs = [scores, labels] + ([np.abs(floats(rng, (c,), specials=0))] if rng.random() < 0.5 else [])
+        outs = [F32] + ([F32] if op == "SoftmaxCrossEntropyLoss" and rng.random() < 0.5 else [])
+        yield Case("other_nn", op, inputs, attrs, out_types=outs, opset=13, rtol=1e-4, atol=1e-5)
+    for _ in range(8):
+        nd = int(rng.choice([2, 3]))
+        theta = floats(rng, (2, nd, nd + 1), specials=0, scale=1.0)
+        size = np.array([2, 1] + [int(rng.integers(1, 5)) for _ in range(nd)], np.int64)
+        yield Case("other_nn", "AffineGrid", [theta, size], {"align_corners": int(rng.integers(0, 2))}, opset=20,
+                   consts=(1,), rtol=1e-5, atol=1e-6)
+    for _ in range(10):
+        c, oc, kh, kw = int(rng.integers(1, 3)), int(rng.integers(1, 3)), int(rng.integers(1, 3)), \
+            int(rng.integers(1, 3))
+        h, w = int(rng.integers(kh, 6)), int(rng.integers(kw, 6))
+        oh, ow = h - kh + 1, w - kw + 1
+        inputs = [floats(rng, (1, c, h, w), specials=0), floats(rng, (oc, c, kh, kw), specials=0),
+                  floats(rng, (1, 2 * kh * kw, oh, ow), specials=0, scale=1.0)]
+        if rng.random() < 0.5:
+            inputs.append(floats(rng, (oc,), specials=0))
+            if rng.random() < 0.5:
+                inputs.append(rng.uniform(0, 1, (1, kh * kw, oh, ow)).astype(F32))
+        yield Case("other_nn", "DeformConv", inputs, opset=19, rtol=1e-4, atol=1e-5)
+    for op in ["HannWindow", "HammingWindow", "BlackmanWindow"]:
+        for size in (1, 2, 5, 8):
+            yield Case("other_nn", op, [np.array(size, np.int64)], {"periodic": int(rng.integers(0, 2))},
+                       out_types=[F32], opset=17, rtol=1e-5, atol=1e-6)
+    for _ in range(8):
+        length, frame = int(rng.integers(8, 20)), int(rng.choice([4, 8]))
+        step = int(rng.integers(1, frame + 1))
+        inputs = [floats(rng, (1, length, 1), specials=0), np.array(step, np.int64),
+                  np.hanning(frame).astype(F32) if rng.random() < 0.5 else None, np.array(frame, np.int64)]
+        yield Case("other_nn", "STFT", inputs, {"onesided": int(rng.integers(0, 2))}, opset=17, consts=(1, 3),
+                   rtol=1e-4, atol=1e-4)
+    for _ in range(8):
+        x = floats(rng, (1, 2, 2, 2), specials=0)
+        idx = np.stack([rng.permutation(16)[:4] for _ in range(2)]).reshape(1, 2, 2, 2).astype(np.int64)
+        idx = idx + np.arange(2).reshape(1, 2, 1, 1) * 16
+        attrs = {"kernel_shape": [2, 2], "strides": [2, 2]}
+        inputs = [x, idx] + ([np.array([1, 2, 5, 4], np.int64)] if rng.random() < 0.5 else [])
+        yield Case("other_nn", "MaxUnpool", inputs, attrs, opset=11)
+        rois = np.array([[0, 0, 0, 3, 3], [0, 1, 1, 4, 2]], F32)
+        yield Case("other_nn", "MaxRoiPool", [floats(rng, (1, 2, 5, 6), specials=0), rois],
+                   {"pooled_shape": [int(rng.integers(1, 3)), int(rng.integers(1, 3))],
+                    "spatial_scale": float(rng.choice([1.0, 0.5]))}, opset=1)
+        yield Case("other_nn", "Upsample", [floats(rng, (1, 1, 2, 3), specials=0),
+                                            np.array([1, 1, float(rng.choice([1.5, 2, 3])), 2], F32)],
+                   {"mode": str(rng.choice(["nearest", "linear"]))}, opset=9, consts=(1,), rtol=1e-5, atol=1e-6)
