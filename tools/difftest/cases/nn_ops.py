@@ -24,6 +24,14 @@ def conv_geometry(rng, nd):
     return kernel, attrs
 
 
+def weights_and_bias(rng, x, w_shape, out_channels):
+    """A convolution's inputs after X: weights, half the time a bias; each a constant half the time."""
+    inputs = [x, floats(rng, w_shape, specials=0)]
+    if rng.random() < 0.5:
+        inputs.append(floats(rng, (out_channels,), specials=0))
+    return inputs, [i for i in (1, 2) if i < len(inputs) and rng.random() < 0.5]
+
+
 def conv(rng):
     for _ in range(90):
         nd = int(rng.choice([1, 2, 2, 2, 3]))
@@ -43,11 +51,7 @@ def conv(rng):
             need = dil[d] * (kernel[d] - 1) + 1 - pads[d] - pads[d + nd]
             spatial.append(max(need, 1) + int(rng.integers(0, 6)))
         x = floats(rng, (n, cin_g * group, *spatial), specials=0)
-        w = floats(rng, (cout_g * group, cin_g, *kernel), specials=0)
-        inputs = [x, w]
-        if rng.random() < 0.5:
-            inputs.append(floats(rng, (cout_g * group,), specials=0))
-        consts = [i for i in (1, 2) if i < len(inputs) and rng.random() < 0.6]
+        inputs, consts = weights_and_bias(rng, x, (cout_g * group, cin_g, *kernel), cout_g * group)
         yield Case("conv", "Conv", inputs, attrs, opset=11, consts=consts, rtol=1e-4, atol=1e-4)
 
 
@@ -74,11 +78,7 @@ def conv_transpose(rng):
         if attrs.get("auto_pad") == "VALID" and "output_shape" in attrs:
             attrs.pop("output_shape")
         x = floats(rng, (int(rng.integers(1, 3)), cin_g * group, *spatial), specials=0)
-        w = floats(rng, (cin_g * group, cout_g, *kernel), specials=0)
-        inputs = [x, w]
-        if rng.random() < 0.5:
-            inputs.append(floats(rng, (cout_g * group,), specials=0))
-        consts = [i for i in (1, 2) if i < len(inputs) and rng.random() < 0.5]
+        inputs, consts = weights_and_bias(rng, x, (cin_g * group, cout_g, *kernel), cout_g * group)
         yield Case("conv_transpose", "ConvTranspose", inputs, attrs, opset=11, consts=consts, rtol=1e-4, atol=1e-4)
 
 
