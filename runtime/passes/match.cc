@@ -1,6 +1,5 @@
 #include "runtime/passes/match.h"
 
-#include <cmath>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -70,13 +69,13 @@ float FloatAttributeOr(const ir::Node* node, std::string_view name, float fallba
   return attr == nullptr ? fallback : attr->f;
 }
 
-// Clip's bound: from attribute `name` before opset 11, whose default is the float's `limit` (so an infinite
-// input becomes finite); from input `index` (a constant float scalar, or omitted: no bound) from 11 on;
-// nullopt when not known at load.
+// Clip's bound: from attribute `name` before opset 11, from input `index` (a constant float scalar) from 11
+// on; omitted, it is the float's `limit` in both (so an infinite input becomes finite); nullopt when not
+// known at load.
 std::optional<float> ClipBound(const ir::Node* node, std::string_view name, int index, float limit) {
   if (node->opset() < 11) return FloatAttributeOr(node, name, limit);
   const ir::Value* bound = node->input(index);
-  if (bound == nullptr) return std::copysign(std::numeric_limits<float>::infinity(), limit);
+  if (bound == nullptr) return limit;
   const Tensor* t = bound->constant();
   if (t == nullptr || t->dtype() != DataType::kFloat || t->NumElements() != 1) return std::nullopt;
   return t->data<float>()[0];

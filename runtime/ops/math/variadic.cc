@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <optional>
+#include <type_traits>
 
 #include "runtime/ops/elementwise.h"
 #include "runtime/registry/registry.h"
@@ -108,9 +109,31 @@ class Where final : public OpKernel {
   }
 };
 
+// The largest finite value of T, in T's compute type.
+template <typename T>
+ComputeType<T> LargestFinite() {
+  if constexpr (std::is_same_v<T, Float16>) {
+    return static_cast<float>(Float16::FromBits(0x7BFF));
+  } else if constexpr (std::is_same_v<T, BFloat16>) {
+    return static_cast<float>(BFloat16::FromBits(0x7F7F));
+  } else {
+    return std::numeric_limits<T>::max();
+  }
+}
+
+// The most negative finite value of T, in T's compute type.
+template <typename T>
+ComputeType<T> LowestFinite() {
+  if constexpr (std::is_floating_point_v<ComputeType<T>>) {
+    return -LargestFinite<T>();
+  } else {
+    return std::numeric_limits<T>::lowest();
+  }
+}
+
 // Clip: y = min(max(x, min), max), so min > max yields max everywhere (as the spec says). Before Clip-11 the
-// bounds are float attributes; from 11 they are optional scalar inputs of X's type. Omitted bounds do not
-// clip (infinities for floats, the type's limits for integers).
+// bounds are float attributes; from 11 they are optional scalar inputs of X's type. Omitted bounds are what
+// the spec says they default to, T's lowest() and max(), so an infinite input comes out finite.
 class Clip final : public OpKernel {
  public:
   absl::Status Init(const KernelInfo& info) {
@@ -137,10 +160,8 @@ class Clip final : public OpKernel {
       using T = decltype(tag);
       if constexpr (kIsNumber<T>) {
         using C = ComputeType<T>;
-        C lo = std::numeric_limits<C>::has_infinity ? -std::numeric_limits<C>::infinity()
-                                                    : std::numeric_limits<C>::lowest();
-        C hi = std::numeric_limits<C>::has_infinity ? std::numeric_limits<C>::infinity()
-                                                    : std::numeric_limits<C>::max();
+        C lo = LowestFinite<T>();
+        C hi = LargestFinite<T>();
         status = ReadBound<T>(ctx, 1, min_attr_, &lo);
         if (status.ok()) status = ReadBound<T>(ctx, 2, max_attr_, &hi);
         if (!status.ok()) return;

@@ -254,6 +254,23 @@ TEST(ConvFusionTest, ClipBeforeOpset11WithoutBoundsMakesInfinitiesFinite) {
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1, 1, 2, 2}, {kMax, -kMax, 3, 0.25f}), (*out)[0]));
 }
 
+// From opset 11 an omitted bound is numeric_limits<float>::lowest() or max() too, fused or not.
+TEST(ConvFusionTest, ClipWithAnOmittedBoundMakesInfinitiesFinite) {
+  constexpr float kInf = std::numeric_limits<float>::infinity(), kMax = std::numeric_limits<float>::max();
+  const GraphBuilder builder = GraphBuilder(13)
+                                   .Input("x", {1, 1, 2, 2})
+                                   .Initializer("w", Tensor::FromVector<float>({1, 1, 1, 1}, {1.f}))
+                                   .Initializer("lo", Tensor::Scalar(-1.0f))
+                                   .Node("Conv", {"x", "w"}, "conv")
+                                   .NodeWith("Clip", {"conv", "lo"}, {"y"});
+  auto session = Compile(GraphBuilder(builder).Output("y"));
+  ASSERT_NE(session, nullptr);
+  EXPECT_EQ(session->plan().StepOps(), std::vector<std::string>{"FusedConv"});
+  auto out = session->Run({{"x", Tensor::FromVector<float>({1, 1, 2, 2}, {kInf, -kInf, 3, 0.25f})}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1, 1, 2, 2}, {kMax, -1, 3, 0.25f}), (*out)[0]));
+}
+
 TEST(ConvFusionTest, NothingFusesAfterTheActivation) {
   auto model = GraphBuilder(20)
                    .Input("x", {1, 1, 2, 2})

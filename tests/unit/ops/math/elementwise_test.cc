@@ -440,6 +440,23 @@ TEST(ClipTest, Version11TakesOptionalInputs) {
   EXPECT_TRUE(TensorsClose(x, RunOne(OpTest("Clip", 11).Input("x", x).Attr("min", 1.0f))));
 }
 
+// Clip-11+ documents omitted bounds as numeric_limits<T>::lowest() and max(): infinities come out finite.
+TEST(ClipTest, OmittedBoundsAreTheTypesLowestAndMax) {
+  const Tensor x = Tensor::FromVector<float>({3}, {-kInf, 1.5f, kInf});
+  constexpr float kMax = std::numeric_limits<float>::max();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({3}, {-kMax, 1.5f, kMax}),
+                           RunOne(OpTest("Clip", 13).Input("x", x))));
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({3}, {-kMax, 1, 1}),
+                           RunOne(OpTest("Clip", 11).Input("x", x).NoInput().Input("max", Tensor::Scalar(1.0f)))));
+  constexpr double kInfD = std::numeric_limits<double>::infinity(), kMaxD = std::numeric_limits<double>::max();
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<double>({2}, {-kMaxD, kMaxD}),
+                           RunOne(OpTest("Clip", 13).Input("x", Tensor::FromVector<double>({2}, {-kInfD, kInfD})))));
+  // float16's largest finite value is 65504 (bits 0x7BFF).
+  const Tensor half = Tensor::FromVector<Float16>({2}, {Float16(-kInf), Float16(kInf)});
+  EXPECT_TRUE(TensorsClose(Tensor::FromVector<Float16>({2}, {Float16(-65504.0f), Float16(65504.0f)}),
+                           RunOne(OpTest("Clip", 13).Input("x", half))));
+}
+
 TEST(ClipTest, IntegersFromVersion12) {
   const Tensor x = Tensor::FromVector<int8_t>({3}, {-128, 0, 127});
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<int8_t>({3}, {-10, 0, 127}),
