@@ -396,9 +396,13 @@ void Shutdown(Server& s, int signal) {
   s.grpc->Shutdown(absl::ToChronoTime(deadline));
   rest_drain.join();
   Log(LogLevel::kInfo, "grpc_stopped");
-  s.repository->UnloadAll();
-  s.http.reset();
+  s.http.reset();  // its handlers end with it: no request is accepted past this point
   s.metrics_http.reset();
+  // REST requests answered 503 by the drain may still be computing on batch workers, which answer through the
+  // service, the versions and the metrics: those go only once the requests let go of them (they stop at the
+  // next check of their run's limits; ShutdownSignal ends a run that never checks).
+  s.service->WaitForAcceptedRequests();
+  s.repository->UnloadAll();
   Log(LogLevel::kInfo, "shutdown_complete");
 }
 
