@@ -35,8 +35,10 @@ run_thread_sanitizer() {
   options+=":suppressions=$PWD/tests/tsan.supp"
   export TSAN_OPTIONS=${TSAN_OPTIONS:-"$options:log_path=$PWD/$reports/tsan"}
   local failed=0 test
+  # LargeResponseTest's answers of 2 GiB take minutes under TSan and run on one thread.
   for test in "${tsan_tests[@]}"; do
-    "$(find "$tsan_dir/tests" -name "$test" -type f -perm -u+x | head -1)" --gtest_brief=1 || failed=1
+    "$(find "$tsan_dir/tests" -name "$test" -type f -perm -u+x | head -1)" --gtest_brief=1 \
+      --gtest_filter=-LargeResponseTest.* || failed=1
   done
   if compgen -G "$reports/tsan.*" >/dev/null; then
     echo "sanitize.sh --thread: ThreadSanitizer reports in $reports:" && ls "$reports"
