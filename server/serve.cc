@@ -10,9 +10,11 @@
 
 #include <cerrno>
 
+#include <condition_variable>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -26,7 +28,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "cli/limit_options.h"
 #include "server/commands.h"
@@ -200,25 +201,29 @@ class ShutdownSignal {
     std::thread([this, pipe_reader, grace] {
       const int signal = WaitForSignal(pipe_reader);
       {
-        absl::MutexLock lock(&mu_);
+        std::lock_guard<std::mutex> lock(mu_);
         signal_ = signal;
       }
+      came_.notify_all();
       absl::SleepFor(grace + absl::Seconds(1));
       Log(LogLevel::kError, "shutdown_grace_exceeded", {{"grace_secs", absl::StrCat(grace / absl::Seconds(1))}});
       std::_Exit(1);
     }).detach();  // never joined: it either ends the process or sleeps through the normal exit
   }
 
-  // Blocks until a signal came; returns its number.
+  // Blocks until a signal came; returns its number. On a condition variable rather than absl::Mutex::Await:
+  // ThreadSanitizer runs a signal's handler only once the thread it interrupted enters a call it intercepts,
+  // and the main thread, which the kernel picks, waited in abseil's futex for good.
   int Wait() {
-    absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(+[](int* signal) { return *signal != 0; }, &signal_));
+    std::unique_lock<std::mutex> lock(mu_);
+    came_.wait(lock, [this] { return signal_ != 0; });
     return signal_;
   }
 
  private:
-  absl::Mutex mu_;
-  int signal_ ABSL_GUARDED_BY(mu_) = 0;
+  std::mutex mu_;
+  std::condition_variable came_;
+  int signal_ = 0;  // guarded by mu_
 };
 
 // Everything a running server owns, in construction order (destroyed in reverse).
@@ -396,9 +401,13 @@ void Shutdown(Server& s, int signal) {
   s.grpc->Shutdown(absl::ToChronoTime(deadline));
   rest_drain.join();
   Log(LogLevel::kInfo, "grpc_stopped");
-  s.repository->UnloadAll();
-  s.http.reset();
+  s.http.reset();  // its handlers end with it: no request is accepted past this point
   s.metrics_http.reset();
+  // REST requests answered 503 by the drain may still be computing on batch workers, which answer through the
+  // service, the versions and the metrics: those go only once the requests let go of them (they stop at the
+  // next check of their run's limits; ShutdownSignal ends a run that never checks).
+  s.service->WaitForAcceptedRequests();
+  s.repository->UnloadAll();
   Log(LogLevel::kInfo, "shutdown_complete");
 }
 

@@ -85,6 +85,16 @@ class InFlight {
   std::atomic<bool> ended_{false};
 };
 
+// What an accepted request holds until its answer's callback is destroyed. Members go in reverse order, so the
+// count of accepted requests drops only once the version (whose last reference may be this one: its servables
+// reach the cache and the metrics as they go), the held bytes and the in-flight gauge are let go.
+struct AcceptedRequest {
+  std::shared_ptr<const void> accepted;
+  std::shared_ptr<const ModelVersion> version;
+  std::shared_ptr<const void> held_bytes;
+  std::shared_ptr<InFlight> inflight;
+};
+
 grpc::ServerUnaryReactor* Finished(grpc::CallbackServerContext* ctx, const absl::Status& status) {
   auto* reactor = ctx->DefaultReactor();
   reactor->Finish(ToGrpcStatus(status));
@@ -278,6 +288,23 @@ grpc::MessageHolder<ModelInferRequest, ModelInferResponse>* InferenceService::Ar
   return InferMessagesOnArena::Create();
 }
 
+std::shared_ptr<const void> AcceptedRequests::Accept() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++count_;
+  }
+  // Points at this object only to be non-null; what it owns is the deleter's release.
+  return std::shared_ptr<const void>(this, [this](const void*) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (--count_ == 0) released_.notify_all();
+  });
+}
+
+void AcceptedRequests::WaitUntilAllReleased() {
+  std::unique_lock<std::mutex> lock(mu_);
+  released_.wait(lock, [this] { return count_ == 0; });
+}
+
 LoadQueue::LoadQueue(std::function<absl::Status(const std::string&)> load)
     : load_(std::move(load)), worker_([this] { Work(); }) {}
 
@@ -415,19 +442,21 @@ void InferenceService::Run(const std::shared_ptr<const ModelInferRequest>& share
     Reply(mv->name, mv->version_str, arrival, decoded.status(), trace);
     return finish(decoded.status());
   }
-  auto inflight = std::make_shared<InFlight>(metrics_, mv->name, mv->version_str);
-  // The done callback holds `mv`: the version stays alive until its servable has answered.
-  ServableDone done = [this, mv, id = wire.id(), picked = std::move(decoded->outputs), rows = decoded->request.rows,
-                       response, arrival, inflight, trace = std::move(trace), max_response_bytes, hold,
+  // The done callback holds the version: it stays alive until its servable has answered.
+  AcceptedRequest held{accepted_requests_.Accept(), mv, std::move(hold),
+                       std::make_shared<InFlight>(metrics_, mv->name, mv->version_str)};
+  ServableDone done = [this, held = std::move(held), id = wire.id(), picked = std::move(decoded->outputs),
+                       rows = decoded->request.rows, response, arrival, trace = std::move(trace), max_response_bytes,
                        finish = std::move(finish)](ServableResponse answer) {
+    const ModelVersion& version = *held.version;
     RequestTimes times = TimesOf(answer.timing, arrival);
     const absl::Time encode_start = absl::Now();
     absl::Status status = answer.outputs.status();
-    if (status.ok()) status = EncodeInferResponse(*mv, id, picked, *answer.outputs, max_response_bytes, *response);
+    if (status.ok()) status = EncodeInferResponse(version, id, picked, *answer.outputs, max_response_bytes, *response);
     times.encode = absl::Now() - encode_start;
-    mv->stats->RecordRequest(status.ok(), absl::Now() - arrival, rows);
-    Reply(mv->name, mv->version_str, arrival, status, trace, times);
-    inflight->End();  // before finish: a client that sees its answer must not then scrape itself in flight
+    version.stats->RecordRequest(status.ok(), absl::Now() - arrival, rows);
+    Reply(version.name, version.version_str, arrival, status, trace, times);
+    held.inflight->End();  // before finish: a client that sees its answer must not then scrape itself in flight
     finish(status);
   };
   mv->servable->Run(std::move(decoded->request), std::move(done));

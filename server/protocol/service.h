@@ -69,6 +69,23 @@ class LoadQueue {
   std::thread worker_;  // last: starts once the rest exists
 };
 
+// The inference requests a service has accepted and not yet let go of: answered or not, a request still holds
+// its model version, its held bytes and the metrics it reports to until its answer's callback is gone, which
+// may be on a batch worker after the protocol's own end of the call (a REST request answered 503 as the grace
+// period ends is still computing). Thread-safe.
+class AcceptedRequests {
+ public:
+  // Counts one request until the returned token is destroyed. The token must not outlive this object.
+  std::shared_ptr<const void> Accept();
+  // Blocks until every token is gone.
+  void WaitUntilAllReleased();
+
+ private:
+  std::mutex mu_;
+  std::condition_variable released_;
+  int64_t count_ = 0;
+};
+
 // Where one request's time went, for its log line: queue (arrival to its batch's start, or to its answer when
 // it never ran), compute (its batch's run), encode (building the response message) and the batch's rows.
 struct RequestTimes {
@@ -94,6 +111,9 @@ class InferenceService final : public internal::CallbackServiceWithRawStream {
   // ServerReady's answer: false until the repository has started, and again once shutdown begins.
   void SetReady(bool ready) { ready_.store(ready); }
   bool ready() const { return ready_.load(); }
+  // Blocks until every inference request accepted so far has been let go (AcceptedRequests): what the server
+  // waits for, once the protocols have stopped taking calls, before it tears down what those requests use.
+  void WaitForAcceptedRequests() { accepted_requests_.WaitUntilAllReleased(); }
   // Whether every inference request gets an info line `event=request` (serve's --log-requests). Off by
   // default: at thousands of requests a second the lines would drown every other event.
   void SetLogRequests(bool on) { log_requests_.store(on); }
@@ -183,6 +203,7 @@ class InferenceService final : public internal::CallbackServiceWithRawStream {
   std::atomic<bool> ready_{false};
   std::atomic<bool> log_requests_{false};
   HeldRequests held_requests_;
+  AcceptedRequests accepted_requests_;
   LoadQueue loads_;
   ArenaInferMessages infer_messages_;
 };

@@ -74,6 +74,21 @@ def expand_graph():
         [helper.make_tensor_value_info("y", T.FLOAT, ["A", "B"])])
 
 
+def wide_sum_graph():
+    """y = x * max(width) per row, through a [N, max(width)] Expand summed back: as much uninterruptible work
+    (neither op looks at the run's limits) as a request asks."""
+    return helper.make_graph(
+        [helper.make_node("ReduceMax", ["width"], ["widest"], keepdims=0),
+         helper.make_node("Reshape", ["widest", "one_dim"], ["widest_1d"]),
+         helper.make_node("Concat", ["one_dim", "widest_1d"], ["shape"], axis=0),
+         helper.make_node("Expand", ["x", "shape"], ["wide"]),
+         helper.make_node("ReduceSum", ["wide", "axis_1"], ["y"], keepdims=1)], "wide_sum",
+        [helper.make_tensor_value_info("x", T.FLOAT, ["N", 1]),
+         helper.make_tensor_value_info("width", T.INT64, ["N", 1])],
+        [helper.make_tensor_value_info("y", T.FLOAT, ["N", 1])],
+        [helper.make_tensor("one_dim", T.INT64, [1], [1]), helper.make_tensor("axis_1", T.INT64, [1], [1])])
+
+
 def with_sequence_graph():
     """y = x, and `rows`: x split into a sequence of its rows, an output the protocol cannot carry."""
     return helper.make_graph(
@@ -108,6 +123,8 @@ def main(root):
         [helper.make_node("Identity", ["s"], ["t"])], "strings",
         [helper.make_tensor_value_info("s", T.STRING, ["N"])],
         [helper.make_tensor_value_info("t", T.STRING, ["N"])]))
+    # Batched, and as long a run as its input says, which only its end can stop.
+    save(root, "wide_sum", wide_sum_graph(), 'max_batch_size: 8\ndynamic_batching { }\n')
     # Runs as long as its input says; "spin_limited" stops any run after 200 ms.
     save(root, "spin", spin_graph())
     save(root, "spin_limited", spin_graph(),

@@ -219,7 +219,7 @@ TEST_F(ServerTest, RepositoryIndexListsEveryModelReady) {
   }
   EXPECT_EQ(names, (std::vector<std::string>{"add", "batched", "budgeted", "fixed", "held", "prioritized", "renamed",
                                              "spin", "spin_limited", "strings", "timeout", "tiny_queue", "unbounded",
-                                             "warmed", "with_sequence"}));
+                                             "warmed", "wide_sum", "with_sequence"}));
 }
 
 TEST_F(ServerTest, InferRawAddsAndEchoesId) {
@@ -991,7 +991,7 @@ TEST(ExplicitModeTest, LoadAndUnloadDriveReadinessAndHealth) {
 
   inference::RepositoryIndexResponse index;
   ASSERT_TRUE(stub->RepositoryIndex(Context().get(), {}, &index).ok());
-  EXPECT_EQ(index.models_size(), 15);  // listed, none loaded
+  EXPECT_EQ(index.models_size(), 16);  // listed, none loaded
   ModelInferResponse resp;
   EXPECT_EQ(Infer(*stub, AddRequest("add", 1, 0), &resp).error_code(), grpc::NOT_FOUND);
 
@@ -1347,6 +1347,47 @@ TEST(ShutdownTest, SigtermExitsWithinTheGracePeriodWhileARunWouldNeverEnd) {
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_EQ(server->Terminate(std::chrono::seconds(10)), 0);
   EXPECT_FALSE(call.get().ok());
+}
+
+// A REST inference of the wide_sum model, `width` wide.
+std::string WideSumBody(int64_t width) {
+  return R"({"inputs":[{"name":"x","shape":[1,1],"datatype":"FP32","data":[1.0]},)"
+         R"({"name":"width","shape":[1,1],"datatype":"INT64","data":[)" +
+         std::to_string(width) + "]}]}";
+}
+
+// A REST request still computing when the grace period ends gets 503 at once, but the batch worker running it
+// still holds the service, the model version and the metrics it answers through: the server must wait for it
+// before tearing them down (it tore them down under the worker, which then used freed memory). Its request
+// line then comes before shutdown_complete; the run is uninterruptible, so it outlives the grace by its size.
+TEST(ShutdownTest, ARestRequestRunningPastTheGracePeriodIsLetGoBeforeTheServerTearsDown) {
+  const std::string repo = MakeRepository("shutdown_rest");
+  auto server = ServerProcess::Start(repo, {"--shutdown-grace-secs", "0", "--http-port", "0", "--log-requests"});
+  ASSERT_NE(server, nullptr);
+  const int port = server->http_port();
+  // A run of about 0.4 s on this build, however fast it is: within the second past the grace that a server
+  // gets to unwind, and many times what tearing it down takes; at most 0.5 GB of floats on a fast machine.
+  constexpr int64_t kProbeWidth = int64_t{1} << 20;
+  const auto probe_start = std::chrono::steady_clock::now();
+  ASSERT_NE(HttpPost(port, "/v2/models/wide_sum/infer", WideSumBody(kProbeWidth)).find(" 200 "),
+            std::string::npos);
+  const std::chrono::duration<double> probe_took = std::chrono::steady_clock::now() - probe_start;
+  const double probe_seconds = probe_took.count();
+  const auto width = static_cast<int64_t>(std::clamp(kProbeWidth * 0.4 / probe_seconds, 1e6, 1.25e8));
+  auto call = std::async(std::launch::async,
+                         [&] { return HttpPost(port, "/v2/models/wide_sum/infer", WideSumBody(width)); });
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (HttpGet(port, "/metrics").find(R"(onnxserve_inflight_requests{model="wide_sum",version="1"} 1)") ==
+             std::string::npos &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(server->Terminate(std::chrono::seconds(20)), 0) << server->Log();
+  EXPECT_NE(call.get().find(" 503 "), std::string::npos);
+  const std::string log = server->Log();
+  const size_t answered = log.find("event=request model=wide_sum version=1 code=CANCELLED");
+  ASSERT_NE(answered, std::string::npos) << log;
+  EXPECT_LT(answered, log.find("event=shutdown_complete")) << log;
 }
 
 // A load cannot be cancelled: the server still ends a second past the grace period, status 1, even when the

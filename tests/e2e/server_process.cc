@@ -52,7 +52,10 @@ void AddStuckWarmupModel(const std::string& repository) {
   EXPECT_EQ(std::system(Shell({ONNXSERVE_PYTHON, ONNXSERVE_MAKE_MODELS, repository, "--stuck-warmup"}).c_str()), 0);
 }
 
-std::string HttpGet(int port, const std::string& path) {
+namespace {
+
+// Sends `request` to 127.0.0.1:`port` and reads the response until the server closes the connection.
+std::string HttpExchange(int port, const std::string& request) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in address{};
   address.sin_family = AF_INET;
@@ -60,7 +63,6 @@ std::string HttpGet(int port, const std::string& path) {
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   std::string response;
   if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0) {
-    const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
     if (write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
       char buffer[4096];
       for (ssize_t n; (n = read(fd, buffer, sizeof(buffer))) > 0;) response.append(buffer, static_cast<size_t>(n));
@@ -68,6 +70,17 @@ std::string HttpGet(int port, const std::string& path) {
   }
   close(fd);
   return response;
+}
+
+}  // namespace
+
+std::string HttpGet(int port, const std::string& path) {
+  return HttpExchange(port, "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
+}
+
+std::string HttpPost(int port, const std::string& path, const std::string& body) {
+  return HttpExchange(port, "POST " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
+                                "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
 }
 
 std::unique_ptr<ServerProcess> ServerProcess::Start(const std::string& repository, std::vector<std::string> flags) {

@@ -23,6 +23,8 @@ void AddBrokenModels(const std::string& repository);
 void AddStuckWarmupModel(const std::string& repository);
 // GET http://127.0.0.1:`port``path`: the whole response, headers included ("" when it cannot connect).
 std::string HttpGet(int port, const std::string& path);
+// POST `body` (JSON) to http://127.0.0.1:`port``path`: the whole response, as HttpGet.
+std::string HttpPost(int port, const std::string& path, const std::string& body);
 
 class ServerProcess {
  public:
