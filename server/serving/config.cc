@@ -4,10 +4,13 @@
 #include <fstream>
 #include <limits>
 #include <optional>
+#include <string_view>
 
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -120,37 +123,35 @@ absl::Status FillFromModel(const std::string& what, const ValueInfo& info, bool 
 template <typename ConfigTensors>
 absl::Status CompleteTensors(const std::string& what, const std::vector<ValueInfo>& model, bool batching,
                              bool all_required, ConfigTensors& tensors) {
-  for (int i = 0; i < tensors.size(); ++i) {
-    for (int j = 0; j < i; ++j) {
-      if (tensors[j].name() == tensors[i].name()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("config ", what, " \"", tensors[i].name(), "\" is listed twice"));
-      }
+  // By name in hash tables: a config.pbtxt of 1 MiB lists some 65K tensors, and a model may have as many,
+  // so comparing every pair would hold the load (and every load queued behind it) for seconds.
+  absl::flat_hash_map<std::string_view, const ValueInfo*> model_by_name;
+  for (const auto& m : model) model_by_name.insert_or_assign(m.name, &m);
+  absl::flat_hash_set<std::string_view> listed;
+  for (const auto& t : tensors) {
+    if (!listed.insert(t.name()).second) {
+      return absl::InvalidArgumentError(absl::StrCat("config ", what, " \"", t.name(), "\" is listed twice"));
     }
   }
   for (auto& t : tensors) {
-    const ValueInfo* info = nullptr;
-    for (const auto& m : model) {
-      if (m.name == t.name()) info = &m;
-    }
-    if (info == nullptr) {
+    const auto info = model_by_name.find(t.name());
+    if (info == model_by_name.end()) {
       return absl::InvalidArgumentError(
           absl::StrCat("config ", what, " \"", t.name(), "\" is not a ", what, " of the model"));
     }
-    RETURN_IF_ERROR(CheckTensor(what, *info, batching, t));
+    RETURN_IF_ERROR(CheckTensor(what, *info->second, batching, t));
   }
   const bool listed_any = !tensors.empty();
   if (listed_any && !all_required) return absl::OkStatus();
   for (const auto& info : model) {
-    bool listed = false;
-    for (const auto& t : tensors) listed = listed || t.name() == info.name;
     // Outputs that are not tensors are left out of what the model serves; the model still loads.
-    if (listed || (!all_required && !info.is_tensor)) continue;
+    if (listed.contains(info.name) || (!all_required && !info.is_tensor)) continue;
     if (listed_any) {
       return absl::InvalidArgumentError(
           absl::StrCat("config lists some inputs but not the model's input \"", info.name, "\""));
     }
     RETURN_IF_ERROR(FillFromModel(what, info, batching, *tensors.Add()));
+    listed.insert(info.name);
   }
   return absl::OkStatus();
 }
