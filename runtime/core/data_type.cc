@@ -278,4 +278,12 @@ absl::StatusOr<DataType> DataTypeFromOnnx(int32_t onnx_type) {
   return type;
 }
 
+int64_t FirstNonBoolByte(const void* bytes, int64_t count) {
+  const auto* byte = static_cast<const uint8_t*>(bytes);
+  for (int64_t i = 0; i < count; ++i) {
+    if (byte[i] > 1) return i;
+  }
+  return -1;
+}
+
 }  // namespace onnxserve

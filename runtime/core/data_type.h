@@ -219,4 +219,8 @@ template <typename T> inline constexpr bool kIsLowPrecision = kIsLowPrecisionFlo
 // 2-bit types, else 1.
 int ElementsPerWireByte(DataType type);
 
+// The index of the first of `count` bytes that is no BOOL element (only 0 and 1 are), or -1 when all are:
+// any other byte read as a bool is undefined behaviour (Not of 2 answered 3).
+int64_t FirstNonBoolByte(const void* bytes, int64_t count);
+
 }  // namespace onnxserve

@@ -218,14 +218,11 @@ absl::Status ReadExternal(const onnx::TensorProto& proto, const std::string& mod
 // (Not of a 2 answered 3, a Cast to float 2.0), so such a tensor is refused, as requests' are.
 absl::Status CheckBoolBytes(const onnx::TensorProto& proto, const Tensor& out) {
   if (out.dtype() != DataType::kBool) return absl::OkStatus();
-  const auto* bytes = static_cast<const uint8_t*>(out.raw_data());
-  for (int64_t i = 0; i < out.NumElements(); ++i) {
-    if (bytes[i] > 1) {
-      return absl::InvalidArgumentError(absl::StrCat(Describe(proto), ": BOOL element ", i, " is byte ",
-                                                     static_cast<int>(bytes[i]), ", expected 0 or 1"));
-    }
-  }
-  return absl::OkStatus();
+  const int64_t i = FirstNonBoolByte(out.raw_data(), out.NumElements());
+  if (i < 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(Describe(proto), ": BOOL element ", i, " is byte ",
+                                                 static_cast<int>(static_cast<const uint8_t*>(out.raw_data())[i]),
+                                                 ", expected 0 or 1"));
 }
 
 }  // namespace

@@ -107,14 +107,11 @@ absl::StatusOr<Tensor> AllocateInput(const std::string& name, DataType type, con
 // A BOOL element is a byte holding 0 or 1: kernels read any other as neither (Not of 2 is 3, Cast of 255 is
 // 255.0), and reading one as a bool is undefined behaviour.
 absl::Status CheckBoolBytes(const std::string& name, std::string_view raw) {
-  for (size_t i = 0; i < raw.size(); ++i) {
-    const int byte = static_cast<unsigned char>(raw[i]);
-    if (byte > 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("input \"", name, "\": BOOL element ", i, " is byte ", byte, ", expected 0 or 1"));
-    }
-  }
-  return absl::OkStatus();
+  const int64_t i = FirstNonBoolByte(raw.data(), static_cast<int64_t>(raw.size()));
+  if (i < 0) return absl::OkStatus();
+  const int byte = static_cast<unsigned char>(raw[i]);
+  return absl::InvalidArgumentError(
+      absl::StrCat("input \"", name, "\": BOOL element ", i, " is byte ", byte, ", expected 0 or 1"));
 }
 
 // Every BYTES element takes at least its 4-byte length prefix.

@@ -35,15 +35,11 @@ void BitCastSubByte(const Tensor& x, Tensor& y) {
 }
 
 absl::Status RequireBoolBytes(const Tensor& x) {
-  const auto* bytes = static_cast<const uint8_t*>(x.raw_data());
-  for (int64_t i = 0; i < x.NumElements(); ++i) {
-    if (bytes[i] > 1) {
-      return absl::InvalidArgumentError(absl::StrCat("element ", i, " of input ", x.DebugString(),
-                                                     " is the byte ", static_cast<int>(bytes[i]),
-                                                     ", which is no bool (only 0 and 1 are)"));
-    }
-  }
-  return absl::OkStatus();
+  const int64_t i = FirstNonBoolByte(x.raw_data(), x.NumElements());
+  if (i < 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("element ", i, " of input ", x.DebugString(), " is the byte ",
+                                                 static_cast<int>(static_cast<const uint8_t*>(x.raw_data())[i]),
+                                                 ", which is no bool (only 0 and 1 are)"));
 }
 
 class BitCast final : public OpKernel {
