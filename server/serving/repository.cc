@@ -142,9 +142,9 @@ DiskModel ScanDisk(const std::string& root, const std::string& name, const fs::p
   if (!model_file.ok() && disk.config_status.ok()) disk.config_status = model_file.status();
   const std::string file = model_file.value_or(kDefaultModelFile);
   for (const auto& entry : ListDir(dir)) {
-    const std::optional<int64_t> version = VersionOfFolder(entry.path().filename().string());
-    if (!IsDirectory(entry) || !version) continue;
     const std::string folder = entry.path().filename().string();
+    const std::optional<int64_t> version = VersionOfFolder(folder);
+    if (!IsDirectory(entry) || !version) continue;
     disk.versions[*version] = {FileFingerprint(entry.path() / file),
                               ResolveModelFile(root, fs::path(name) / folder / file)};
   }
