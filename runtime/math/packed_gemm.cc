@@ -193,7 +193,7 @@ void MultiplyBlock(const PackedRows& a, int64_t panel_begin, int64_t panel_end, 
       for (int64_t p = p_begin; p < p_end; ++p) {
         const int64_t row = p * kPanelRows;
         const int rows = static_cast<int>(std::min<int64_t>(kPanelRows, a.rows() - row));
-        MultiplyTile(PanelRows(a.panel(p) + k * kPanelRows), b.Panel(j, block_depth), b.Stride(tile_columns), block_depth,
+        MultiplyTile(PanelRows(a.panel(p, k)), b.Panel(j, block_depth), b.Stride(tile_columns), block_depth,
                      tile_columns, rows, OutputAt(c, ldc, row, column + j, epilogue, first, last), epilogue, last);
       }
     }
@@ -214,13 +214,10 @@ void ForEachDepthBlock(int64_t depth, Fn fn) {
 }
 
 // A product of a packed W and 1 to 8 columns of a stored B (a squeeze-and-excitation 1x1 Conv on a 1x1
-// map) streams W and takes as long as that stream. Depth block by depth block, every panel of W is read a
-// block's slice at a time, short runs 30 KiB apart that the prefetchers lost at each jump, and B, packed to
-// a vector a row, took 16 times its size. Panel by panel over all the depth blocks, W is one stream in
-// memory order and B is read where it lies (a 960-deep column: 4 KiB, in L1): MobileNet's 240 x 960 SE
-// Convs took 40% less time. Each element of C still sums the blocks in order, through the same tile
-// calls, so the results do not change. B must lie compact for that: rows at most a vector apart, and no
-// deeper than kMaxThinDepth.
+// map) streams W and takes as long as that stream; B, packed to a vector a row, took 16 times its size.
+// Read where it lies (a 960-deep column: 4 KiB, in L1), with W one stream in memory order (PackedRows),
+// MobileNet's 240 x 960 SE Convs took 40% less time. B must lie compact for that: rows at most a vector
+// apart, and no deeper than kMaxThinDepth.
 constexpr int64_t kMaxThinDepth = 4096;
 
 bool IsThin(const ColumnSource& source, int64_t columns, int64_t depth) {
@@ -228,28 +225,14 @@ bool IsThin(const ColumnSource& source, int64_t columns, int64_t depth) {
          depth > DepthBlock(depth) && depth <= kMaxThinDepth;
 }
 
-// MultiplyRange of a thin product (IsThin): each A panel over all depth blocks, B read where it lies.
-void MultiplyThinRange(const PackedRows& a, int64_t panel_begin, int64_t panel_end, int64_t column_begin,
-                       int64_t column_end, const ColumnSource& source, float* c, int64_t ldc,
-                       const GemmEpilogue& epilogue) {
-  for (int64_t p = panel_begin; p < panel_end; ++p) {
-    ForEachDepthBlock(a.depth(), [&](int64_t k, int64_t block_depth) {
-      const BlockOfB stored{.data = source.b + k * source.ldb + column_begin, .ldb = source.ldb};
-      MultiplyBlock(a, p, p + 1, k, block_depth, column_begin, column_end - column_begin, stored, c, ldc, epilogue);
-    });
-  }
-}
-
 // C rows [panel_begin * 8, panel_end * 8) x columns [column_begin, column_end), each block of B packed
 // by the calling thread just before it is multiplied.
 void MultiplyRange(const PackedRows& a, int64_t panel_begin, int64_t panel_end, int64_t column_begin,
                    int64_t column_end, const ColumnSource& source, float* c, int64_t ldc,
                    const GemmEpilogue& epilogue) {
-  if (IsThin(source, column_end - column_begin, a.depth())) {
-    return MultiplyThinRange(a, panel_begin, panel_end, column_begin, column_end, source, c, ldc, epilogue);
-  }
   const int64_t depth_block = DepthBlock(a.depth()), column_block = ColumnBlock(depth_block);
-  const bool in_place = source.make == nullptr && ReadsInPlace(a.depth(), column_end - column_begin);
+  const bool in_place = source.make == nullptr && (ReadsInPlace(a.depth(), column_end - column_begin) ||
+                                                   IsThin(source, column_end - column_begin, a.depth()));
   float* packed =
       in_place ? nullptr : ThreadScratch(ScratchSlot::kPackedBlock, PackedColumnsSize(depth_block, column_block));
   float* made = source.make != nullptr ? ThreadScratch(ScratchSlot::kMadeRow, column_block) : nullptr;
@@ -415,16 +398,25 @@ bool PackedGemmSupported() { return ActiveIsa() >= Isa::kAvx2; }
 void GatherRow(const float* src, int64_t stride, int64_t n, float* dst) { Kernels().gather_row(src, stride, n, dst); }
 
 PackedRows::PackedRows(const float* a, int64_t rows, int64_t depth, int64_t lda)
-    : rows_(rows), depth_(depth), data_(DataType::kFloat, {CeilDiv(rows, kPanelRows) * kPanelRows * depth}) {
+    : rows_(rows),
+      depth_(depth),
+      panels_(CeilDiv(rows, kPanelRows)),
+      depth_block_(DepthBlock(depth)),
+      data_(DataType::kFloat, {panels_ * kPanelRows * depth}) {
   float* out = data_.data<float>();
-  for (int64_t row = 0; row < rows_; row += kPanelRows) {
-    for (int64_t k = 0; k < depth_; ++k) {
-      for (int64_t r = row; r < row + kPanelRows; ++r) *out++ = r < rows_ ? a[r * lda + k] : 0.0f;
+  ForEachDepthBlock(depth_, [&](int64_t k_begin, int64_t block_depth) {
+    for (int64_t row = 0; row < rows_; row += kPanelRows) {
+      for (int64_t k = k_begin; k < k_begin + block_depth; ++k) {
+        for (int64_t r = row; r < row + kPanelRows; ++r) *out++ = r < rows_ ? a[r * lda + k] : 0.0f;
+      }
     }
-  }
+  });
 }
 
-const float* PackedRows::panel(int64_t p) const { return data_.data<float>() + p * kPanelRows * depth_; }
+const float* PackedRows::panel(int64_t p, int64_t k) const {
+  const int64_t block_depth = std::min(depth_block_, depth_ - k);
+  return data_.data<float>() + (k * panels_ + p * block_depth) * kPanelRows;
+}
 
 void PackedGemm(const PackedRows& a, int64_t n, const float* b, int64_t ldb, float* c, int64_t ldc,
                 const GemmEpilogue& epilogue, ThreadPool* pool) {

@@ -132,10 +132,9 @@ TEST_F(PackedGemmTest, SplitsDepthIntoBlocksAndAccumulates) {
   for (int64_t k : {255, 256, 257, 600, 1100}) CheckAgainstReference({16, 53, k, true, true, true, 1});
 }
 
-TEST_F(PackedGemmTest, ThinProductsRunEachPanelOverEveryDepthBlock) {
+TEST_F(PackedGemmTest, ThinProductsReadBWhereItLiesOverEveryDepthBlock) {
   // Squeeze-and-excitation 1x1 Convs on a 1x1 map (W packed, 1 column of B) whose depth takes several
-  // blocks: each W panel runs over all of them, B read where it lies (its rows 1 to 8 columns plus the
-  // test's 5 floats of padding apart). 1 to 8 columns (the narrow kernels) and 9 (not thin), depths of
+  // blocks, B read where it lies (its rows 1 to 8 columns plus the test's 5 floats of padding apart). 1 to 8 columns (the narrow kernels) and 9 (not thin), depths of
   // several blocks up to the limit (4096) and past it, bias, Z and Relu, one and two threads.
   for (int64_t n : {1, 3, 8, 9}) {
     for (int64_t k : {257, 960, 4096, 4097}) CheckAgainstReference({240, n, k, true, true, true, 1});
