@@ -2,7 +2,8 @@
 // the process dispatches on (ctest runs it again with ONNXSERVE_ISA=avx2, which oneDNN follows): ResNet's
 // 3x3 and 7x7/2 shapes scaled down, channel counts off oneDNN's blocks of 8 and 16, dilation, pads on one
 // side only and input rows no window reads, batches, one to three threads (bands of rows shared out),
-// images large enough to be cut into bands for the run limits, every fused activation, no bias. Then what
+// images whose weights outweigh them shared out by maps, images large enough to be cut into bands for the
+// run limits, every fused activation, no bias. Then what
 // it must not do: start threads of its own, keep plans for unboundedly many shapes, take rows of output
 // too large to bound, or run past a run's end.
 #include "runtime/math/dnnl_conv.h"
@@ -134,6 +135,29 @@ TEST_F(DnnlConvTest, AppliesEveryFusedActivation) {
            .pad_bottom = 1, .pad_right = 1, .threads = 2},
           true, activation);
   }
+}
+
+TEST_F(DnnlConvTest, SharesOutMapsWhereTheWeightsOutweighTheImage) {
+  // W (32 x 48 x 9) outweighs X (32 x 5 x 5) and Y: each thread computes a share of the maps, in blocks of
+  // 16, over the whole image: 32 + 16 maps, 32 + 8 (a share ending inside a block of 8), 3 threads over 2
+  // shares of 32, stride 2 with one-sided pads. A batch as large as the pool shares out whole images.
+  const Case cases[] = {
+      {.batch = 1, .channels = 32, .maps = 48, .in_h = 5, .in_w = 5, .kernel = 3, .pad_top = 1, .pad_left = 1,
+       .pad_bottom = 1, .pad_right = 1, .threads = 2},
+      {.batch = 1, .channels = 32, .maps = 40, .in_h = 5, .in_w = 6, .kernel = 3, .pad_top = 1, .pad_left = 1,
+       .pad_bottom = 1, .pad_right = 1, .threads = 2},
+      {.batch = 1, .channels = 24, .maps = 64, .in_h = 4, .in_w = 4, .kernel = 3, .pad_top = 1, .pad_left = 1,
+       .pad_bottom = 1, .pad_right = 1, .threads = 3},
+      {.batch = 1, .channels = 32, .maps = 48, .in_h = 9, .in_w = 8, .kernel = 3, .stride = 2, .pad_top = 1,
+       .pad_left = 0, .pad_bottom = 0, .pad_right = 1, .threads = 2},
+      {.batch = 2, .channels = 32, .maps = 48, .in_h = 5, .in_w = 5, .kernel = 3, .pad_top = 1, .pad_left = 1,
+       .pad_bottom = 1, .pad_right = 1, .threads = 2},
+  };
+  for (const Case& c : cases) {
+    Check(c, true, {});
+    Check(c, false, {ActivationKind::kRelu});
+  }
+  for (const Activation& activation : EveryActivation()) Check(cases[1], true, activation);
 }
 
 TEST_F(DnnlConvTest, CutsLargeImagesIntoBands) {
