@@ -73,6 +73,9 @@ class Tensor {
   // through a larger view would read past the storage).
   Tensor Reshaped(Shape shape) const;
   Tensor Clone() const;
+  // Whether this handle is the only one of its storage and the storage is its own allocation (not wrapped):
+  // no other value, view, model or request sees what is written into it.
+  bool OwnsStorageAlone() const { return owner_ != nullptr && owner_.use_count() == 1 && data_ == owner_.get(); }
   // Element i as double (numbers, bool and the low-precision types); handy for shapes, indices and tests.
   double GetAsDouble(int64_t i) const;
   int64_t GetAsInt64(int64_t i) const;

@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "runtime/core/exception_status.h"
@@ -221,6 +222,16 @@ void ExecutionPlan::PlanReleases() {
   for (int slot = 0; slot < static_cast<int>(slots_.size()); ++slot) {
     if (owned[slot] && last_reader[slot] >= 0) steps_[last_reader[slot]].release_after.push_back(slot);
   }
+  for (Step& step : steps_) {
+    step.inputs_last_read.assign(step.inputs.size(), false);
+    for (size_t i = 0; i < step.inputs.size(); ++i) {
+      const int slot = step.inputs[i];
+      const bool released = absl::c_linear_search(step.release_after, slot);
+      const bool read_once = absl::c_count(step.inputs, slot) == 1 &&
+                             absl::c_none_of(step.outer_scope, [&](const auto& outer) { return outer.second == slot; });
+      step.inputs_last_read[i] = slot >= 0 && released && read_once;
+    }
+  }
 }
 
 absl::Status ExecutionPlan::CheckFeed(size_t input, const Value& value) const {
@@ -288,7 +299,7 @@ absl::StatusOr<std::vector<Value>> ExecutionPlan::Run(const std::vector<NamedVal
     std::vector<std::pair<std::string, const Value*>> outer;
     for (const auto& [name, slot] : step.outer_scope) outer.push_back({name, view[slot]});
     outputs.assign(step.outputs.size(), Value());
-    KernelContext ctx(inputs, &outputs, step.outputs_wanted, &pool, std::move(outer), &limits);
+    KernelContext ctx(inputs, &outputs, step.outputs_wanted, &pool, std::move(outer), &limits, &step.inputs_last_read);
     absl::Status status = CatchExceptions([&] { return step.kernel->Compute(ctx); });
     if (!status.ok()) {
       return absl::Status(status.code(), absl::StrCat(step.label, ": ", status.message()));

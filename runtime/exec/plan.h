@@ -63,6 +63,7 @@ class ExecutionPlan {
     std::vector<bool> outputs_wanted;
     std::vector<std::pair<std::string, int>> outer_scope;  // values its subgraphs read
     std::vector<int> release_after;  // slots whose last reader this step is
+    std::vector<bool> inputs_last_read;  // per input: a slot of release_after given to this input only
     std::string label;  // "node \"name\" (Op-13)" for error messages
     const ir::Node* node;
   };

@@ -106,6 +106,18 @@ absl::StatusOr<const Tensor*> KernelContext::TensorInput(int i) const {
   return absl::InvalidArgumentError(absl::StrCat("input ", i, " is ", value->DebugString(), ", expected a tensor"));
 }
 
+Tensor& KernelContext::OutputOver(int i, int input, DataType type, Shape shape) {
+  const Tensor* over = Input(input);
+  const bool last_read = inputs_last_read_ != nullptr && input >= 0 &&
+                         static_cast<size_t>(input) < inputs_last_read_->size() && (*inputs_last_read_)[input];
+  if (last_read && over != nullptr && NodeLists(i) && type != DataType::kString && over->dtype() == type &&
+      over->shape() == shape && over->OwnsStorageAlone()) {
+    SetOutput(i, *over);
+    return *MutableOutput(i);
+  }
+  return Output(i, type, std::move(shape));
+}
+
 Tensor* KernelContext::MutableOutput(int i) {
   if (!NodeLists(i)) return &dropped_;
   return tensor_outputs_ != nullptr ? &(*tensor_outputs_)[i] : (*outputs_)[i].mutable_tensor();

@@ -76,13 +76,16 @@ class KernelInfo {
 class KernelContext {
  public:
   // The executor's form: inputs and outer-scope values as its slots hold them, nullptr where omitted. The
-  // context refers to `inputs` and `outputs_wanted`, which outlive it: the executor reuses its vectors from
-  // step to step, so that a run allocates nothing for its steps.
+  // context refers to `inputs`, `outputs_wanted` and `inputs_last_read`, which outlive it: the executor
+  // reuses its vectors from step to step, so that a run allocates nothing for its steps. `inputs_last_read`
+  // (null: none) says which inputs are values the run computed and reads for the last time here, each
+  // given once (OutputOver).
   KernelContext(absl::Span<const Value* const> inputs, std::vector<Value>* outputs,
                 const std::vector<bool>& outputs_wanted, ThreadPool* pool,
-                std::vector<std::pair<std::string, const Value*>> outer_scope, const RunLimits* limits = nullptr)
+                std::vector<std::pair<std::string, const Value*>> outer_scope, const RunLimits* limits = nullptr,
+                const std::vector<bool>* inputs_last_read = nullptr)
       : inputs_(inputs), outputs_(outputs), outputs_wanted_(&outputs_wanted), pool_(pool),
-        outer_scope_(std::move(outer_scope)), limits_(limits) {}
+        outer_scope_(std::move(outer_scope)), limits_(limits), inputs_last_read_(inputs_last_read) {}
   // Tensors only (constant folding runs a kernel on constant tensors): SetOutputValue of anything but a
   // tensor fails, so the kernel's Compute fails.
   KernelContext(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs,
@@ -122,6 +125,13 @@ class KernelContext {
     SetOutput(i, *std::move(tensor));
     return MutableOutput(i);
   }
+  // Output i in the storage of input `input` where nothing reads that input after this step: a tensor of
+  // `type` and `shape` that the run computed, reads here for the last time and through no other input,
+  // whose storage no other value, view, model or request shares. Otherwise a new tensor, as Output makes.
+  // Only for kernels that compute correctly with the output over that input (each element of the input
+  // read before that element of the output is written). A residual sum's output over its addend saves the
+  // new buffer's first touch and a stream through memory.
+  Tensor& OutputOver(int i, int input, DataType type, Shape shape);
   // Sets output i to an existing tensor (sharing storage with an input is allowed: nothing writes to it).
   // An output the node does not list (a hostile model's Constant without one) is made and then dropped.
   void SetOutput(int i, Tensor t);
@@ -155,6 +165,7 @@ class KernelContext {
   ThreadPool* pool_;
   std::vector<std::pair<std::string, const Value*>> outer_scope_;
   const RunLimits* limits_;
+  const std::vector<bool>* inputs_last_read_ = nullptr;
 };
 
 class OpKernel {

@@ -139,7 +139,8 @@ class ConvKernel final : public OpKernel {
           absl::StrCat("Z ", z->DebugString(), ": expected ", DataTypeName(x.dtype()), " (the type of X)"));
     }
     if (z != nullptr && z->shape() != y_shape) return ComputeBroadcastingZ(ctx, geo, y_shape);
-    Tensor& y = ctx.Output(0, x.dtype(), y_shape);
+    Tensor& y = z != nullptr && StoresOverZ(geo, x, w) ? ctx.OutputOver(0, 3, x.dtype(), y_shape)
+                                                       : ctx.Output(0, x.dtype(), y_shape);
     if (IsHalfType(x.dtype())) {
       Tensor y_float(DataType::kFloat, y_shape);
       const Tensor b_float = WidenToFloat(b), z_float = WidenToFloat(z);
@@ -242,6 +243,17 @@ class ConvKernel final : public OpKernel {
       Run<float>(geo, x, w, b, z, activation, y, pool);
     }
     return absl::OkStatus();
+  }
+
+  // Whether RunFloat takes the packed path, whose stores may go over Z itself: PackedGemm reads each element
+  // of Z as it stores that element of Y. The other paths may write Y before they read Z, and Winograd's may
+  // compute Y twice (its overflow check).
+  bool StoresOverZ(const ConvGeometry& geo, const Tensor& x, const Tensor& w) const {
+    if (x.dtype() != DataType::kFloat || packed_source_ == nullptr || w.raw_data() != packed_source_ ||
+        DirectShape(geo, x, w)) {
+      return false;
+    }
+    return winograd_ == nullptr || !WinogradPays(geo.Shape2D(x.dim(0)));
   }
 
   // winograd_ exists for 2-D 3x3 weights of one group; it pays at stride 1 on large maps.
