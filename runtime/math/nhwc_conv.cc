@@ -289,7 +289,7 @@ class NhwcConvImpl final : public NhwcConv {
           RunMapsBand(band, band_x, bias, z != nullptr ? z + y_offset : nullptr, y + y_offset, kernels);
           continue;
         }
-        if (z != nullptr) {
+        if (z != nullptr && z != y) {
           std::memcpy(y + y_offset, z + y_offset, static_cast<size_t>(band.out_floats) * sizeof(float));
         }
         if (!RunBand(band, band_x, bias + band.map_begin, y + y_offset, kernels)) {

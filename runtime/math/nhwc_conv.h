@@ -64,9 +64,10 @@ class NhwcConv {
 
   // Runs one call, X [batch, in_h, in_w, channels] and Y [batch, out_h, out_w, maps], W being the weights of
   // Create's dims as given at load (reordered once per input shape,
-  // on its first call); Z, of Y's shape, is read when Create was told it is there. False when it does not
-  // run this shape (pads oneDNN refuses, a shape it has only its reference code for, too many shapes
-  // already), Y untouched, or when oneDNN's Winograd kernel overflowed on huge or infinite inputs, Y partly
+  // on its first call); Z, of Y's shape, is read when Create was told it is there, and may be Y itself (each
+  // band reads its part of Z before it writes that part of Y). False when it does not run this shape (pads
+  // oneDNN refuses, a shape it has only its reference code for, too many shapes already), Y untouched, or
+  // when oneDNN's Winograd kernel (never given a Z) overflowed on huge or infinite inputs, Y partly
   // written: the caller runs it another way then. Throws RunStopped when the run ends between bands.
   virtual absl::StatusOr<bool> TryRun(const ConvShape2D& shape, const float* x, const float* w,
                                       const float* bias, const float* z, float* y, ThreadPool& pool) const = 0;

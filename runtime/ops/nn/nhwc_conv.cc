@@ -140,8 +140,15 @@ class NhwcConvKernel final : public OpKernel {
     }
     const Tensor& x = expanded ? *expanded : input;
     if (z_broadcasts) return RunFallback(ctx, x);
-    ASSIGN_OR_RETURN(Tensor * y, ctx.CheckedOutput(0, DataType::kFloat, y_shape));
     if (conv_ != nullptr) {
+      // Y may go over Z: a band reads its rows of Z before it writes them, and TryRun leaves Y untouched
+      // where it declines (then the fallback's Y is a new tensor).
+      Tensor* y = nullptr;
+      if (z != nullptr) {
+        y = &ctx.OutputOver(0, 3, DataType::kFloat, y_shape);  // of Z's shape, which a tensor has
+      } else {
+        ASSIGN_OR_RETURN(y, ctx.CheckedOutput(0, DataType::kFloat, y_shape));
+      }
       ASSIGN_OR_RETURN(const bool ran, conv_->TryRun(shape, x.data<float>(), w.data<float>(), bias,
                                                      z ? z->data<float>() : nullptr, y->data<float>(), ctx.pool()));
       if (ran) return absl::OkStatus();

@@ -7,6 +7,7 @@
 // and the layout changes both ways, tensors too small to split and large ones split over the pool.
 #include "runtime/math/nhwc_conv.h"
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <memory>
@@ -118,9 +119,11 @@ class NhwcConvTest : public ::testing::Test {
 
   // Y = activation(conv(X, W) + bias [+ Z]) against the definition, with Y followed by sentinels oneDNN must
   // not write; with a prologue, on X' computed from an X of its channels; on `made` (made by Make for the
-  // same weights, Z, activation and prologue) when given, else on a new one.
+  // same weights, Z, activation and prologue) when given, else on a new one; Z given in Y's own storage
+  // where `z_in_y`.
   static void Check(const Case& c, bool with_z, const Activation& activation,
-                    const std::optional<PrologueCase>& pre = std::nullopt, const NhwcConv* made = nullptr) {
+                    const std::optional<PrologueCase>& pre = std::nullopt, const NhwcConv* made = nullptr,
+                    bool z_in_y = false) {
     SCOPED_TRACE(::testing::Message() << "case " << Describe(c) << " on " << IsaName(ActiveIsa())
                                       << " z=" << with_z << " activation=" << DescribeActivation(activation)
                                       << " prologue=" << (pre ? DescribeActivation(pre->activation) : "none"));
@@ -141,7 +144,8 @@ class NhwcConvTest : public ::testing::Test {
     const NhwcConv* conv = made != nullptr ? made : own.get();
     ASSERT_NE(conv, nullptr);
     const std::vector<float> x_nhwc = Nhwc(x, c.batch, x_channels, pixels);
-    const float* z_data = with_z ? z.data() : nullptr;
+    if (z_in_y) std::copy(z.begin(), z.end(), y.data());
+    const float* z_data = with_z ? (z_in_y ? y.data() : z.data()) : nullptr;
     const absl::StatusOr<bool> ran =
         pre ? conv->TryRunWithPrologue(shape, x_nhwc.data(), w_pre.data(), pre->with_bias ? b_pre.data() : nullptr,
                                        w.data(), b.data(), z_data, y.data(), pool)
@@ -152,7 +156,8 @@ class NhwcConvTest : public ::testing::Test {
                                          .group_maps = c.depthwise ? 1 : c.maps, .in_h = c.in_h, .in_w = c.in_w,
                                          .kernel_h = c.kernel, .kernel_w = c.kernel, .stride_h = c.stride,
                                          .stride_w = c.stride, .pad_top = c.pad, .pad_left = c.pad};
-    ExpectConvOutput({.geometry = geometry, .x = conv_input.data(), .w = w.data(), .bias = b.data(), .z = z_data,
+    ExpectConvOutput({.geometry = geometry, .x = conv_input.data(), .w = w.data(), .bias = b.data(),
+                      .z = with_z ? z.data() : nullptr,
                       .activation = activation, .batch = c.batch, .maps = c.maps, .out_h = shape.out_h,
                       .out_w = shape.out_w, .layout = MapLayout::kNhwc,
                       // X' of a prologue sums its channels first: its rounding reaches each tap.
@@ -194,6 +199,21 @@ TEST_F(NhwcConvTest, AppliesEveryFusedActivationAfterZ) {
     // Shared out by maps: each share's Z, bias and activation are its own maps'.
     Check({.batch = 1, .channels = 64, .maps = 80, .in_h = 5, .in_w = 6, .kernel = 3, .pad = 1, .threads = 2}, true,
           activation);
+  }
+}
+
+TEST_F(NhwcConvTest, ZMayBeYItself) {
+  // A residual sum whose Y goes over Z (KernelContext::OutputOver): bands of rows, runs of pixels, shares
+  // of the maps (computed apart and copied out) and a batch each read their part of Z before writing it.
+  const Case cases[] = {
+      {.batch = 1, .channels = 24, .maps = 40, .in_h = 9, .in_w = 11, .kernel = 3, .pad = 1, .threads = 2},
+      {.batch = 1, .channels = 96, .maps = 96, .in_h = 7, .in_w = 7, .kernel = 1, .threads = 2},
+      {.batch = 1, .channels = 64, .maps = 80, .in_h = 5, .in_w = 6, .kernel = 3, .pad = 1, .threads = 2},
+      {.batch = 2, .channels = 16, .maps = 32, .in_h = 12, .in_w = 12, .kernel = 1, .stride = 2, .threads = 2},
+  };
+  for (const Case& c : cases) {
+    Check(c, true, {ActivationKind::kRelu}, std::nullopt, nullptr, /*z_in_y=*/true);
+    Check(c, true, {ActivationKind::kHardSwish}, std::nullopt, nullptr, /*z_in_y=*/true);
   }
 }
 
