@@ -238,5 +238,15 @@ TEST(RunLimitsTest, AnNhwcMaxPoolOfOneWideRowStopsWithinIt) {
   EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled) << out.status();
 }
 
+// A linear model's row is a dot product per target, so one request's rows times the model's coefficients
+// is its work: 2048 rows of 256 features against 256 targets are 2^27 multiply-adds (a 2 MB request).
+TEST(RunLimitsTest, AnMlLinearModelStopsBetweenRows) {
+  ExpectStopsInsideTheKernel(OpTest("LinearRegressor", 1, "ai.onnx.ml")
+                                 .Attr("targets", int64_t{256})
+                                 .Attr("coefficients", std::vector<float>(256 * 256, 0.5f))
+                                 .Input("X", RandomTensor({2048, 256}, 19))
+                                 .Output("Y"));
+}
+
 }  // namespace
 }  // namespace onnxserve
