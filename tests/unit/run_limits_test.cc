@@ -248,5 +248,30 @@ TEST(RunLimitsTest, AnMlLinearModelStopsBetweenRows) {
                                  .Output("Y"));
 }
 
+// TreeEnsemble's trees may share their nodes, so a model of a few MB walks as long a path per tree as it
+// likes: 2^17 trees that all start at the root of one 1024-node chain are 2^27 steps for one row of X.
+TEST(RunLimitsTest, ATreeEnsembleStopsBetweenTheTreesOfOneRow) {
+  const int64_t nodes = 1024;
+  std::vector<int64_t> next(nodes), leaf_flags(nodes, 0);
+  for (int64_t i = 0; i < nodes; ++i) next[i] = i + 1;
+  next.back() = 0;  // the chain's last branch leads to leaf 0 either way
+  leaf_flags.back() = 1;
+  const std::vector<uint8_t> leq(nodes, 0);  // mode BRANCH_LEQ: 0 <= 0 is true, and both children are the same
+  ExpectStopsInsideTheKernel(OpTest("TreeEnsemble", 5, "ai.onnx.ml")
+                                 .Attr("n_targets", int64_t{1})
+                                 .Attr("tree_roots", std::vector<int64_t>(int64_t{1} << 17, 0))
+                                 .Attr("nodes_featureids", std::vector<int64_t>(nodes, 0))
+                                 .Attr("nodes_modes", Tensor::FromVector<uint8_t>({nodes}, leq))
+                                 .Attr("nodes_splits", Tensor::FromVector<float>({nodes}, std::vector<float>(nodes, 0)))
+                                 .Attr("nodes_truenodeids", next)
+                                 .Attr("nodes_trueleafs", leaf_flags)
+                                 .Attr("nodes_falsenodeids", next)
+                                 .Attr("nodes_falseleafs", leaf_flags)
+                                 .Attr("leaf_targetids", std::vector<int64_t>{0})
+                                 .Attr("leaf_weights", Tensor::FromVector<float>({1}, {1}))
+                                 .Input("X", Tensor::FromVector<float>({1, 1}, {0}))
+                                 .Output("Y"));
+}
+
 }  // namespace
 }  // namespace onnxserve

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/core/run_limits.h"
 #include "runtime/ops/common.h"
 #include "runtime/ops/ml/common.h"
 #include "runtime/ops/ml/tree.h"
@@ -39,10 +40,13 @@ void Forest::Score(const double* row, double* scores) const {
   std::fill(scores, scores + n_targets, 0.0);
   std::vector<char> scored(aggregate == Aggregate::kMin || aggregate == Aggregate::kMax ? n_targets : 0);
   for (Child node : roots) {
-    while (!IsLeaf(node)) {
+    int64_t steps = 1;
+    for (; !IsLeaf(node); ++steps) {
       const Branch& b = branches[node];
       node = GoesTrue(b, row[b.feature]) ? b.on_true : b.on_false;
     }
+    // Trees may share nodes, so a row's walks are bounded by roots times branches, not by the model's size.
+    StopIfRunEnded(steps + static_cast<int64_t>(leaves[~node].size()));
     for (const Contribution& c : leaves[~node]) {
       double& s = scores[c.target];
       switch (aggregate) {
