@@ -273,5 +273,17 @@ TEST(RunLimitsTest, ATreeEnsembleStopsBetweenTheTreesOfOneRow) {
                                  .Output("Y"));
 }
 
+// MaxRoiPool scans each RoI's pixels once per channel, and the RoIs come from the request: 128 RoIs as large
+// as a 1024 x 1024 image are 2^27 comparisons for a few KB of boxes.
+TEST(RunLimitsTest, AMaxRoiPoolOfLargeRoisStopsBetweenThem) {
+  std::vector<float> rois;
+  for (int r = 0; r < 128; ++r) rois.insert(rois.end(), {0, 0, 0, 1023, 1023});
+  ExpectStopsInsideTheKernel(OpTest("MaxRoiPool", 22)
+                                 .Attr("pooled_shape", std::vector<int64_t>{2, 2})
+                                 .Input("X", RandomTensor({1, 1, 1024, 1024}, 20))
+                                 .Input("rois", Tensor::FromVector<float>({128, 5}, rois))
+                                 .Output("Y"));
+}
+
 }  // namespace
 }  // namespace onnxserve

@@ -428,15 +428,20 @@ class MaxRoiPool final : public OpKernel {
       T* out = y.data<T>() + row * pooled_h * pooled_w;
       for (int64_t ph = 0; ph < pooled_h; ++ph) {
         const auto [h_begin, h_end] = BinBounds(ph, roi.bin_h, roi.start_h, height);
+        int64_t row_taps = pooled_w;  // RoIs from the request, each up to the image, scanned once per channel
         for (int64_t pw = 0; pw < pooled_w; ++pw) {
           const auto [w_begin, w_end] = BinBounds(pw, roi.bin_w, roi.start_w, width);
           ComputeType<T> best = 0;
-          if (h_begin < h_end && w_begin < w_end) best = -std::numeric_limits<ComputeType<T>>::infinity();
+          if (h_begin < h_end && w_begin < w_end) {
+            best = -std::numeric_limits<ComputeType<T>>::infinity();
+            row_taps += (h_end - h_begin) * (w_end - w_begin);
+          }
           for (int64_t h = h_begin; h < h_end; ++h) {
             for (int64_t w = w_begin; w < w_end; ++w) best = std::max(best, ToCompute(plane[h * width + w]));
           }
           out[ph * pooled_w + pw] = FromCompute<T>(best);
         }
+        StopIfRunEnded(row_taps);
       }
     });
   }
