@@ -285,5 +285,41 @@ TEST(RunLimitsTest, AMaxRoiPoolOfLargeRoisStopsBetweenThem) {
                                  .Output("Y"));
 }
 
+// A one-vs-one SVM of 256 classes of one support vector each: every row meets the vectors once but weighs
+// them (classes - 1) times in its machines, and with probabilities couples the pairwise ones in libsvm's
+// fixed point, 2 k^2 per iteration, up to k iterations.
+OpTest SvmOfManyClasses(bool probabilities, int64_t rows) {
+  const int64_t classes = 256, machines = classes * (classes - 1) / 2;
+  std::vector<int64_t> labels(classes);
+  for (int64_t c = 0; c < classes; ++c) labels[c] = c;
+  std::vector<float> vectors(classes), coefficients((classes - 1) * classes), prob_a(machines);
+  for (int64_t i = 0; i < classes; ++i) vectors[i] = static_cast<float>(i) / classes;
+  for (size_t i = 0; i < coefficients.size(); ++i) coefficients[i] = static_cast<float>(i % 7) - 3;
+  for (int64_t m = 0; m < machines; ++m) prob_a[m] = -static_cast<float>(m % 5);
+  OpTest test("SVMClassifier", 1, "ai.onnx.ml");
+  test.Attr("kernel_type", std::string("LINEAR"))
+      .Attr("classlabels_ints", labels)
+      .Attr("vectors_per_class", std::vector<int64_t>(classes, 1))
+      .Attr("support_vectors", vectors)
+      .Attr("coefficients", coefficients)
+      .Attr("rho", std::vector<float>(machines, 0.25f))
+      .Input("X", RandomTensor({rows, 1}, 21))
+      .Output("Y");
+  if (probabilities) {
+    test.Attr("prob_a", prob_a).Attr("prob_b", std::vector<float>(machines, 0.5f)).Output("Z");
+  }
+  return test;
+}
+
+// 2048 rows of 255 x 256 weights are 2^27 multiply-adds, though the vectors are only 256 values.
+TEST(RunLimitsTest, AnSvmOfManyClassesStopsBetweenRows) {
+  ExpectStopsInsideTheKernel(SvmOfManyClasses(/*probabilities=*/false, 2048));
+}
+
+// 512 rows couple 256 classes: over 2^26 steps of the fixed point, from 512 numbers of request.
+TEST(RunLimitsTest, AnSvmCouplingManyClassesStopsBetweenItsIterations) {
+  ExpectStopsInsideTheKernel(SvmOfManyClasses(/*probabilities=*/true, 512));
+}
+
 }  // namespace
 }  // namespace onnxserve
