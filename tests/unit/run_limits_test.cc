@@ -39,6 +39,15 @@ void ExpectStopsInsideTheKernel(const OpTest& node) {
   EXPECT_TRUE(node.Run().ok());  // unlimited, the same node runs to the end
 }
 
+// For a kernel whose whole work is one block (a row of outputs): its check before the block passes, as the
+// executor's did, and it must check again inside the block to stop.
+void ExpectStopsWithinItsOneBlock(const OpTest& node) {
+  std::atomic<int> checks{0};
+  const RunLimits limits(absl::InfiniteFuture(), [&] { return checks.fetch_add(1) > 1; });
+  auto out = node.Run(limits);
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled) << out.status();
+}
+
 TEST(RunLimitsTest, StopIfRunEndedChecksTheCurrentRunOnceEnoughWorkPassed) {
   const RunLimits cancelled(absl::InfiniteFuture(), [] { return true; });
   EXPECT_NO_THROW(StopIfRunEnded(int64_t{1} << 40));  // outside a run nothing stops
@@ -319,6 +328,27 @@ TEST(RunLimitsTest, AnSvmOfManyClassesStopsBetweenRows) {
 // 512 rows couple 256 classes: over 2^26 steps of the fixed point, from 512 numbers of request.
 TEST(RunLimitsTest, AnSvmCouplingManyClassesStopsBetweenItsIterations) {
   ExpectStopsInsideTheKernel(SvmOfManyClasses(/*probabilities=*/true, 512));
+}
+
+// A pool of one long row, as a 1-D pool of a signal is, is one row of outputs: 16385 windows 16384 wide over
+// a 128 KB row are 2^28 taps, on the float vector path, on the scalar path of other float types and on the
+// generic walk that Indices takes. Each must stop within the row.
+TEST(RunLimitsTest, PoolsOfOneLongRowStopWithinIt) {
+  const std::vector<int64_t> kernel = {1, 16384};
+  for (const char* op : {"MaxPool", "AveragePool"}) {
+    SCOPED_TRACE(op);
+    ExpectStopsWithinItsOneBlock(
+        OpTest(op, 19).Input("x", RandomTensor({1, 1, 1, 32768}, 22)).Attr("kernel_shape", kernel).Output("y"));
+  }
+  ExpectStopsWithinItsOneBlock(OpTest("MaxPool", 12)
+                                   .Input("x", Tensor::FromVector<double>({1, 1, 1, 32768}, std::vector<double>(32768)))
+                                   .Attr("kernel_shape", kernel)
+                                   .Output("y"));
+  ExpectStopsWithinItsOneBlock(OpTest("MaxPool", 12)
+                                   .Input("x", RandomTensor({1, 1, 1, 32768}, 24))
+                                   .Attr("kernel_shape", kernel)
+                                   .Output("y")
+                                   .Output("indices"));
 }
 
 }  // namespace
