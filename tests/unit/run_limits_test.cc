@@ -351,5 +351,18 @@ TEST(RunLimitsTest, PoolsOfOneLongRowStopWithinIt) {
                                    .Output("indices"));
 }
 
+// GridSample weighs each output with every combination of its axes' taps, 2^r for linear sampling over r
+// axes, and X's rank comes from the request: one output of a rank-29 X of one element is 2^27 combinations
+// (and rank 40 would be days). It must stop within that one output.
+TEST(RunLimitsTest, AHighRankGridSampleStopsWithinOneOutput) {
+  const int rank = 27;
+  Shape x_shape(rank + 2, 1), grid_shape(rank + 2, 1);
+  grid_shape.back() = rank;
+  ExpectStopsWithinItsOneBlock(OpTest("GridSample", 20)
+                                   .Input("X", Tensor::FromVector<float>(x_shape, {1}))
+                                   .Input("grid", Tensor::FromVector<float>(grid_shape, std::vector<float>(rank, 0)))
+                                   .Output("Y"));
+}
+
 }  // namespace
 }  // namespace onnxserve
