@@ -364,5 +364,16 @@ TEST(RunLimitsTest, AHighRankGridSampleStopsWithinOneOutput) {
                                    .Output("Y"));
 }
 
+// RoiAlign pools one RoI's taps once per channel: a sampling_ratio of 256 is 2^16 taps per bin, and over
+// 2048 channels of a 16 KB X one RoI is 2^27 samples. It must stop between the channels of that one RoI.
+TEST(RunLimitsTest, ARoiAlignOfManyChannelsStopsWithinOneRoi) {
+  ExpectStopsWithinItsOneBlock(OpTest("RoiAlign", 16)
+                                   .Attr("sampling_ratio", int64_t{256})
+                                   .Input("X", RandomTensor({1, 2048, 1, 1}, 25))
+                                   .Input("rois", Tensor::FromVector<float>({1, 4}, {0, 0, 1, 1}))
+                                   .Input("batch_indices", Tensor::FromVector<int64_t>({1}, {0}))
+                                   .Output("Y"));
+}
+
 }  // namespace
 }  // namespace onnxserve

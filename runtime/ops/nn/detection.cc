@@ -299,8 +299,8 @@ class RoiAlign final : public OpKernel {
       for (int64_t r = begin; r < end; ++r) {
         const int64_t samples = grids[r].samples();
         const std::vector<BilinearTaps> taps = RoiTaps(grids[r], height, width);
-        StopIfRunEnded(WorkOf({channels, bins, samples, 4}));
         for (int64_t c = 0; c < channels; ++c) {
+          StopIfRunEnded(WorkOf({bins, samples, 4}));  // one RoI's taps may number 2^32, pooled per channel
           const T* plane = x.data<T>() + (batches[r] * channels + c) * height * width;
           T* out = y.data<T>() + (r * channels + c) * bins;
           for (int64_t bin = 0; bin < bins; ++bin) {
