@@ -262,6 +262,7 @@ class RoiAlign final : public OpKernel {
       for (int k = 0; k < 4; ++k) roi[k] = static_cast<float>(ToCompute(rois.data<T>()[r * 4 + k]));
       const RoiGrid& grid = grids.emplace_back(GridOf(roi));
       absl::StatusOr<int64_t> taps = CheckedElementCount({output_height_, output_width_, grid.grid_h, grid.grid_w});
+      if (taps.ok()) taps = CheckedTapBytes(*taps);
       if (!taps.ok()) {
         return absl::ResourceExhaustedError(absl::StrCat("RoI ", r, " [", absl::StrJoin(roi, roi + 4, ", "),
                                                          "] takes ", grid.grid_h, " x ", grid.grid_w,
@@ -269,6 +270,17 @@ class RoiAlign final : public OpKernel {
       }
     }
     return grids;
+  }
+
+  // The bytes of a list of `taps`, or RESOURCE_EXHAUSTED past a tensor's byte limit (a tap is 48 bytes).
+  static absl::StatusOr<int64_t> CheckedTapBytes(int64_t taps) {
+    const int64_t max_bytes = GetSizeLimits().max_bytes;
+    constexpr int64_t kTapBytes = sizeof(BilinearTaps);
+    if (taps > max_bytes / kTapBytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(taps, " taps of ", kTapBytes, " bytes pass the limit of ",
+                                                       max_bytes, " bytes"));
+    }
+    return taps * kTapBytes;
   }
 
   // The sampling taps of every output bin of one RoI, bin-major: grid_h * grid_w taps per bin.
