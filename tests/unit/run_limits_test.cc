@@ -375,5 +375,21 @@ TEST(RunLimitsTest, ARoiAlignOfManyChannelsStopsWithinOneRoi) {
                                    .Output("Y"));
 }
 
+// DictVectorizer copies each map entry to every position of its key, a vocabulary may list a key many times
+// and a request's map may repeat a key: 4096 entries of one key into 32768 positions are 2^27 copies.
+TEST(RunLimitsTest, ADictVectorizerOfRepeatedKeysStopsBetweenEntries) {
+  std::vector<Value> values;
+  for (int i = 0; i < 4096; ++i) values.push_back(Tensor::Scalar(1.0f));
+  const Value map = Value::Map(Tensor::FromVector<std::string>({4096}, std::vector<std::string>(4096, "k")),
+                               std::move(values));
+  CancelledAfterFirstCheck cancel;
+  auto out = OpTest("DictVectorizer", 1, "ai.onnx.ml")
+                 .ValueInput("x", map)
+                 .Attr("string_vocabulary", std::vector<std::string>(32768, "k"))
+                 .Output("y")
+                 .Run(cancel.limits());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled) << out.status();
+}
+
 }  // namespace
 }  // namespace onnxserve
