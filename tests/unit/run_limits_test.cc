@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "runtime/core/exception_status.h"
 #include "runtime/core/thread_pool.h"
@@ -389,6 +390,16 @@ TEST(RunLimitsTest, ADictVectorizerOfRepeatedKeysStopsBetweenEntries) {
                  .Output("y")
                  .Run(cancel.limits());
   EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled) << out.status();
+}
+
+// Sum, Max, Min and Mean fold one input at a time into the whole output, and a node may list as many inputs
+// as its model likes (one name repeated costs two bytes each): 64 of them over a 2^21-element output are
+// 2^27 additions. The fold must stop between inputs.
+TEST(RunLimitsTest, AVariadicSumOfManyInputsStopsBetweenThem) {
+  OpTest sum("Sum", 13);
+  sum.Input("x", RandomTensor({int64_t{1} << 21}, 26));
+  for (int i = 1; i < 64; ++i) sum.Input(absl::StrCat("s", i), Tensor::FromVector<float>({1}, {1}));
+  ExpectStopsInsideTheKernel(sum.Output("y"));
 }
 
 }  // namespace
