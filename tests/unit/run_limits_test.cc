@@ -402,5 +402,18 @@ TEST(RunLimitsTest, AVariadicSumOfManyInputsStopsBetweenThem) {
   ExpectStopsInsideTheKernel(sum.Output("y"));
 }
 
+// StringSplit looks for its delimiter at every position of an element, comparing up to the delimiter's
+// length at each: a request's element of 24K 'a's against a model's delimiter of 12K 'a's and a 'b' is 2^27
+// comparisons in one search. The search must stop within it.
+TEST(RunLimitsTest, AStringSplitOnALongDelimiterStopsWithinItsSearch) {
+  CancelledAfterFirstCheck cancel;
+  auto out = OpTest("StringSplit", 20)
+                 .Attr("delimiter", std::string(12 * 1024, 'a') + "b")
+                 .Input("X", Tensor::FromVector<std::string>({1}, {std::string(24 * 1024, 'a')}))
+                 .Output("Y")
+                 .Run(cancel.limits());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled) << out.status();
+}
+
 }  // namespace
 }  // namespace onnxserve
