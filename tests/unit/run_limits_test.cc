@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "runtime/core/exception_status.h"
 #include "runtime/core/thread_pool.h"
@@ -37,6 +38,15 @@ void ExpectStopsInsideTheKernel(const OpTest& node) {
   EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled) << out.status();
   EXPECT_GE(cancel.checks(), 2);
   EXPECT_TRUE(node.Run().ok());  // unlimited, the same node runs to the end
+}
+
+// For a kernel whose whole work is one block (a row of outputs): its check before the block passes, as the
+// executor's did, and it must check again inside the block to stop.
+void ExpectStopsWithinItsOneBlock(const OpTest& node) {
+  std::atomic<int> checks{0};
+  const RunLimits limits(absl::InfiniteFuture(), [&] { return checks.fetch_add(1) > 1; });
+  auto out = node.Run(limits);
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled) << out.status();
 }
 
 TEST(RunLimitsTest, StopIfRunEndedChecksTheCurrentRunOnceEnoughWorkPassed) {
@@ -235,6 +245,173 @@ TEST(RunLimitsTest, AnNhwcMaxPoolOfOneWideRowStopsWithinIt) {
                  .Attr("kernel_shape", std::vector<int64_t>{1, 4096})
                  .Output("y")
                  .Run(limits);
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled) << out.status();
+}
+
+// A linear model's row is a dot product per target, so one request's rows times the model's coefficients
+// is its work: 2048 rows of 256 features against 256 targets are 2^27 multiply-adds (a 2 MB request).
+TEST(RunLimitsTest, AnMlLinearModelStopsBetweenRows) {
+  ExpectStopsInsideTheKernel(OpTest("LinearRegressor", 1, "ai.onnx.ml")
+                                 .Attr("targets", int64_t{256})
+                                 .Attr("coefficients", std::vector<float>(256 * 256, 0.5f))
+                                 .Input("X", RandomTensor({2048, 256}, 19))
+                                 .Output("Y"));
+}
+
+// TreeEnsemble's trees may share their nodes, so a model of a few MB walks as long a path per tree as it
+// likes: 2^17 trees that all start at the root of one 1024-node chain are 2^27 steps for one row of X.
+TEST(RunLimitsTest, ATreeEnsembleStopsBetweenTheTreesOfOneRow) {
+  const int64_t nodes = 1024;
+  std::vector<int64_t> next(nodes), leaf_flags(nodes, 0);
+  for (int64_t i = 0; i < nodes; ++i) next[i] = i + 1;
+  next.back() = 0;  // the chain's last branch leads to leaf 0 either way
+  leaf_flags.back() = 1;
+  const std::vector<uint8_t> leq(nodes, 0);  // mode BRANCH_LEQ: 0 <= 0 is true, and both children are the same
+  ExpectStopsInsideTheKernel(OpTest("TreeEnsemble", 5, "ai.onnx.ml")
+                                 .Attr("n_targets", int64_t{1})
+                                 .Attr("tree_roots", std::vector<int64_t>(int64_t{1} << 17, 0))
+                                 .Attr("nodes_featureids", std::vector<int64_t>(nodes, 0))
+                                 .Attr("nodes_modes", Tensor::FromVector<uint8_t>({nodes}, leq))
+                                 .Attr("nodes_splits", Tensor::FromVector<float>({nodes}, std::vector<float>(nodes, 0)))
+                                 .Attr("nodes_truenodeids", next)
+                                 .Attr("nodes_trueleafs", leaf_flags)
+                                 .Attr("nodes_falsenodeids", next)
+                                 .Attr("nodes_falseleafs", leaf_flags)
+                                 .Attr("leaf_targetids", std::vector<int64_t>{0})
+                                 .Attr("leaf_weights", Tensor::FromVector<float>({1}, {1}))
+                                 .Input("X", Tensor::FromVector<float>({1, 1}, {0}))
+                                 .Output("Y"));
+}
+
+// MaxRoiPool scans each RoI's pixels once per channel, and the RoIs come from the request: 128 RoIs as large
+// as a 1024 x 1024 image are 2^27 comparisons for a few KB of boxes.
+TEST(RunLimitsTest, AMaxRoiPoolOfLargeRoisStopsBetweenThem) {
+  std::vector<float> rois;
+  for (int r = 0; r < 128; ++r) rois.insert(rois.end(), {0, 0, 0, 1023, 1023});
+  ExpectStopsInsideTheKernel(OpTest("MaxRoiPool", 22)
+                                 .Attr("pooled_shape", std::vector<int64_t>{2, 2})
+                                 .Input("X", RandomTensor({1, 1, 1024, 1024}, 20))
+                                 .Input("rois", Tensor::FromVector<float>({128, 5}, rois))
+                                 .Output("Y"));
+}
+
+// A one-vs-one SVM of 256 classes of one support vector each: every row meets the vectors once but weighs
+// them (classes - 1) times in its machines, and with probabilities couples the pairwise ones in libsvm's
+// fixed point, 2 k^2 per iteration, up to k iterations.
+OpTest SvmOfManyClasses(bool probabilities, int64_t rows) {
+  const int64_t classes = 256, machines = classes * (classes - 1) / 2;
+  std::vector<int64_t> labels(classes);
+  for (int64_t c = 0; c < classes; ++c) labels[c] = c;
+  std::vector<float> vectors(classes), coefficients((classes - 1) * classes), prob_a(machines);
+  for (int64_t i = 0; i < classes; ++i) vectors[i] = static_cast<float>(i) / classes;
+  for (size_t i = 0; i < coefficients.size(); ++i) coefficients[i] = static_cast<float>(i % 7) - 3;
+  for (int64_t m = 0; m < machines; ++m) prob_a[m] = -static_cast<float>(m % 5);
+  OpTest test("SVMClassifier", 1, "ai.onnx.ml");
+  test.Attr("kernel_type", std::string("LINEAR"))
+      .Attr("classlabels_ints", labels)
+      .Attr("vectors_per_class", std::vector<int64_t>(classes, 1))
+      .Attr("support_vectors", vectors)
+      .Attr("coefficients", coefficients)
+      .Attr("rho", std::vector<float>(machines, 0.25f))
+      .Input("X", RandomTensor({rows, 1}, 21))
+      .Output("Y");
+  if (probabilities) {
+    test.Attr("prob_a", prob_a).Attr("prob_b", std::vector<float>(machines, 0.5f)).Output("Z");
+  }
+  return test;
+}
+
+// 2048 rows of 255 x 256 weights are 2^27 multiply-adds, though the vectors are only 256 values.
+TEST(RunLimitsTest, AnSvmOfManyClassesStopsBetweenRows) {
+  ExpectStopsInsideTheKernel(SvmOfManyClasses(/*probabilities=*/false, 2048));
+}
+
+// 512 rows couple 256 classes: over 2^26 steps of the fixed point, from 512 numbers of request.
+TEST(RunLimitsTest, AnSvmCouplingManyClassesStopsBetweenItsIterations) {
+  ExpectStopsInsideTheKernel(SvmOfManyClasses(/*probabilities=*/true, 512));
+}
+
+// A pool of one long row, as a 1-D pool of a signal is, is one row of outputs: 16385 windows 16384 wide over
+// a 128 KB row are 2^28 taps, on the float vector path, on the scalar path of other float types and on the
+// generic walk that Indices takes. Each must stop within the row.
+TEST(RunLimitsTest, PoolsOfOneLongRowStopWithinIt) {
+  const std::vector<int64_t> kernel = {1, 16384};
+  for (const char* op : {"MaxPool", "AveragePool"}) {
+    SCOPED_TRACE(op);
+    ExpectStopsWithinItsOneBlock(
+        OpTest(op, 19).Input("x", RandomTensor({1, 1, 1, 32768}, 22)).Attr("kernel_shape", kernel).Output("y"));
+  }
+  ExpectStopsWithinItsOneBlock(OpTest("MaxPool", 12)
+                                   .Input("x", Tensor::FromVector<double>({1, 1, 1, 32768}, std::vector<double>(32768)))
+                                   .Attr("kernel_shape", kernel)
+                                   .Output("y"));
+  ExpectStopsWithinItsOneBlock(OpTest("MaxPool", 12)
+                                   .Input("x", RandomTensor({1, 1, 1, 32768}, 24))
+                                   .Attr("kernel_shape", kernel)
+                                   .Output("y")
+                                   .Output("indices"));
+}
+
+// GridSample weighs each output with every combination of its axes' taps, 2^r for linear sampling over r
+// axes, and X's rank comes from the request: one output of a rank-29 X of one element is 2^27 combinations
+// (and rank 40 would be days). It must stop within that one output.
+TEST(RunLimitsTest, AHighRankGridSampleStopsWithinOneOutput) {
+  const int rank = 27;
+  Shape x_shape(rank + 2, 1), grid_shape(rank + 2, 1);
+  grid_shape.back() = rank;
+  ExpectStopsWithinItsOneBlock(OpTest("GridSample", 20)
+                                   .Input("X", Tensor::FromVector<float>(x_shape, {1}))
+                                   .Input("grid", Tensor::FromVector<float>(grid_shape, std::vector<float>(rank, 0)))
+                                   .Output("Y"));
+}
+
+// RoiAlign pools one RoI's taps once per channel: a sampling_ratio of 256 is 2^16 taps per bin, and over
+// 2048 channels of a 16 KB X one RoI is 2^27 samples. It must stop between the channels of that one RoI.
+TEST(RunLimitsTest, ARoiAlignOfManyChannelsStopsWithinOneRoi) {
+  ExpectStopsWithinItsOneBlock(OpTest("RoiAlign", 16)
+                                   .Attr("sampling_ratio", int64_t{256})
+                                   .Input("X", RandomTensor({1, 2048, 1, 1}, 25))
+                                   .Input("rois", Tensor::FromVector<float>({1, 4}, {0, 0, 1, 1}))
+                                   .Input("batch_indices", Tensor::FromVector<int64_t>({1}, {0}))
+                                   .Output("Y"));
+}
+
+// DictVectorizer copies each map entry to every position of its key, a vocabulary may list a key many times
+// and a request's map may repeat a key: 4096 entries of one key into 32768 positions are 2^27 copies.
+TEST(RunLimitsTest, ADictVectorizerOfRepeatedKeysStopsBetweenEntries) {
+  std::vector<Value> values;
+  for (int i = 0; i < 4096; ++i) values.push_back(Tensor::Scalar(1.0f));
+  const Value map = Value::Map(Tensor::FromVector<std::string>({4096}, std::vector<std::string>(4096, "k")),
+                               std::move(values));
+  CancelledAfterFirstCheck cancel;
+  auto out = OpTest("DictVectorizer", 1, "ai.onnx.ml")
+                 .ValueInput("x", map)
+                 .Attr("string_vocabulary", std::vector<std::string>(32768, "k"))
+                 .Output("y")
+                 .Run(cancel.limits());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled) << out.status();
+}
+
+// Sum, Max, Min and Mean fold one input at a time into the whole output, and a node may list as many inputs
+// as its model likes (one name repeated costs two bytes each): 64 of them over a 2^21-element output are
+// 2^27 additions. The fold must stop between inputs.
+TEST(RunLimitsTest, AVariadicSumOfManyInputsStopsBetweenThem) {
+  OpTest sum("Sum", 13);
+  sum.Input("x", RandomTensor({int64_t{1} << 21}, 26));
+  for (int i = 1; i < 64; ++i) sum.Input(absl::StrCat("s", i), Tensor::FromVector<float>({1}, {1}));
+  ExpectStopsInsideTheKernel(sum.Output("y"));
+}
+
+// StringSplit looks for its delimiter at every position of an element, comparing up to the delimiter's
+// length at each: a request's element of 24K 'a's against a model's delimiter of 12K 'a's and a 'b' is 2^27
+// comparisons in one search. The search must stop within it.
+TEST(RunLimitsTest, AStringSplitOnALongDelimiterStopsWithinItsSearch) {
+  CancelledAfterFirstCheck cancel;
+  auto out = OpTest("StringSplit", 20)
+                 .Attr("delimiter", std::string(12 * 1024, 'a') + "b")
+                 .Input("X", Tensor::FromVector<std::string>({1}, {std::string(24 * 1024, 'a')}))
+                 .Output("Y")
+                 .Run(cancel.limits());
   EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled) << out.status();
 }
 

@@ -5,6 +5,7 @@
 #include <optional>
 #include <type_traits>
 
+#include "runtime/core/run_limits.h"
 #include "runtime/ops/elementwise.h"
 #include "runtime/registry/registry.h"
 
@@ -52,8 +53,12 @@ class Variadic final : public OpKernel {
       if constexpr (Op::template kAccepts<T>) {
         Tensor& out = ctx.Output(0, first.dtype(), out_shape);
         BroadcastBinary<T, T, T>(ctx.pool(), first, *ctx.Input(1), out, op_);
-        // Accumulate in place: `out` already has the output shape, so it steps with the output.
-        for (int i = 2; i < n; ++i) BroadcastBinary<T, T, T>(ctx.pool(), out, *ctx.Input(i), out, op_);
+        // Accumulate in place: `out` already has the output shape, so it steps with the output. A node may
+        // list any number of inputs (one name repeated), so the folds count towards StopIfRunEnded.
+        for (int i = 2; i < n; ++i) {
+          StopIfRunEnded(out.NumElements());
+          BroadcastBinary<T, T, T>(ctx.pool(), out, *ctx.Input(i), out, op_);
+        }
         if constexpr (kMean) {
           const ComputeType<T> scale = ComputeType<T>{1} / static_cast<ComputeType<T>>(n);
           MapUnary(ctx.pool(), out.data<T>(), out.data<T>(), out.NumElements(),

@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
+#include "runtime/core/run_limits.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/core/tensor.h"
 #include "runtime/core/thread_pool.h"
@@ -87,7 +88,9 @@ struct VectorSet {
 
 // Calls fn(r, row, scratch) for every row r of X ([N, F] or [F]) with the row converted to doubles; rows are
 // split over `pool` in chunks of about 16K / cost_per_row rows, so fn runs on several threads at once.
-// `scratch` belongs to the chunk: fn may size it once and reuse it for the chunk's next rows.
+// `scratch` belongs to the chunk: fn may size it once and reuse it for the chunk's next rows. cost_per_row
+// (the model's coefficients a row meets) is also the row's work towards StopIfRunEnded: a request's rows
+// times a model's coefficients can take minutes.
 template <typename Fn>
 absl::Status ForEachRowAsDoubles(const Tensor& x, ThreadPool& pool, int64_t cost_per_row, const Fn& fn) {
   ASSIGN_OR_RETURN(const RowShape shape, RowsOf(x));
@@ -104,6 +107,7 @@ absl::Status ForEachRowAsDoubles(const Tensor& x, ThreadPool& pool, int64_t cost
           const T* in = data + r * shape.features;
           for (int64_t f = 0; f < shape.features; ++f) row[f] = static_cast<double>(ToCompute(in[f]));
           fn(r, absl::Span<const double>(row), scratch);
+          StopIfRunEnded(cost_per_row);
         }
       });
     }

@@ -16,6 +16,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/core/run_limits.h"
 #include "runtime/ops/common.h"
 #include "runtime/registry/registry.h"
 
@@ -274,7 +275,10 @@ class DictVectorizer final : public MapToTensor {
                                                        ", value 0 is ", DataTypeName(type)));
       }
       // Keys outside the vocabulary are dropped, as scikit-learn's DictVectorizer and ONNX Runtime drop them.
-      for (int64_t at : PositionsOf(keys, static_cast<int64_t>(i))) RETURN_IF_ERROR(CopyElement(*value, y, at));
+      const std::vector<int64_t>& positions = PositionsOf(keys, static_cast<int64_t>(i));
+      for (int64_t at : positions) RETURN_IF_ERROR(CopyElement(*value, y, at));
+      // A map may repeat a key and a vocabulary list it many times: entries times positions in all.
+      StopIfRunEnded(static_cast<int64_t>(positions.size()) + 1);
     }
     return absl::OkStatus();
   }

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/checked_size.h"
+#include "runtime/core/run_limits.h"
 #include "runtime/ops/common.h"
 #include "runtime/ops/ml/common.h"
 #include "runtime/registry/registry.h"
@@ -139,6 +140,7 @@ double PlattProbability(double f, double a, double b) {
 void CouplePairwise(int64_t k, const double* r, double* p, double* work) {
   double* q = work;
   double* qp = work + k * k;
+  StopIfRunEnded(WorkOf({k, k}));
   for (int64_t t = 0; t < k; ++t) {
     p[t] = 1.0 / static_cast<double>(k);
     q[t * k + t] = 0;
@@ -154,6 +156,7 @@ void CouplePairwise(int64_t k, const double* r, double* p, double* work) {
   const int64_t max_iterations = std::max<int64_t>(100, k);
   const double eps = 0.005 / static_cast<double>(k);
   for (int64_t iteration = 0; iteration < max_iterations; ++iteration) {
+    StopIfRunEnded(WorkOf({2, k, k}));  // k iterations of k^2 for k classes: k^3 for one row
     double pqp = 0;
     for (int64_t t = 0; t < k; ++t) {
       qp[t] = 0;
@@ -267,7 +270,8 @@ class SVMClassifier final : public OpKernel {
     ASSIGN_OR_RETURN(Tensor * y, labels_.Output(ctx, shape.rows));
     const int64_t columns = ScoreColumns();
     ASSIGN_OR_RETURN(float* z, OptionalScores(ctx, 1, shape.rows, columns));
-    const int64_t cost = static_cast<int64_t>(vectors.values.size());
+    // A row meets every support vector, and one-vs-one machines weigh each (classes - 1) times.
+    const int64_t cost = static_cast<int64_t>(vectors.values.size() + (ovo_ ? ovo_->coefficients.size() : 0));
     if (!ovo_) {
       return ForEachRowAsDoubles(x, ctx.pool(), cost,
                                  [&](int64_t r, absl::Span<const double> row, std::vector<double>& scores) {

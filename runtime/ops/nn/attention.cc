@@ -8,6 +8,7 @@
 #include <limits>
 #include <vector>
 
+#include "runtime/core/checked_size.h"
 #include "runtime/ops/blas.h"
 #include "runtime/ops/common.h"
 #include "runtime/registry/registry.h"
@@ -303,6 +304,9 @@ absl::Status Attention::Run(KernelContext& ctx, const Dims& d) const {
                                                    past_v.DebugString()));
   }
   const int64_t total = d.total_len();
+  const bool scored = total != 0 && d.head_size != 0;  // else every row is masked or its dot products empty
+  // A head's scores are q_len x total, two lengths from the request: bounded like a tensor before any is taken.
+  if (scored) RETURN_IF_ERROR(CheckedByteSize(kTypeOf<C>, {d.q_len, total}).status());
 
   Plan<C> p;
   p.d = d;
@@ -366,14 +370,14 @@ absl::Status Attention::Run(KernelContext& ctx, const Dims& d) const {
     p.qk = qk.data<C>();
   }
 
-  if (total == 0 || d.head_size == 0) {
+  if (!scored) {
     // No key (or an empty dot product): every row is fully masked, so Y is zero; scores are zero too.
     std::fill(p.y, p.y + y.NumElements(), C{0});
     if (p.qk != nullptr) std::fill(p.qk, p.qk + qk.NumElements(), C{0});
   } else {
     ctx.pool().ParallelFor(d.batch * d.q_heads, 1, [&](int64_t begin, int64_t end) {
-      std::vector<C> scores(static_cast<size_t>(d.q_len * total));
-      for (int64_t t = begin; t < end; ++t) AttendHead(p, t / d.q_heads, t % d.q_heads, scores.data());
+      Tensor scores(kTypeOf<C>, {d.q_len, total});  // one per thread, charged to the run's budget
+      for (int64_t t = begin; t < end; ++t) AttendHead(p, t / d.q_heads, t % d.q_heads, scores.data<C>());
     });
   }
 

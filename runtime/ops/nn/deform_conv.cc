@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/core/checked_size.h"
 #include "runtime/ops/blas.h"
 #include "runtime/ops/common.h"
 #include "runtime/ops/window.h"
@@ -74,6 +75,10 @@ class DeformConv final : public OpKernel {
     RETURN_IF_ERROR(RequireInputs(ctx, 3));
     const Tensor& x = *ctx.Input(kX);
     ASSIGN_OR_RETURN(const Geometry g, Resolve(ctx));
+    // An image's sampled columns are C times the offsets' size, both from the request: bounded like a
+    // tensor before any is taken.
+    const DataType compute = x.dtype() == DataType::kDouble ? DataType::kDouble : DataType::kFloat;
+    RETURN_IF_ERROR(CheckedByteSize(compute, {g.channels, g.taps(), g.pixels()}).status());
     Tensor& y = ctx.Output(0, x.dtype(), {g.batch, g.out_channels, g.out_h, g.out_w});
     return DispatchFloating(x, "X", [&](auto tag) {
       using T = decltype(tag);
@@ -180,14 +185,17 @@ class DeformConv final : public OpKernel {
     const int64_t oc_per_group = g.out_channels / g.groups;
     const int64_t depth = g.channels / g.groups * g.taps();  // GEMM depth of one group
     ctx.pool().ParallelFor(g.batch, 1, [&](int64_t begin, int64_t end) {
-      std::vector<C> cols(g.channels * g.taps() * g.pixels());
-      std::vector<C> out(g.out_channels * g.pixels());
+      // Tensors, not vectors: one per thread, charged to the run's budget.
+      Tensor cols_tensor(kTypeOf<C>, {g.channels * g.taps(), g.pixels()});
+      Tensor out_tensor(kTypeOf<C>, {g.out_channels, g.pixels()});
+      C* cols = cols_tensor.data<C>();
+      C* out = out_tensor.data<C>();
       for (int64_t n = begin; n < end; ++n) {
-        SampleColumns<T, C>(ctx, g, n, cols.data());
+        SampleColumns<T, C>(ctx, g, n, cols);
         for (int64_t grp = 0; grp < g.groups; ++grp) {
           Gemm<C>(false, false, oc_per_group, g.pixels(), depth, C{1}, w.data() + grp * oc_per_group * depth, depth,
-                  cols.data() + grp * depth * g.pixels(), g.pixels(), C{0},
-                  out.data() + grp * oc_per_group * g.pixels(), g.pixels(), nullptr);
+                  cols + grp * depth * g.pixels(), g.pixels(), C{0}, out + grp * oc_per_group * g.pixels(), g.pixels(),
+                  nullptr);
         }
         T* dst = y.data<T>() + n * g.out_channels * g.pixels();
         for (int64_t oc = 0; oc < g.out_channels; ++oc) {

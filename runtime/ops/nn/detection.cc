@@ -262,6 +262,7 @@ class RoiAlign final : public OpKernel {
       for (int k = 0; k < 4; ++k) roi[k] = static_cast<float>(ToCompute(rois.data<T>()[r * 4 + k]));
       const RoiGrid& grid = grids.emplace_back(GridOf(roi));
       absl::StatusOr<int64_t> taps = CheckedElementCount({output_height_, output_width_, grid.grid_h, grid.grid_w});
+      if (taps.ok()) taps = CheckedTapBytes(*taps);
       if (!taps.ok()) {
         return absl::ResourceExhaustedError(absl::StrCat("RoI ", r, " [", absl::StrJoin(roi, roi + 4, ", "),
                                                          "] takes ", grid.grid_h, " x ", grid.grid_w,
@@ -269,6 +270,17 @@ class RoiAlign final : public OpKernel {
       }
     }
     return grids;
+  }
+
+  // The bytes of a list of `taps`, or RESOURCE_EXHAUSTED past a tensor's byte limit (a tap is 48 bytes).
+  static absl::StatusOr<int64_t> CheckedTapBytes(int64_t taps) {
+    const int64_t max_bytes = GetSizeLimits().max_bytes;
+    constexpr int64_t kTapBytes = sizeof(BilinearTaps);
+    if (taps > max_bytes / kTapBytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(taps, " taps of ", kTapBytes, " bytes pass the limit of ",
+                                                       max_bytes, " bytes"));
+    }
+    return taps * kTapBytes;
   }
 
   // The sampling taps of every output bin of one RoI, bin-major: grid_h * grid_w taps per bin.
@@ -299,8 +311,8 @@ class RoiAlign final : public OpKernel {
       for (int64_t r = begin; r < end; ++r) {
         const int64_t samples = grids[r].samples();
         const std::vector<BilinearTaps> taps = RoiTaps(grids[r], height, width);
-        StopIfRunEnded(WorkOf({channels, bins, samples, 4}));
         for (int64_t c = 0; c < channels; ++c) {
+          StopIfRunEnded(WorkOf({bins, samples, 4}));  // one RoI's taps may number 2^32, pooled per channel
           const T* plane = x.data<T>() + (batches[r] * channels + c) * height * width;
           T* out = y.data<T>() + (r * channels + c) * bins;
           for (int64_t bin = 0; bin < bins; ++bin) {
@@ -428,15 +440,20 @@ class MaxRoiPool final : public OpKernel {
       T* out = y.data<T>() + row * pooled_h * pooled_w;
       for (int64_t ph = 0; ph < pooled_h; ++ph) {
         const auto [h_begin, h_end] = BinBounds(ph, roi.bin_h, roi.start_h, height);
+        int64_t row_taps = pooled_w;  // RoIs from the request, each up to the image, scanned once per channel
         for (int64_t pw = 0; pw < pooled_w; ++pw) {
           const auto [w_begin, w_end] = BinBounds(pw, roi.bin_w, roi.start_w, width);
           ComputeType<T> best = 0;
-          if (h_begin < h_end && w_begin < w_end) best = -std::numeric_limits<ComputeType<T>>::infinity();
+          if (h_begin < h_end && w_begin < w_end) {
+            best = -std::numeric_limits<ComputeType<T>>::infinity();
+            row_taps += (h_end - h_begin) * (w_end - w_begin);
+          }
           for (int64_t h = h_begin; h < h_end; ++h) {
             for (int64_t w = w_begin; w < w_end; ++w) best = std::max(best, ToCompute(plane[h * width + w]));
           }
           out[ph * pooled_w + pw] = FromCompute<T>(best);
         }
+        StopIfRunEnded(row_taps);
       }
     });
   }

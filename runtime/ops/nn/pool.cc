@@ -27,15 +27,34 @@
 namespace onnxserve {
 namespace {
 
+// Counts windows' taps towards StopIfRunEnded some thousands at a time, so that a pool stops within a row
+// of wide windows (a 1-D pool of a long signal is one row) for an add per window, not a call.
+class TapCount {
+ public:
+  void Add(int64_t taps) {
+    pending_ += taps;
+    if (pending_ >= kTapsBetweenCounts) Flush();
+  }
+  // Counts what is pending: at the end of a walk (not in a destructor, since it may throw RunStopped).
+  void Flush() {
+    StopIfRunEnded(pending_);
+    pending_ = 0;
+  }
+
+ private:
+  static constexpr int64_t kTapsBetweenCounts = int64_t{1} << 16;
+  int64_t pending_ = 0;
+};
+
 // Walks every window of one plane: reduce(acc, value, flat input index) over its taps, then
 // finish(acc, output index, divisors) writes the output.
 template <typename Acc, typename Reduce, typename Finish>
 void ForEachWindow(const PoolGeometry& g, Acc init, Reduce reduce, Finish finish) {
   const auto& [w0, w1, w2] = g.windows;
   int64_t out_index = 0;
+  TapCount taps;  // windows as large as the image make a plane quadratic in it, and one row may be all of it
   for (int64_t o0 = 0; o0 < g.out[0]; ++o0) {
     for (int64_t o1 = 0; o1 < g.out[1]; ++o1) {
-      int64_t row_taps = 0;
       for (int64_t o2 = 0; o2 < g.out[2]; ++o2, ++out_index) {
         Acc acc = init;
         for (int64_t k0 = w0.lo[o0]; k0 < w0.hi[o0]; ++k0) {
@@ -50,11 +69,11 @@ void ForEachWindow(const PoolGeometry& g, Acc init, Reduce reduce, Finish finish
         const int64_t valid = (w0.hi[o0] - w0.lo[o0]) * (w1.hi[o1] - w1.lo[o1]) * (w2.hi[o2] - w2.lo[o2]);
         const int64_t padded = w0.padded[o0] * w1.padded[o1] * w2.padded[o2];
         finish(acc, out_index, valid, padded);
-        row_taps += valid;
+        taps.Add(valid + 1);
       }
-      StopIfRunEnded(row_taps);  // windows as large as the image make a row of outputs quadratic
     }
   }
+  taps.Flush();
 }
 
 // MaxPool of one plane of a 1-D/2-D float pool without Indices, the common case: each output row is the
@@ -67,8 +86,8 @@ void MaxPoolPlane2D(const PoolGeometry& g, const T* in, T* out) {
   const DimWindows& cols = g.windows[2];
   const int64_t width = g.in[2], out_width = g.out[2];
   const int64_t row_dilation = g.dilation[1], col_dilation = g.dilation[2];
+  TapCount count;
   for (int64_t oh = 0; oh < g.out[1]; ++oh, out += out_width) {
-    StopIfRunEnded(WorkOf({rows.hi[oh] - rows.lo[oh], out_width, g.kernel[2]}));
     std::fill(out, out + out_width, -std::numeric_limits<T>::infinity());
     for (int64_t kh = rows.lo[oh]; kh < rows.hi[oh]; ++kh) {
       const T* row = in + (rows.start[oh] + kh * row_dilation) * width;
@@ -80,9 +99,11 @@ void MaxPoolPlane2D(const PoolGeometry& g, const T* in, T* out) {
           best = v > best ? v : best;
         }
         out[ow] = best;
+        count.Add(cols.hi[ow] - cols.lo[ow] + 1);
       }
     }
   }
+  count.Flush();
 }
 
 // Where the output is empty: makes it (and Indices when wanted), which needs no windows (PlanPool builds none
@@ -169,14 +190,9 @@ class FloatPoolPlanes {
       float* y = out + p * g_.out[1] * out_width;
       for (int64_t oh = 0; oh < g_.out[1]; ++oh, y += out_width) {
         StopIfRunEnded(WorkOf({g_.windows[1].hi[oh] - g_.windows[1].lo[oh], width}));
-        StopIfRunEnded(WorkOf({out_width, g_.kernel[2]}));
         ReduceRows(k, plane, oh, padded.data() + pad_begin);
-        if (col_divisors_ == nullptr) {
-          k.window_max(padded.data(), out_width, g_.kernel[2], g_.stride[2], y);
-        } else {
-          k.window_sum(padded.data(), out_width, g_.kernel[2], g_.stride[2], y);
-          Average(k, oh, divisors.data(), y);
-        }
+        PoolColumns(k, padded.data(), y);
+        if (col_divisors_ != nullptr) Average(k, oh, divisors.data(), y);
       }
     }
   }
@@ -204,6 +220,21 @@ class FloatPoolPlanes {
       k.binary(max ? vec::BinaryOp::kMax : vec::BinaryOp::kAdd, row, true, mid, true, mid, width);
     }
   }
+
+  // y[0, out_width) = the max (or sum) of each window along the reduced row, in blocks of outputs: one row of
+  // wide windows may be the whole pool (a 1-D one), quadratic in the row.
+  void PoolColumns(const vec::VectorKernels& k, const float* padded, float* y) const {
+    const int64_t out_width = g_.out[2], kernel = g_.kernel[2], stride = g_.stride[2];
+    const int64_t block = std::max<int64_t>(1, kTapsPerBlock / std::max<int64_t>(kernel, 1));
+    for (int64_t o = 0; o < out_width; o += block) {
+      const int64_t n = std::min(block, out_width - o);
+      StopIfRunEnded(WorkOf({n, kernel}));
+      (col_divisors_ == nullptr ? k.window_max : k.window_sum)(padded + o * stride, n, kernel, stride, y + o);
+    }
+  }
+
+  // Blocks this large make the calls per row few whatever the window.
+  static constexpr int64_t kTapsPerBlock = int64_t{1} << 16;
 
   // y = sums / counts; an output with no taps to count is 0, as in the generic path.
   void Average(const vec::VectorKernels& k, int64_t oh, float* divisors, float* y) const {

@@ -18,6 +18,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/core/checked_size.h"
 #include "runtime/math/packed_gemm.h"
 #include "runtime/math/vector_kernels.h"
 #include "runtime/ops/blas.h"
@@ -193,10 +194,12 @@ class DirectionRunner {
 
   void Run(const T* x, const DirectionData<T>& d, bool reverse) {
     const int64_t H = c_.hidden;
-    std::vector<T> xw(static_cast<size_t>(seq_ * batch_ * gh_));
+    // Every step's input projection: a tensor, charged to the run (its size was checked against the limits).
+    Tensor xw_tensor(kTypeOf<T>, {seq_ * batch_, gh_});
+    T* xw = xw_tensor.data<T>();
     packed_ = d.packed;
-    MultiplyTransposed(x, seq_ * batch_, input_, d.w, packed_ ? &packed_->w : nullptr, gh_, T{0}, xw.data(), gh_);
-    if (d.bias != nullptr) AddBiases(d.bias, xw.data());
+    MultiplyTransposed(x, seq_ * batch_, input_, d.w, packed_ ? &packed_->w : nullptr, gh_, T{0}, xw, gh_);
+    if (d.bias != nullptr) AddBiases(d.bias, xw);
     h_.assign(static_cast<size_t>(batch_ * H), T{0});
     c_state_.assign(static_cast<size_t>(batch_ * H), T{0});
     if (d.init_h != nullptr) std::copy(d.init_h, d.init_h + batch_ * H, h_.begin());
@@ -205,7 +208,7 @@ class DirectionRunner {
     scratch_.resize(static_cast<size_t>(batch_ * H));
     for (int64_t step = 0; step < seq_; ++step) {
       const int64_t t = reverse ? seq_ - 1 - step : step;
-      std::copy(xw.begin() + t * batch_ * gh_, xw.begin() + (t + 1) * batch_ * gh_, gates_.begin());
+      std::copy(xw + t * batch_ * gh_, xw + (t + 1) * batch_ * gh_, gates_.begin());
       switch (c_.cell) {
         case Cell::kRnn: StepRnn(d, t); break;
         case Cell::kGru: StepGru(d, t); break;
@@ -436,6 +439,10 @@ class Recurrent final : public OpKernel {
       RETURN_IF_ERROR(check_shape("initial_c", input(6), state));
       RETURN_IF_ERROR(check_shape("P", input(7), {D, 3 * H}));
     }
+    // The input projections (seq x batch x gates * hidden) and Y are a request's length times a model's
+    // width, held before any output is made: checked like tensors first.
+    RETURN_IF_ERROR(CheckedByteSize(kTypeOf<T>, {seq, batch, gh}).status());
+    if (ctx.OutputWanted(0)) RETURN_IF_ERROR(CheckedByteSize(kTypeOf<T>, {seq, D, batch, H}).status());
     std::vector<int64_t> lens(static_cast<size_t>(batch), seq);
     if (const Tensor* sl = input(4); sl != nullptr) {
       if (sl->NumElements() != batch) return absl::InvalidArgumentError("sequence_lens: expected one length per batch row");

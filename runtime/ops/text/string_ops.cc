@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "re2/re2.h"
+#include "runtime/core/run_limits.h"
 #include "runtime/ops/common.h"
 #include "runtime/registry/registry.h"
 
@@ -345,7 +346,7 @@ class StringSplit final : public OpKernel {
     int64_t pieces = 0;
     if (!delimiter_.empty()) {
       size_t begin = 0;
-      for (size_t at; pieces < maxsplit_ && (at = s.find(delimiter_, begin)) != absl::string_view::npos;) {
+      for (size_t at; pieces < maxsplit_ && (at = FindDelimiter(s, begin)) != absl::string_view::npos;) {
         emit(s.substr(begin, at - begin));
         ++pieces;
         begin = at + delimiter_.size();
@@ -366,6 +367,23 @@ class StringSplit final : public OpKernel {
       ++pieces;
     }
   }
+
+  // The first delimiter in s at or after `from`. A search compares up to the delimiter's length at each
+  // position, both from outside (a request's element, a model's delimiter): it goes a window of positions at
+  // a time, each counted towards StopIfRunEnded.
+  size_t FindDelimiter(absl::string_view s, size_t from) const {
+    const size_t length = delimiter_.size();
+    for (size_t window = from; window < s.size() && s.size() - window >= length; window += kSearchWindow) {
+      // Positions [window, window + kSearchWindow): the text up to the last one's possible end.
+      const size_t end = std::min(s.size(), window + kSearchWindow + length - 1);
+      const size_t at = s.substr(0, end).find(delimiter_, window);
+      if (at != absl::string_view::npos) return at;
+      StopIfRunEnded(WorkOf({kSearchWindow, static_cast<int64_t>(length)}));
+    }
+    return absl::string_view::npos;
+  }
+
+  static constexpr int64_t kSearchWindow = 4096;
 
   std::string delimiter_;
   int64_t maxsplit_ = 0;

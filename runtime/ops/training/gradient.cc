@@ -17,6 +17,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/container/node_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/core/run_limits.h"
 #include "runtime/ir/graph.h"
 #include "runtime/ops/common.h"
 #include "runtime/registry/registry.h"
@@ -70,6 +71,7 @@ void MatMulAdd(const std::vector<double>& a, bool ta, const std::vector<double>&
       for (int64_t p = 0; p < k; ++p) sum += a[ta ? p * m + i : i * k + p] * b[tb ? j * k + p : p * n + j];
       c[i * n + j] += alpha * sum;
     }
+    StopIfRunEnded(WorkOf({n, k}));
   }
 }
 

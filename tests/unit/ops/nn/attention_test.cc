@@ -218,5 +218,26 @@ TEST(AttentionTest, ANonpadLengthOfInt64MinMasksEveryKey) {
   EXPECT_TRUE(TensorsClose(Tensor::FromVector<float>({1, 1, 2, 3}, std::vector<float>(6, 0.0f)), (*out)[0]));
 }
 
+// Each head's scores are q_len x kv_len, a product of two request lengths, scratch for one head per thread:
+// bounded like a tensor (and charged to the run's budget). 1024 queries by 512 keys of one element each are
+// 2 MiB of scores from 6 KiB of inputs, refused past a 1 MiB limit; 128 queries, 256 KiB, are not.
+TEST(AttentionTest, RefusesScoresPastTheByteLimit) {
+  testing::ScopedSizeLimits limits(int64_t{1} << 20);
+  std::mt19937 rng(5);
+  const auto attend = [&](int64_t queries) {
+    return OpTest("Attention", 23)
+        .Input("q", Random({1, 1, queries, 1}, rng))
+        .Input("k", Random({1, 1, 512, 1}, rng))
+        .Input("v", Random({1, 1, 512, 1}, rng))
+        .Output("y")
+        .Run();
+  };
+  auto wide = attend(1024);
+  EXPECT_EQ(wide.status().code(), absl::StatusCode::kResourceExhausted) << wide.status();
+  auto narrow = attend(128);
+  ASSERT_TRUE(narrow.ok()) << narrow.status();
+  EXPECT_EQ((*narrow)[0].shape(), (Shape{1, 1, 128, 1}));
+}
+
 }  // namespace
 }  // namespace onnxserve

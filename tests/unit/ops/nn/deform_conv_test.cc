@@ -108,5 +108,27 @@ TEST(DeformConvTest, OnlyTwoDimensionalImagesAndMatchingOffsets) {
   EXPECT_NE(out.status().message().find("offset must be [1,8,2,2]"), std::string::npos) << out.status();
 }
 
+// The sampled column matrix holds every channel's taps at every output pixel: C times the offsets' size, and
+// both come from the request. It is bounded like a tensor (and charged to the run's budget): 16 channels of
+// a 3x3 kernel over 64 x 64 pixels are a 2.25 MiB matrix from a 256 KiB X and 288 KiB of offsets, refused
+// past a 1 MiB limit; 4 channels, 576 KiB, are not.
+TEST(DeformConvTest, RefusesAColumnMatrixPastTheByteLimit) {
+  testing::ScopedSizeLimits limits(int64_t{1} << 20);
+  const auto deform = [](int64_t channels) {
+    return OpTest("DeformConv", 22)
+        .Input("X", Zeros({1, channels, 64, 64}))
+        .Input("W", Zeros({1, channels, 3, 3}))
+        .Input("offset", Zeros({1, 18, 64, 64}))
+        .Attr("pads", std::vector<int64_t>{1, 1, 1, 1})
+        .Output("Y")
+        .Run();
+  };
+  auto wide = deform(16);
+  EXPECT_EQ(wide.status().code(), absl::StatusCode::kResourceExhausted) << wide.status();
+  auto narrow = deform(4);
+  ASSERT_TRUE(narrow.ok()) << narrow.status();
+  EXPECT_EQ((*narrow)[0].shape(), (Shape{1, 1, 64, 64}));
+}
+
 }  // namespace
 }  // namespace onnxserve

@@ -139,6 +139,29 @@ TEST(RoiAlignTest, ARoiTooLargeToSampleIsAnError) {
   EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted) << out.status();
 }
 
+// A RoI's taps are listed before they are pooled, 48 bytes each: bounded in bytes like a tensor, not only in
+// count. 4 x 4 bins of 64 x 64 samples are 2^16 taps (a count well within a 1 MiB limit) in 3 MiB, refused;
+// 16 x 16 samples per bin, 192 KiB, are not.
+TEST(RoiAlignTest, RefusesATapListPastTheByteLimit) {
+  testing::ScopedSizeLimits limits(int64_t{1} << 20);
+  const auto align = [](int64_t ratio) {
+    return OpTest("RoiAlign", 16)
+        .Input("x", Floats({1, 1, 2, 2}, {1, 2, 3, 4}))
+        .Input("rois", Floats({1, 4}, {0, 0, 1, 1}))
+        .Input("batch", Tensor::FromVector<int64_t>({1}, {0}))
+        .Attr("output_height", int64_t{4})
+        .Attr("output_width", int64_t{4})
+        .Attr("sampling_ratio", ratio)
+        .Output("y")
+        .Run();
+  };
+  auto dense = align(64);
+  EXPECT_EQ(dense.status().code(), absl::StatusCode::kResourceExhausted) << dense.status();
+  auto sparse = align(16);
+  ASSERT_TRUE(sparse.ok()) << sparse.status();
+  EXPECT_EQ((*sparse)[0].shape(), (Shape{1, 1, 4, 4}));
+}
+
 // Image 0 of X holds 4h + w at (h, w); image 1 holds -(4h + w) - 1.
 Tensor RoiPoolInput() {
   std::vector<float> v(32);

@@ -212,5 +212,28 @@ TEST(RecurrentTest, ConstantWeightsGiveTheResultsOfFedWeights) {
   }
 }
 
+// The input projections of every step are computed before the recurrence: seq x batch x 4H for an LSTM, a
+// request's length times a model's width, however small the outputs asked for. They are bounded like a
+// tensor (and charged to the run's budget): 2048 steps of one input into 64 units are 2 MiB of projections
+// from an 8 KiB X and a [1,1,64] Y_h, refused past a 1 MiB limit; 256 steps, 256 KiB, are not.
+TEST(LstmTest, RefusesInputProjectionsPastTheByteLimit) {
+  testing::ScopedSizeLimits limits(int64_t{1} << 20);
+  const auto lstm = [](int64_t steps) {
+    return OpTest("LSTM", 14)
+        .Input("X", Tensor::FromVector<float>({steps, 1, 1}, std::vector<float>(steps, 0.5f)))
+        .Input("W", Tensor::FromVector<float>({1, 256, 1}, std::vector<float>(256, 0.1f)))
+        .Input("R", Tensor::FromVector<float>({1, 256, 64}, std::vector<float>(256 * 64, 0.01f)))
+        .Attr("hidden_size", int64_t{64})
+        .NoOutput()
+        .Output("Y_h")
+        .Run();
+  };
+  auto long_one = lstm(2048);
+  EXPECT_EQ(long_one.status().code(), absl::StatusCode::kResourceExhausted) << long_one.status();
+  auto short_one = lstm(256);
+  ASSERT_TRUE(short_one.ok()) << short_one.status();
+  EXPECT_EQ((*short_one)[0].shape(), (Shape{1, 1, 64}));
+}
+
 }  // namespace
 }  // namespace onnxserve

@@ -180,6 +180,18 @@ TEST(StringSplitTest, EveryDelimiterSplitsAndRowsArePadded) {
   EXPECT_TRUE(TensorsClose(Counts({1}, {4}), s->z));
 }
 
+// Long elements are searched 4096 positions at a time: a delimiter is found wherever it lies against those
+// windows, across the end of one (at 4095) and at the first position of one (at 8193, a window after the
+// search resumed at 4097).
+TEST(StringSplitTest, DelimitersAcrossLongElementsAreAllFound) {
+  const std::string first(4095, 'x'), second(4096, 'y');
+  auto s = RunSplit(OpTest("StringSplit", 20).Attr("delimiter", std::string("ab")),
+                    Str({first + "ab" + second + "ab" + "z"}));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_TRUE(TensorsClose(Str({1, 3}, {first, second, "z"}), s->y));
+  EXPECT_TRUE(TensorsClose(Counts({1}, {3}), s->z));
+}
+
 TEST(StringSplitTest, MaxsplitKeepsTheRest) {
   auto s = RunSplit(OpTest("StringSplit", 20).Attr("delimiter", std::string("-")).Attr("maxsplit", int64_t{1}),
                     Str({2, 1}, {"a-b-c", "abc"}));

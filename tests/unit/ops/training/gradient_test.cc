@@ -1,11 +1,13 @@
 // Gradient (ai.onnx.preview.training): derivatives of small graphs worked out by hand, broadcasting
 // reduced back to each input's shape, zs held constant, and errors naming what cannot be differentiated.
+#include <atomic>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "onnx/onnx_pb.h"
+#include "runtime/core/run_limits.h"
 #include "runtime/exec/session.h"
 #include "runtime/model/model.h"
 #include "tests/support/graph_builder.h"
@@ -17,6 +19,7 @@ namespace {
 using testing::FloatAttr;
 using testing::GraphBuilder;
 using testing::IntAttr;
+using testing::RandomTensor;
 using testing::StringAttr;
 using testing::StringsAttr;
 using testing::TensorsClose;
@@ -25,7 +28,8 @@ using testing::TensorsClose;
 // are the gradients in xs order.
 absl::StatusOr<std::vector<Tensor>> RunGradient(GraphBuilder graph, const std::vector<std::string>& xs,
                                                 const std::vector<std::string>& zs, const std::string& y,
-                                                const std::vector<std::pair<std::string, Tensor>>& feeds) {
+                                                const std::vector<std::pair<std::string, Tensor>>& feeds,
+                                                const RunLimits& limits = {}) {
   std::vector<std::string> inputs = xs, outputs;
   inputs.insert(inputs.end(), zs.begin(), zs.end());
   for (const auto& x : xs) outputs.push_back("d_" + x);
@@ -40,7 +44,7 @@ absl::StatusOr<std::vector<Tensor>> RunGradient(GraphBuilder graph, const std::v
   if (!model.ok()) return model.status();
   auto session = Session::Create(*std::move(model));
   if (!session.ok()) return session.status();
-  return (*session)->Run(feeds, outputs);
+  return (*session)->Run(feeds, outputs, limits);
 }
 
 Tensor Floats(Shape shape, const std::vector<float>& v) { return Tensor::FromVector<float>(std::move(shape), v); }
@@ -118,6 +122,23 @@ TEST(GradientTest, DependenceOnAnInputOutsideXsAndZsIsAnErrorNamingIt) {
   auto out = RunGradient(graph, {"x"}, {}, "y", {{"x", Floats({1}, {1})}, {"other", Floats({1}, {1})}});
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.status().message().find("\"other\""), std::string::npos) << out.status();
+}
+
+// The backward products of a MatMul are two more products of its size, and a run that must stop stops
+// inside them. The graph's MatMul and the tape's forward one count 2 x 315^3 multiply-adds, under the 2^26
+// between two checks, so only the backward products can make the Gradient kernel check the run's limits:
+// the run is cancelled from its third check on, after the executor's before each of the two nodes.
+TEST(GradientTest, AMatMulsBackwardProductsStopWhenTheRunMust) {
+  const int64_t n = 315;
+  GraphBuilder graph;
+  graph.Input("A", {n, n}).Input("B", {n, n}).Node("MatMul", {"A", "B"}, "y").Output("y");
+  std::atomic<int> checks{0};
+  const RunLimits limits(absl::InfiniteFuture(), [&] { return checks.fetch_add(1) >= 2; });
+  StopIfRunEnded(int64_t{1} << 26);  // outside a run: starts this thread's count of work afresh
+  auto out = RunGradient(graph, {"A", "B"}, {}, "y", {{"A", RandomTensor({n, n}, 1)}, {"B", RandomTensor({n, n}, 2)}},
+                         limits);
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled) << out.status();
+  EXPECT_GE(checks.load(), 3);
 }
 
 }  // namespace
