@@ -32,6 +32,8 @@ void StopIfRunEnded(int64_t work) {
   if (absl::Status status = t_current_limits->Check(); !status.ok()) throw RunStopped(std::move(status));
 }
 
+void RestartWorkCount() { t_work_since_check = 0; }
+
 int64_t WorkOf(std::initializer_list<int64_t> extents) {
   int64_t work = 1;
   for (int64_t extent : extents) {

@@ -75,6 +75,11 @@ const RunLimits* CurrentRunLimits();
 // small cost a thread-local sum each, so kernels need not guess how often to check.
 void StopIfRunEnded(int64_t work);
 
+// Called after the run's limits were checked outside StopIfRunEnded (the executor's check before each
+// step): the count of work since the last check starts again, so when a kernel's first check comes does not
+// depend on what ran on this thread before it.
+void RestartWorkCount();
+
 // The work of a block whose extents come from a model or a request, for StopIfRunEnded: their product,
 // saturated at INT64_MAX, since extents that are each within the limits can still multiply past int64.
 int64_t WorkOf(std::initializer_list<int64_t> extents);

@@ -288,6 +288,7 @@ absl::StatusOr<std::vector<Value>> ExecutionPlan::Run(const std::vector<NamedVal
     if (absl::Status status = limits.Check(); !status.ok()) {
       return absl::Status(status.code(), absl::StrCat(status.message(), " before ", step.label));
     }
+    RestartWorkCount();
     inputs.clear();
     for (int slot : step.inputs) inputs.push_back(slot < 0 ? nullptr : view[slot]);
     RETURN_IF_ERROR(CheckInputValues(step, inputs));

@@ -53,6 +53,7 @@ TEST(RunLimitsTest, StopIfRunEndedChecksTheCurrentRunOnceEnoughWorkPassed) {
   const RunLimits cancelled(absl::InfiniteFuture(), [] { return true; });
   EXPECT_NO_THROW(StopIfRunEnded(int64_t{1} << 40));  // outside a run nothing stops
   const ScopedRunLimits scope(&cancelled);
+  RestartWorkCount();
   EXPECT_NO_THROW(StopIfRunEnded(1));  // a little work is not worth a check
   try {
     StopIfRunEnded(int64_t{1} << 40);
@@ -61,6 +62,34 @@ TEST(RunLimitsTest, StopIfRunEndedChecksTheCurrentRunOnceEnoughWorkPassed) {
     EXPECT_EQ(stopped.status().code(), absl::StatusCode::kCancelled);
     EXPECT_EQ(CatchExceptions([&]() -> absl::Status { throw stopped; }).code(), absl::StatusCode::kCancelled);
   }
+}
+
+// The executor's check before each step restarts the count: work done on this thread before the step (an
+// earlier node, an earlier run) does not bring a kernel's first check forward, so a kernel that never checks
+// never stops however the thread's earlier work left the count.
+TEST(RunLimitsTest, ACheckOutsideAKernelRestartsItsWorkCount) {
+  const RunLimits cancelled(absl::InfiniteFuture(), [] { return true; });
+  const ScopedRunLimits scope(&cancelled);
+  RestartWorkCount();
+  EXPECT_NO_THROW(StopIfRunEnded((int64_t{1} << 26) - 2));
+  RestartWorkCount();
+  EXPECT_NO_THROW(StopIfRunEnded(2));
+  EXPECT_THROW(StopIfRunEnded((int64_t{1} << 26) - 2), RunStopped);
+}
+
+TEST(RunLimitsTest, AKernelOnlyStopsAfterItsOwnWorkWhateverRanBeforeIt) {
+  // Work left on the executor's thread just short of a check; then a small pool, which counts a little work
+  // per row of outputs, runs in a run cancelled from its second check on: the executor's own check passes,
+  // and the pool's few rows must not check on the earlier work's account.
+  StopIfRunEnded((int64_t{1} << 26) - 1);
+  CancelledAfterFirstCheck cancel;
+  auto out = OpTest("MaxPool", 12)
+                 .Input("x", RandomTensor({1, 1, 4, 4}, 1))
+                 .Attr("kernel_shape", std::vector<int64_t>{2, 2})
+                 .Output("y")
+                 .Run(cancel.limits());
+  EXPECT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(cancel.checks(), 1);
 }
 
 // Kernels count work from a model's or a request's extents, each within the limits but not their product
