@@ -263,7 +263,8 @@ class DnnlConvImpl final : public DnnlConv {
 
 std::unique_ptr<DnnlConv> DnnlConv::Create(const DnnlConvWeights& dims) {
   const bool shallow = dims.channels * dims.kernel_h * dims.kernel_w < kMinDepth;
-  if (ActiveIsa() == Isa::kBaseline || dims.kernel_h * dims.kernel_w <= 1 || shallow || !LimitDnnlIsaOnce()) {
+  if (ActiveIsa() == Isa::kBaseline || dims.maps <= 0 || dims.kernel_h * dims.kernel_w <= 1 || shallow ||
+      !LimitDnnlIsaOnce()) {
     return nullptr;
   }
   try {

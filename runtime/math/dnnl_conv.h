@@ -31,8 +31,8 @@ struct DnnlConvWeights {
 
 class DnnlConv {
  public:
-  // The convolution of weights of `dims`, or null when oneDNN is not built in, the CPU has no AVX2, or
-  // the convolution is not one it runs better: 1x1, or fewer than 128 multiply-adds per output
+  // The convolution of weights of `dims`, or null when oneDNN is not built in, the CPU has no AVX2, W has
+  // no maps, or the convolution is not one it runs better: 1x1, or fewer than 128 multiply-adds per output
   // (MobileNet's and the keyword spotter's stems).
   static std::unique_ptr<DnnlConv> Create(const DnnlConvWeights& dims);
   virtual ~DnnlConv() = default;

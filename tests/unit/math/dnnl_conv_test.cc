@@ -249,6 +249,8 @@ TEST_F(DnnlConvTest, DeclinesWhatItShouldNotRun) {
       << "MobileNet's stem: 27 multiply-adds per output";
   EXPECT_EQ(DnnlConv::Create({.maps = 64, .channels = 1, .kernel_h = 10, .kernel_w = 4}), nullptr)
       << "the keyword spotter's stem: 40 multiply-adds per output";
+  EXPECT_EQ(DnnlConv::Create({.maps = 0, .channels = 64, .kernel_h = 3, .kernel_w = 3}), nullptr)
+      << "no maps: nothing to share out";
 }
 
 // A request of no images may still declare a huge image (X has no elements whatever its height): there is
