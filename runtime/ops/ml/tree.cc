@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "runtime/core/run_limits.h"
+#include "runtime/core/work_tally.h"
 #include "runtime/ops/common.h"
 #include "runtime/ops/ml/common.h"
 #include "runtime/ops/ml/tree.h"
@@ -36,26 +36,19 @@ bool Forest::GoesTrue(const Branch& b, double x) const {
   return false;
 }
 
-namespace {
-constexpr int64_t kStepsBetweenCounts = 4096;
-}  // namespace
-
 void Forest::Score(const double* row, double* scores) const {
   std::fill(scores, scores + n_targets, 0.0);
   std::vector<char> scored(aggregate == Aggregate::kMin || aggregate == Aggregate::kMax ? n_targets : 0);
   // Trees may share nodes, so a row's walks are bounded by roots times branches, not by the model's size:
-  // they count towards StopIfRunEnded within the row, some thousands of steps at a time.
-  int64_t uncounted = 0;
+  // they count towards StopIfRunEnded within the row, walk by walk.
+  WorkTally walked;
   for (Child node : roots) {
-    for (; !IsLeaf(node); ++uncounted) {
+    int64_t steps = 1;
+    for (; !IsLeaf(node); ++steps) {
       const Branch& b = branches[node];
       node = GoesTrue(b, row[b.feature]) ? b.on_true : b.on_false;
     }
-    uncounted += 1 + static_cast<int64_t>(leaves[~node].size());
-    if (uncounted >= kStepsBetweenCounts) {
-      StopIfRunEnded(uncounted);
-      uncounted = 0;
-    }
+    walked.Add(steps + static_cast<int64_t>(leaves[~node].size()));
     for (const Contribution& c : leaves[~node]) {
       double& s = scores[c.target];
       switch (aggregate) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/core/run_limits.h"
+#include "runtime/core/work_tally.h"
 #include "runtime/ops/common.h"
 #include "runtime/registry/registry.h"
 
@@ -249,7 +250,7 @@ class GridSample final : public OpKernel {
     for (int64_t d = 0; d < rank; ++d) combos = WorkOf({combos, taps});
     pool.ParallelFor(batch * points, 64, [&](int64_t begin, int64_t end) {
       std::vector<AxisTaps> axis_taps(rank);
-      int64_t uncounted = 0;  // combinations not yet counted towards StopIfRunEnded
+      WorkTally combined;  // one output of a high-rank X may take days: its combinations count within it
       for (int64_t task = begin; task < end; ++task) {
         const int64_t n = task / points, p = task % points;
         // Grid coordinates list the innermost axis first.
@@ -259,11 +260,7 @@ class GridSample final : public OpKernel {
           const T* image = x.data<T>() + (n * channels + c) * in_size;
           double sum = 0;
           for (int64_t combo = 0; combo < combos; ++combo) {
-            // One output of a high-rank X may take days: counted within it, for an add per combination.
-            if (++uncounted == kCombosBetweenCounts) {
-              StopIfRunEnded(WorkOf({uncounted, rank}));
-              uncounted = 0;
-            }
+            combined.Add(rank);
             int64_t offset = 0, rest = combo;
             double weight = 1;
             for (int64_t d = rank - 1; d >= 0 && offset >= 0; --d) {
@@ -280,8 +277,6 @@ class GridSample final : public OpKernel {
       }
     });
   }
-
-  static constexpr int64_t kCombosBetweenCounts = int64_t{1} << 12;
 
   SampleOptions options_;
   bool only_2d_ = false;

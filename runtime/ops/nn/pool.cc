@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_join.h"
 #include "runtime/core/run_limits.h"
+#include "runtime/core/work_tally.h"
 #include "runtime/math/vector_kernels.h"
 #include "runtime/ops/common.h"
 #include "runtime/ops/nn/pool_geometry.h"
@@ -27,32 +28,15 @@
 namespace onnxserve {
 namespace {
 
-// Counts windows' taps towards StopIfRunEnded some thousands at a time, so that a pool stops within a row
-// of wide windows (a 1-D pool of a long signal is one row) for an add per window, not a call.
-class TapCount {
- public:
-  void Add(int64_t taps) {
-    pending_ += taps;
-    if (pending_ >= kTapsBetweenCounts) Flush();
-  }
-  // Counts what is pending: at the end of a walk (not in a destructor, since it may throw RunStopped).
-  void Flush() {
-    StopIfRunEnded(pending_);
-    pending_ = 0;
-  }
-
- private:
-  static constexpr int64_t kTapsBetweenCounts = int64_t{1} << 16;
-  int64_t pending_ = 0;
-};
-
 // Walks every window of one plane: reduce(acc, value, flat input index) over its taps, then
 // finish(acc, output index, divisors) writes the output.
 template <typename Acc, typename Reduce, typename Finish>
 void ForEachWindow(const PoolGeometry& g, Acc init, Reduce reduce, Finish finish) {
   const auto& [w0, w1, w2] = g.windows;
   int64_t out_index = 0;
-  TapCount taps;  // windows as large as the image make a plane quadratic in it, and one row may be all of it
+  // Windows as large as the image make a plane quadratic in it, and one row (a 1-D pool of a long signal) may
+  // be all of it: the taps count window by window.
+  WorkTally taps;
   for (int64_t o0 = 0; o0 < g.out[0]; ++o0) {
     for (int64_t o1 = 0; o1 < g.out[1]; ++o1) {
       for (int64_t o2 = 0; o2 < g.out[2]; ++o2, ++out_index) {
@@ -86,7 +70,7 @@ void MaxPoolPlane2D(const PoolGeometry& g, const T* in, T* out) {
   const DimWindows& cols = g.windows[2];
   const int64_t width = g.in[2], out_width = g.out[2];
   const int64_t row_dilation = g.dilation[1], col_dilation = g.dilation[2];
-  TapCount count;
+  WorkTally count;
   for (int64_t oh = 0; oh < g.out[1]; ++oh, out += out_width) {
     std::fill(out, out + out_width, -std::numeric_limits<T>::infinity());
     for (int64_t kh = rows.lo[oh]; kh < rows.hi[oh]; ++kh) {
