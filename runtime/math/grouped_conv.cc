@@ -14,9 +14,10 @@ namespace onnxserve {
 namespace {
 
 // Below this many multiply-adds a layer runs on the calling thread: the keyword spotter's depthwise
-// 3x3 on 64 channels of 25x5 (72 K) takes some 3 us, enough for two threads to save 0.5 us of it after
-// the hand-off.
-constexpr int64_t kMinParallelWork = int64_t{1} << 16;
+// 3x3 on 64 channels of 25x5 (72 K) takes some 4 us on one thread and took 8 on two, the hand-off and
+// the planes crossing between cores (280 ns a cache line on a 2-vCPU EPYC VM) costing more than the
+// half saved (runtime/math/packed_gemm.cc's kMinParallelWork measures the same).
+constexpr int64_t kMinParallelWork = int64_t{1} << 18;
 
 const grouped::Kernels& KernelsFor(Isa isa) {
   switch (std::min(isa, DetectedIsa())) {

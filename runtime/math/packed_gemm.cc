@@ -30,15 +30,18 @@ constexpr int64_t kColumnBlockBytes = int64_t{1} << 20;
 // A panels that pass each B panel in a row (64 rows of C), in depth blocks of at least kMinDepthForPasses.
 constexpr int64_t kPanelsPerPass = 8;
 constexpr int64_t kMinDepthForPasses = 128;
-// Below this many multiply-adds (some 2 us of work on AVX-512, 4 on AVX2) a GEMM is not worth splitting:
-// handing a share to another thread, which then fetches its operands from the first one's cache, costs
-// about 1 us. The keyword spotter's pointwise layers (64 x 64 x 125, 0.5 M) and its stem (0.3 M) split.
-constexpr int64_t kMinParallelWork = int64_t{1} << 18;
-// A matrix-vector product of a weight this large (256 KiB) takes as long as streaming the weight, however
-// little arithmetic there is (an MLP at batch 1, 0.4 M multiply-adds for 1.6 MB; a squeeze-and-excite 1x1
-// Conv on a 1x1 map; an LSTM's recurrent 128 x 512 at every step, some 3 us), and two cores stream it
-// twice as fast for a 0.35 us hand-off. Its column panels split the same way on every call, so when the
-// weight is reused (the LSTM's steps) each core's L2 keeps its own half.
+// Below this many multiply-adds (some 10 us of work on AVX-512, 20 on AVX2) a GEMM is not worth splitting:
+// handing a share to another thread, which then fetches its operands from the first one's cache and
+// leaves its share of C in its own, costs several microseconds where a cache line takes 280 ns to cross
+// between cores (a 2-vCPU EPYC VM: 570 ns a round trip). At 2^18 the keyword spotter's pointwise layers
+// (64 x 64 x 125, 0.5 M) split and took 1.4-1.9 times as long on two threads as on one.
+constexpr int64_t kMinParallelWork = int64_t{1} << 20;
+// A matrix-vector product of a weight this large (256 KiB) takes as long as streaming the weight from
+// memory, however little arithmetic there is (an MLP at batch 1, 0.4 M multiply-adds for 1.6 MB; a
+// squeeze-and-excite 1x1 Conv on a 1x1 map, 13-28 us for 324-920 KB), and two cores stream it twice as
+// fast. Its column panels split the same way on every call, so when the weight is reused (a large LSTM's
+// steps) each core's L2 keeps its own half. A caller whose weight already sits in its core's L2 (a small
+// LSTM's steps, runtime/ops/nn/rnn.cc) passes no pool.
 constexpr int64_t kMinParallelWeights = int64_t{1} << 16;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }

@@ -184,6 +184,12 @@ struct DirectionData {
   T* y_c = nullptr;           // [batch, H]
 };
 
+// Recurrent weights and per-step work up to which a step's product runs on the calling thread
+// (DirectionRunner::RecurrentPool): half of a 1 MiB L2, and the multiply-adds below which PackedGemm
+// would not split a product either.
+constexpr int64_t kMaxOneThreadRecurrentBytes = int64_t{512} << 10;
+constexpr int64_t kMaxOneThreadRecurrentWork = int64_t{1} << 20;
+
 template <typename T>
 class DirectionRunner {
  public:
@@ -198,7 +204,7 @@ class DirectionRunner {
     Tensor xw_tensor(kTypeOf<T>, {seq_ * batch_, gh_});
     T* xw = xw_tensor.data<T>();
     packed_ = d.packed;
-    MultiplyTransposed(x, seq_ * batch_, input_, d.w, packed_ ? &packed_->w : nullptr, gh_, T{0}, xw, gh_);
+    MultiplyTransposed(x, seq_ * batch_, input_, d.w, packed_ ? &packed_->w : nullptr, gh_, T{0}, xw, gh_, &pool_);
     if (d.bias != nullptr) AddBiases(d.bias, xw);
     h_.assign(static_cast<size_t>(batch_ * H), T{0});
     c_state_.assign(static_cast<size_t>(batch_ * H), T{0});
@@ -243,9 +249,9 @@ class DirectionRunner {
   }
 
   // out[m x cols] = beta * out + A[m x depth] * B[cols x depth]^T, on B's packed copy when there is one
-  // (beta 0 or 1).
+  // (beta 0 or 1), over `pool` (null: the calling thread).
   void MultiplyTransposed(const T* a, int64_t m, int64_t depth, const T* b, const PackedColumns* packed,
-                          int64_t cols, T beta, T* out, int64_t ldo) {
+                          int64_t cols, T beta, T* out, int64_t ldo, ThreadPool* pool) {
     if constexpr (std::is_same_v<T, float>) {
       if (packed != nullptr) {
         GemmEpilogue epilogue;
@@ -253,16 +259,30 @@ class DirectionRunner {
           epilogue.z = out;
           epilogue.ldz = ldo;
         }
-        PackedGemm(a, m, depth, /*transposed_a=*/false, *packed, out, ldo, epilogue, &pool_);
+        PackedGemm(a, m, depth, /*transposed_a=*/false, *packed, out, ldo, epilogue, pool);
         return;
       }
     }
-    Gemm<T>(false, true, m, cols, depth, T{1}, a, depth, b, depth, beta, out, ldo, &pool_);
+    Gemm<T>(false, true, m, cols, depth, T{1}, a, depth, b, depth, beta, out, ldo, pool);
+  }
+
+  // The pool for a step's product of H_{t-1} and `rows` x hidden recurrent weights. Every step multiplies
+  // the same weights, which up to kMaxOneThreadRecurrentBytes stay in the calling core's L2: one core then
+  // computes a step in a few microseconds (hidden 128: 64 K multiply-adds, some 3 us), less than a split
+  // costs when H_{t-1} goes to the other core and its gates come back, every step (the set's LSTM took
+  // 0.65-0.71 of its time on two threads without it). Larger weights, or batches that make the step long,
+  // split, each core keeping its share of the weights in its own L2.
+  ThreadPool* RecurrentPool(int64_t rows) {
+    const int64_t weights = rows * c_.hidden;
+    const bool one_core = weights * static_cast<int64_t>(sizeof(T)) <= kMaxOneThreadRecurrentBytes &&
+                          batch_ * weights <= kMaxOneThreadRecurrentWork;
+    return one_core ? nullptr : &pool_;
   }
 
   // gates[:, cols) += H_{t-1} * R[rows]^T, R's first `rows` rows (all of them, or GRU's z and r)
   void AddRecurrent(const T* r, int64_t rows, T* out) {
-    MultiplyTransposed(h_.data(), batch_, c_.hidden, r, packed_ ? &packed_->r : nullptr, rows, T{1}, out, gh_);
+    MultiplyTransposed(h_.data(), batch_, c_.hidden, r, packed_ ? &packed_->r : nullptr, rows, T{1}, out, gh_,
+                       RecurrentPool(rows));
   }
 
   const PackedColumns* PackedRh() const { return packed_ && packed_->r_h ? &*packed_->r_h : nullptr; }
@@ -285,7 +305,7 @@ class DirectionRunner {
     const T* rh = d.r + 2 * H * H;
     if (c_.linear_before_reset) {
       // h~ = g(Xt*Wh^T + Wbh + r * (H*Rh^T + Rbh))
-      MultiplyTransposed(h_.data(), batch_, H, rh, PackedRh(), H, T{0}, scratch_.data(), H);
+      MultiplyTransposed(h_.data(), batch_, H, rh, PackedRh(), H, T{0}, scratch_.data(), H, RecurrentPool(H));
       for (int64_t b = 0; b < batch_; ++b) {
         T* g = gates_.data() + b * gh_;
         for (int64_t j = 0; j < H; ++j) {
@@ -296,7 +316,8 @@ class DirectionRunner {
     } else {
       // h~ = g(Xt*Wh^T + (r * H)*Rh^T + Rbh + Wbh)
       for (int64_t i = 0; i < batch_ * H; ++i) scratch_[i] = gates_[(i / H) * gh_ + H + i % H] * h_[i];
-      MultiplyTransposed(scratch_.data(), batch_, H, rh, PackedRh(), H, T{1}, gates_.data() + 2 * H, gh_);
+      MultiplyTransposed(scratch_.data(), batch_, H, rh, PackedRh(), H, T{1}, gates_.data() + 2 * H, gh_,
+                         RecurrentPool(H));
     }
     for (int64_t b = 0; b < batch_; ++b) {
       if (!Active(b, t)) continue;

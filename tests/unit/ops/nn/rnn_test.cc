@@ -1,7 +1,9 @@
 // RNN, GRU and LSTM against scalar references (hidden size 1, input size 1) written from the spec's
 // equations, plus the layout, direction and sequence_lens plumbing.
 #include <cmath>
+#include <cstring>
 #include <random>
+#include <utility>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -16,6 +18,14 @@ using testing::TensorsClose;
 float Sigmoid(float x) { return 1 / (1 + std::exp(-x)); }
 
 Tensor W1(float v) { return Tensor::FromVector<float>({1, 1, 1}, {v}); }
+
+// A float tensor of `shape`, uniform in [-range, range).
+Tensor RandomTensor(std::mt19937& rng, Shape shape, float range) {
+  std::uniform_real_distribution<float> uniform(-range, range);
+  Tensor t(DataType::kFloat, std::move(shape));
+  for (float& v : t.mutable_values<float>()) v = uniform(rng);
+  return t;
+}
 
 // Found by tests/fuzz/model_fuzz.cc: a B (or initial state) smaller than its spec shape was read past its end.
 TEST(RnnTest, OptionalInputsOfTheWrongShapeAreErrors) {
@@ -181,12 +191,7 @@ TEST(RecurrentTest, ConstantWeightsGiveTheResultsOfFedWeights) {
   struct Case { const char* op; int64_t gates; int64_t linear_before_reset; };
   for (const Case& c : {Case{"RNN", 1, 0}, Case{"GRU", 3, 0}, Case{"GRU", 3, 1}, Case{"LSTM", 4, 0}}) {
     std::mt19937 rng(7);
-    std::uniform_real_distribution<float> uniform(-0.5f, 0.5f);
-    auto random = [&](Shape shape) {
-      Tensor t(DataType::kFloat, shape);
-      for (float& v : t.mutable_values<float>()) v = uniform(rng);
-      return t;
-    };
+    auto random = [&](Shape shape) { return RandomTensor(rng, std::move(shape), 0.5f); };
     const Tensor x = random({seq, batch, input});
     const Tensor w = random({2, c.gates * hidden, input});
     const Tensor r = random({2, c.gates * hidden, hidden});
@@ -209,6 +214,38 @@ TEST(RecurrentTest, ConstantWeightsGiveTheResultsOfFedWeights) {
     ASSERT_TRUE(packed.ok()) << c.op << ": " << packed.status();
     EXPECT_TRUE(TensorsClose((*fed)[0], (*packed)[0], 1e-5, 1e-6)) << c.op << " lbr " << c.linear_before_reset;
     EXPECT_TRUE(TensorsClose((*fed)[1], (*packed)[1], 1e-5, 1e-6)) << c.op << " lbr " << c.linear_before_reset;
+  }
+}
+
+// A step's recurrent product runs on the calling thread while its weights fit in a core's L2 and the step
+// is short (hidden 128 at batch 1 and 16), and over the pool otherwise (hidden 384, or hidden 128 at batch
+// 17): either way every output is what one thread computes, to the bit.
+TEST(RecurrentTest, ThreadCountNeverChangesTheResult) {
+  struct Case { const char* op; int64_t gates, linear_before_reset, hidden, batch; };
+  for (const Case& c : {Case{"LSTM", 4, 0, 128, 1}, Case{"LSTM", 4, 0, 128, 16}, Case{"LSTM", 4, 0, 128, 17},
+                        Case{"LSTM", 4, 0, 384, 1}, Case{"GRU", 3, 0, 384, 2}, Case{"GRU", 3, 1, 384, 2},
+                        Case{"GRU", 3, 1, 128, 1}}) {
+    const int64_t seq = 3, input = 24;
+    std::mt19937 rng(11);
+    auto random = [&](Shape shape) { return RandomTensor(rng, std::move(shape), 0.2f); };
+    const Tensor x = random({seq, c.batch, input});
+    const Tensor w = random({1, c.gates * c.hidden, input});
+    const Tensor r = random({1, c.gates * c.hidden, c.hidden});
+    auto run = [&](int threads) {
+      OpTest test(c.op, 14);
+      test.Input("X", x).Constant("W", w).Constant("R", r).Attr("hidden_size", c.hidden).Threads(threads);
+      if (c.linear_before_reset != 0) test.Attr("linear_before_reset", c.linear_before_reset);
+      return test.Output("Y").Run();
+    };
+    auto one = run(1);
+    auto two = run(2);
+    ASSERT_TRUE(one.ok()) << c.op << ": " << one.status();
+    ASSERT_TRUE(two.ok()) << c.op << ": " << two.status();
+    const auto a = (*one)[0].values<float>();
+    const auto b = (*two)[0].values<float>();
+    ASSERT_EQ(a.size(), b.size());
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0)
+        << c.op << " hidden " << c.hidden << " batch " << c.batch << " lbr " << c.linear_before_reset;
   }
 }
 
