@@ -5,6 +5,7 @@
 #include <bit>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "runtime/core/memory_budget.h"
 #include "runtime/core/run_limits.h"
 #include "runtime/math/isa.h"
@@ -24,8 +25,23 @@ constexpr int kPlanes = 16;  // a 4x4 input patch per 2x2 output tile
 // Each pass's two buffers of 16 planes stay under 2^22 floats (16 MB) whatever the image, so a hostile
 // image size costs passes, not memory; a shape one row of tiles of which exceeds it runs another way.
 constexpr int64_t kMaxPassFloats = int64_t{1} << 22;
+// A pass that runs whole on one thread keeps its two buffers within 2^18 floats (1 MiB), in L2. ResNet-50's
+// 56x56 x 64-channel 3x3s (passes of 4 rows of tiles; in-process alternation, AVX2) took 0.91 of the time
+// of one whole-image pass on one thread; on two, against each phase split, 0.81-0.92 while the VM's cores
+// were slow to share lines and 0.99-1.07 when not. At 28x28 x 128 and 14x14 x 256, whose weights outweigh
+// the image, passes spread that way took 0.97-1.8 of it, so those keep their phases split.
+constexpr int64_t kMaxSpreadPassFloats = int64_t{1} << 18;
 
 int64_t TilesAcross(int64_t extent) { return (extent + 1) / 2; }
+
+// fn(0, n) split over `pool`, or on the calling thread when there is none.
+void SplitOver(ThreadPool* pool, int64_t n, absl::FunctionRef<void(int64_t, int64_t)> fn) {
+  if (pool == nullptr) {
+    fn(0, n);
+  } else {
+    pool->ParallelFor(n, 1, fn);
+  }
+}
 
 // Row `row` of `plane` split into its pixels at even and odd offsets from -pad_left: even[i] is column
 // 2i - pad_left, odd[i] column 2i + 1 - pad_left, zero outside the image; tiles_w + 1 of each.
@@ -177,21 +193,43 @@ const std::vector<PackedRows>& Winograd3x3::TransformedWeights() const {
   return u_;
 }
 
+bool Winograd3x3::SpreadsPasses(const ConvShape2D& shape) const {
+  // In double, as Fits.
+  const double weights = static_cast<double>(kPlanes) * static_cast<double>(maps_) * static_cast<double>(channels_);
+  const double image =
+      static_cast<double>(channels_) * static_cast<double>(shape.in_h) * static_cast<double>(shape.in_w) +
+      static_cast<double>(maps_) * static_cast<double>(shape.out_h) * static_cast<double>(shape.out_w);
+  return weights <= image;
+}
+
 bool Winograd3x3::Run(const ConvShape2D& shape, const float* x, const WinogradEpilogue& epilogue, float* y,
                       ThreadPool& pool) const {
   const int64_t tiles_h = TilesAcross(shape.out_h), tiles_w = TilesAcross(shape.out_w);
+  const bool spread = SpreadsPasses(shape);
+  const int64_t row_floats = kPlanes * (spread ? maps_ + channels_ : std::max(maps_, channels_)) * tiles_w;
   const int64_t rows_per_pass =
-      std::clamp<int64_t>(kMaxPassFloats / (kPlanes * std::max(maps_, channels_) * tiles_w), 1, tiles_h);
+      std::clamp<int64_t>((spread ? kMaxSpreadPassFloats : kMaxPassFloats) / row_floats, 1, tiles_h);
+  const int64_t passes = (tiles_h + rows_per_pass - 1) / rows_per_pass;
   const int64_t in_image = channels_ * shape.in_h * shape.in_w, out_image = maps_ * shape.out_h * shape.out_w;
   for (int64_t n = 0; n < shape.batch; ++n) {
     WinogradEpilogue image_epilogue = epilogue;
     if (epilogue.z != nullptr) image_epilogue.z = epilogue.z + n * out_image;
-    for (int64_t first = 0; first < tiles_h; first += rows_per_pass) {
-      if (!RunTileRows(shape, x + n * in_image, first, std::min(rows_per_pass, tiles_h - first), image_epilogue,
-                       y + n * out_image, pool)) {
-        return false;
+    std::atomic<bool> finite{true};
+    auto run_passes = [&](int64_t begin, int64_t end) {
+      for (int64_t pass = begin; pass < end && finite.load(std::memory_order_relaxed); ++pass) {
+        const int64_t first = pass * rows_per_pass;
+        if (!RunTileRows(shape, x + n * in_image, first, std::min(rows_per_pass, tiles_h - first), image_epilogue,
+                         y + n * out_image, spread ? nullptr : &pool)) {
+          finite.store(false, std::memory_order_relaxed);
+        }
       }
+    };
+    if (spread) {
+      pool.ParallelFor(passes, 1, run_passes);
+    } else {
+      run_passes(0, passes);
     }
+    if (!finite.load(std::memory_order_relaxed)) return false;
   }
   if (!AppliedAfterStore(epilogue.activation)) return true;
   const int64_t planes = shape.batch * maps_, pixels = shape.out_h * shape.out_w;
@@ -205,12 +243,12 @@ bool Winograd3x3::Run(const ConvShape2D& shape, const float* x, const WinogradEp
 }
 
 bool Winograd3x3::RunTileRows(const ConvShape2D& shape, const float* x, int64_t first_row, int64_t rows,
-                              const WinogradEpilogue& epilogue, float* y, ThreadPool& pool) const {
+                              const WinogradEpilogue& epilogue, float* y, ThreadPool* pool) const {
   const std::vector<PackedRows>& u = TransformedWeights();
   const int64_t tiles_w = TilesAcross(shape.out_w), tiles = rows * tiles_w, plane = shape.in_h * shape.in_w;
   float* v = ThreadScratch(ScratchSlot::kWinogradInput, kPlanes * channels_ * tiles);
   float* m = ThreadScratch(ScratchSlot::kWinogradProduct, kPlanes * maps_ * tiles);
-  pool.ParallelFor(channels_, 1, [&](int64_t begin, int64_t end) {
+  SplitOver(pool, channels_, [&](int64_t begin, int64_t end) {
     std::vector<float> split(static_cast<size_t>(8 * (tiles_w + 1))), h(static_cast<size_t>(16 * tiles_w));
     for (int64_t c = begin; c < end; ++c) {
       StopIfRunEnded(WorkOf({tiles, kPlanes}));
@@ -229,7 +267,7 @@ bool Winograd3x3::RunTileRows(const ConvShape2D& shape, const float* x, int64_t 
       }
     }
   });
-  pool.ParallelFor(kPlanes, 1, [&](int64_t begin, int64_t end) {
+  SplitOver(pool, kPlanes, [&](int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) {
       StopIfRunEnded(WorkOf({maps_, channels_, tiles}));
       PackedGemm(u[static_cast<size_t>(p)], tiles, v + p * channels_ * tiles, tiles, m + p * maps_ * tiles, tiles,
@@ -238,7 +276,7 @@ bool Winograd3x3::RunTileRows(const ConvShape2D& shape, const float* x, int64_t 
   });
   const bool relu = epilogue.activation.kind == ActivationKind::kRelu;
   std::atomic<bool> finite{true};
-  pool.ParallelFor(maps_, 1, [&](int64_t begin, int64_t end) {
+  SplitOver(pool, maps_, [&](int64_t begin, int64_t end) {
     std::vector<float> s(static_cast<size_t>(4 * tiles_w)), halves(static_cast<size_t>(2 * tiles_w));
     for (int64_t k = begin; k < end; ++k) {
       StopIfRunEnded(WorkOf({tiles, kPlanes}));

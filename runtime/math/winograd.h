@@ -12,9 +12,16 @@
 // of the direct convolution's; F(4x4, 3x3) needs fewer multiplies still but was measured 1.5e-4 off
 // relative to the value on a 32-channel 3x3, past what the convolution tests allow.
 //
-// The transformed weights are 16/9 the size of the plain ones and every image streams them whole (each
-// plane's GEMM reads its own, so threads never read the same ones twice): Winograd pays where the maps
-// have enough pixels to spread that over (kMinWinogradPixels).
+// The transformed weights are 16/9 the size of the plain ones and every image streams them whole:
+// Winograd pays where the maps have enough pixels to spread that over (kMinWinogradPixels).
+//
+// A pass (some rows of tiles) goes through three phases, each over another axis: channels (the input
+// transform), planes (the GEMMs) and maps (the inverse). Split over threads phase by phase, each thread
+// reads only its planes' weights, but half of every phase's input was written by the other core. Where the
+// weights are no heavier than the image's X and Y (ResNet's 56x56 maps of 64 channels), passes are made
+// small and each runs whole on one thread instead: every thread streams all the weights, from its L2, and
+// its rows of X and Y stay where the layers before and after split them. Pass sizes follow from the shape
+// alone, so the thread count never changes a bit of Y.
 #pragma once
 
 #include <cstdint>
@@ -64,9 +71,12 @@ class Winograd3x3 {
 
  private:
   const std::vector<PackedRows>& TransformedWeights() const;
-  // Tile rows [first_row, first_row + rows) of one image: transform, multiply, transform back; false as Run.
+  // Whether passes run whole on one thread each, spread over the pool (else each phase is split).
+  bool SpreadsPasses(const ConvShape2D& shape) const;
+  // Tile rows [first_row, first_row + rows) of one image: transform, multiply, transform back, each phase
+  // split over `pool` (null: on the calling thread); false as Run.
   bool RunTileRows(const ConvShape2D& shape, const float* x, int64_t first_row, int64_t rows,
-                   const WinogradEpilogue& epilogue, float* y, ThreadPool& pool) const;
+                   const WinogradEpilogue& epilogue, float* y, ThreadPool* pool) const;
 
   const float* w_;
   const int64_t maps_, channels_;

@@ -2,10 +2,12 @@
 // ISA the process dispatches on (ctest runs it again with ONNXSERVE_ISA=avx2, where Conv uses it): odd
 // and even map sizes (tiles that hang over the map's edge), pads of 0 to 2, channel and map counts off
 // the micro-kernel's panels, batches, Z, every fused activation, one to three threads, an image cut into
-// several passes; weights transformed outside the first run's budget; sums that overflow reported; and the
+// several passes, each on one thread where the weights are lighter than the image, results independent of
+// the thread count; weights transformed outside the first run's budget; sums that overflow reported; and the
 // shapes it declines.
 #include "runtime/math/winograd.h"
 
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <string>
@@ -97,8 +99,40 @@ TEST_F(WinogradTest, AppliesEveryFusedActivationAfterZ) {
 }
 
 TEST_F(WinogradTest, CutsAnImageOfManyTilesIntoPasses) {
-  // 16 planes x 256 maps x 64 tiles per row: 2^18 floats a row of tiles, so a pass holds 16 of the 64 rows.
+  // Weights lighter than the image: passes run whole, each on one thread. 16 planes x (8 + 256) x 64 tiles
+  // a row is past a pass's 2^18 floats, so each of the 64 rows of tiles is a pass, shared by two threads.
   Check({.batch = 1, .channels = 8, .maps = 256, .in_h = 128, .in_w = 128, .pad = 1, .threads = 2}, false, {});
+}
+
+TEST_F(WinogradTest, ThreadCountNeverChangesABit) {
+  // Passes follow from the shape alone: a layer whose passes run whole on one thread each (64 x 64 on
+  // 30x50: three passes of 5 rows of 25 tiles; passes of 2 rows would leave the GEMMs 2 columns past their
+  // last panel, which the narrow kernel sums in another order) and one whose weights outweigh its 8x9 image
+  // (each phase split), on one to three threads.
+  const Case cases[] = {{.batch = 1, .channels = 64, .maps = 64, .in_h = 30, .in_w = 50, .pad = 1},
+                        {.batch = 2, .channels = 48, .maps = 40, .in_h = 8, .in_w = 9, .pad = 1}};
+  for (const Case& c : cases) {
+    const int64_t out_h = c.in_h + 2 * c.pad - 2, out_w = c.in_w + 2 * c.pad - 2;
+    const std::vector<float> x = RandomFloats(c.batch * c.channels * c.in_h * c.in_w, 1);
+    const std::vector<float> w = RandomFloats(c.maps * c.channels * 9, 2), b = RandomFloats(c.maps, 3);
+    const std::vector<float> z = RandomFloats(c.batch * c.maps * out_h * out_w, 4);
+    const Winograd3x3 winograd(w.data(), c.maps, c.channels);
+    const ConvShape2D shape{.batch = c.batch, .in_h = c.in_h, .in_w = c.in_w, .out_h = out_h, .out_w = out_w,
+                            .pad_top = c.pad, .pad_left = c.pad};
+    std::vector<float> one_thread;
+    for (int threads : {1, 2, 3}) {
+      std::vector<float> y(z.size());
+      ThreadPool pool(threads);
+      const WinogradEpilogue epilogue{.bias = b.data(), .z = z.data(), .activation = {ActivationKind::kRelu}};
+      ASSERT_TRUE(winograd.Run(shape, x.data(), epilogue, y.data(), pool));
+      if (threads == 1) {
+        one_thread = y;
+        continue;
+      }
+      EXPECT_EQ(std::memcmp(y.data(), one_thread.data(), y.size() * sizeof(float)), 0)
+          << c.channels << " channels, " << c.in_h << "x" << c.in_w << ", threads " << threads;
+    }
+  }
 }
 
 // The transformed weights are made on the first Run and kept for every later one: model state, like the
