@@ -166,7 +166,11 @@ class DnnlConvImpl final : public DnnlConv {
   // all of W: where W outweighs the image's X and Y (ResNet-50's 7x7 stage: 9.4 MB of weights a 3x3
   // against 100 KB of X and of Y), two threads' bands of 4 + 3 rows streamed W twice, and such a 3x3
   // scaled 1.57x over two threads of AVX2 where ONNX Runtime's scales 2.07x. A share of the maps over the
-  // whole image reads its part of W once and all of X, and writes its maps of Y, contiguous in NCHW.
+  // whole image reads its part of W once and all of X, and writes its maps of Y, contiguous in NCHW. That
+  // also pays where X is a small part of Y (ResNet-50's stem: 3 channels in, 64 maps of a quarter of the
+  // pixels out), which every thread then reads whole for little: two AVX2 threads' bands of rows took 1.10
+  // times as long there (whole-binary alternation, per-node medians), and the MaxPool after it, which
+  // splits by planes, then finds each plane where it was written.
   // Images that outnumber the threads share out whole instead.
   int64_t MapsShare(const ConvShape2D& shape, int threads) const {
     if (threads < 2 || shape.batch >= threads) return dims_.maps;
@@ -176,7 +180,7 @@ class DnnlConvImpl final : public DnnlConv {
                      static_cast<double>(shape.in_w);
     const double y = static_cast<double>(dims_.maps) * static_cast<double>(shape.out_h) *
                      static_cast<double>(shape.out_w);
-    if (weights <= x + y) return dims_.maps;
+    if (weights <= x + y && 4 * x > y) return dims_.maps;
     const int64_t share = (dims_.maps + threads - 1) / threads;
     return std::min(dims_.maps, (share + kMapsBlock - 1) / kMapsBlock * kMapsBlock);
   }

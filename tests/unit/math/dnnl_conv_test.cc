@@ -137,10 +137,11 @@ TEST_F(DnnlConvTest, AppliesEveryFusedActivation) {
   }
 }
 
-TEST_F(DnnlConvTest, SharesOutMapsWhereTheWeightsOutweighTheImage) {
-  // W (32 x 48 x 9) outweighs X (32 x 5 x 5) and Y: each thread computes a share of the maps, in blocks of
-  // 16, over the whole image: 32 + 16 maps, 32 + 8 (a share ending inside a block of 8), 3 threads over 2
-  // shares of 32, stride 2 with one-sided pads. A batch as large as the pool shares out whole images.
+TEST_F(DnnlConvTest, SharesOutMapsWhereTheWeightsOutweighTheImageOrXIsSmall) {
+  // W (32 x 48 x 9) outweighs X (32 x 5 x 5) and Y, or X is a small part of Y: each thread computes a share
+  // of the maps, in blocks of 16, over the whole image: 32 + 16 maps, 32 + 8 (a share ending inside a block
+  // of 8), 3 threads over 2 shares of 32, stride 2 with one-sided pads. A batch as large as the pool shares
+  // out whole images.
   const Case cases[] = {
       {.batch = 1, .channels = 32, .maps = 48, .in_h = 5, .in_w = 5, .kernel = 3, .pad_top = 1, .pad_left = 1,
        .pad_bottom = 1, .pad_right = 1, .threads = 2},
@@ -152,6 +153,9 @@ TEST_F(DnnlConvTest, SharesOutMapsWhereTheWeightsOutweighTheImage) {
        .pad_left = 0, .pad_bottom = 0, .pad_right = 1, .threads = 2},
       {.batch = 2, .channels = 32, .maps = 48, .in_h = 5, .in_w = 5, .kernel = 3, .pad_top = 1, .pad_left = 1,
        .pad_bottom = 1, .pad_right = 1, .threads = 2},
+      // A stem's X (3 channels) under a quarter of its Y (64 maps at stride 2): shares of 32 maps.
+      {.batch = 1, .channels = 3, .maps = 64, .in_h = 20, .in_w = 20, .kernel = 7, .stride = 2, .pad_top = 3,
+       .pad_left = 3, .pad_bottom = 3, .pad_right = 3, .threads = 2},
   };
   for (const Case& c : cases) {
     Check(c, true, {});
