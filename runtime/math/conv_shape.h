@@ -21,4 +21,15 @@ inline bool SameImageGeometry(const ConvShape2D& a, const ConvShape2D& b) {
          a.pad_bottom == b.pad_bottom && a.pad_right == b.pad_right;
 }
 
+// The floats of one image's X (`channels` planes of in_h x in_w) and Y (`maps` planes of out_h x out_w), which
+// the kernels weigh against their weights to choose how to split an image. In double: a model's channels
+// times a request's image size need not fit in int64.
+struct ImageFloats {
+  double x = 0, y = 0;
+};
+inline ImageFloats FloatsOfImage(const ConvShape2D& s, int64_t channels, int64_t maps) {
+  return {.x = static_cast<double>(channels) * static_cast<double>(s.in_h) * static_cast<double>(s.in_w),
+          .y = static_cast<double>(maps) * static_cast<double>(s.out_h) * static_cast<double>(s.out_w)};
+}
+
 }  // namespace onnxserve

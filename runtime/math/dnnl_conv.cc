@@ -176,10 +176,7 @@ class DnnlConvImpl final : public DnnlConv {
     if (threads < 2 || shape.batch >= threads) return dims_.maps;
     const double weights = static_cast<double>(dims_.maps) * static_cast<double>(dims_.channels) *
                            static_cast<double>(dims_.kernel_h * dims_.kernel_w);
-    const double x = static_cast<double>(dims_.channels) * static_cast<double>(shape.in_h) *
-                     static_cast<double>(shape.in_w);
-    const double y = static_cast<double>(dims_.maps) * static_cast<double>(shape.out_h) *
-                     static_cast<double>(shape.out_w);
+    const auto [x, y] = FloatsOfImage(shape, dims_.channels, dims_.maps);
     if (weights <= x + y && 4 * x > y) return dims_.maps;
     const int64_t share = (dims_.maps + threads - 1) / threads;
     return std::min(dims_.maps, (share + kMapsBlock - 1) / kMapsBlock * kMapsBlock);

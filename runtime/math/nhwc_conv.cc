@@ -533,15 +533,14 @@ class NhwcConvImpl final : public NhwcConv {
     if (dims_.depthwise) return false;
     const double weights = static_cast<double>(dims_.maps) * static_cast<double>(dims_.channels) *
                            static_cast<double>(dims_.kernel_h * dims_.kernel_w);
-    const double in_pixels = static_cast<double>(shape.in_h) * static_cast<double>(shape.in_w);
-    const double out_pixels = static_cast<double>(shape.out_h) * static_cast<double>(shape.out_w);
-    const double x = in_pixels * static_cast<double>(InChannels()), y = out_pixels * static_cast<double>(dims_.maps);
+    const auto [x, y] = FloatsOfImage(shape, InChannels(), dims_.maps);
     if (weights <= x + (has_z_ ? 2 : 1) * y) return false;
     const int64_t share = RoundUp((dims_.maps + threads - 1) / threads, kChannelBlock);
     if (share >= dims_.maps) return false;
     // Each band bounded in work like a band of rows, its copy of Y like a Winograd band's copies.
     const double image_work = ImageWork(shape), shares = std::ceil(static_cast<double>(dims_.maps) / share);
     if (image_work / shares > static_cast<double>(kDnnlBandWork)) return false;
+    const double out_pixels = static_cast<double>(shape.out_h) * static_cast<double>(shape.out_w);
     if (out_pixels * static_cast<double>(share) > static_cast<double>(kMaxBlockedBandFloats)) return false;
     std::vector<Band> bands;
     try {

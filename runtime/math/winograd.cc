@@ -194,12 +194,8 @@ const std::vector<PackedRows>& Winograd3x3::TransformedWeights() const {
 }
 
 bool Winograd3x3::SpreadsPasses(const ConvShape2D& shape) const {
-  // In double, as Fits.
-  const double weights = static_cast<double>(kPlanes) * static_cast<double>(maps_) * static_cast<double>(channels_);
-  const double image =
-      static_cast<double>(channels_) * static_cast<double>(shape.in_h) * static_cast<double>(shape.in_w) +
-      static_cast<double>(maps_) * static_cast<double>(shape.out_h) * static_cast<double>(shape.out_w);
-  return weights <= image;
+  const auto [x, y] = FloatsOfImage(shape, channels_, maps_);
+  return static_cast<double>(kPlanes) * static_cast<double>(maps_) * static_cast<double>(channels_) <= x + y;
 }
 
 bool Winograd3x3::Run(const ConvShape2D& shape, const float* x, const WinogradEpilogue& epilogue, float* y,
@@ -224,11 +220,7 @@ bool Winograd3x3::Run(const ConvShape2D& shape, const float* x, const WinogradEp
         }
       }
     };
-    if (spread) {
-      pool.ParallelFor(passes, 1, run_passes);
-    } else {
-      run_passes(0, passes);
-    }
+    SplitOver(spread ? &pool : nullptr, passes, run_passes);
     if (!finite.load(std::memory_order_relaxed)) return false;
   }
   if (!AppliedAfterStore(epilogue.activation)) return true;
