@@ -34,6 +34,23 @@ constexpr int64_t kMaxSpreadPassFloats = int64_t{1} << 18;
 
 int64_t TilesAcross(int64_t extent) { return (extent + 1) / 2; }
 
+// How many passes cover `tiles_h` rows of tiles, at most `max_rows` each. Spread passes come in an even
+// number: two threads' halves of them then hold the same rows. ResNet-50's 56x56 maps made 7 passes of 4
+// rows, 4 of them on one thread and 3 on the other, which bounded the two threads to 1.75 times one; in 8
+// passes of 3-4 rows those layers took 0.78 of their time on two AVX2 threads (whole binaries alternated,
+// per-node medians of 3 rounds) and 1.02-1.03 on one, within the rounds' spread.
+int64_t PassCount(int64_t tiles_h, int64_t max_rows, bool spread) {
+  const int64_t passes = (tiles_h + max_rows - 1) / max_rows;
+  return spread && passes % 2 == 1 && passes < tiles_h ? passes + 1 : passes;
+}
+
+// The first row of tiles of pass `pass` of `passes` over `tiles_h` rows: floor(pass * tiles_h / passes), so
+// that passes differ by at most one row and the longer ones are spread among the shorter.
+int64_t PassStart(int64_t pass, int64_t passes, int64_t tiles_h) {
+  return static_cast<int64_t>(static_cast<unsigned __int128>(pass) * static_cast<unsigned __int128>(tiles_h) /
+                              static_cast<unsigned __int128>(passes));
+}
+
 // fn(0, n) split over `pool`, or on the calling thread when there is none.
 void SplitOver(ThreadPool* pool, int64_t n, absl::FunctionRef<void(int64_t, int64_t)> fn) {
   if (pool == nullptr) {
@@ -203,9 +220,8 @@ bool Winograd3x3::Run(const ConvShape2D& shape, const float* x, const WinogradEp
   const int64_t tiles_h = TilesAcross(shape.out_h), tiles_w = TilesAcross(shape.out_w);
   const bool spread = SpreadsPasses(shape);
   const int64_t row_floats = kPlanes * (spread ? maps_ + channels_ : std::max(maps_, channels_)) * tiles_w;
-  const int64_t rows_per_pass =
-      std::clamp<int64_t>((spread ? kMaxSpreadPassFloats : kMaxPassFloats) / row_floats, 1, tiles_h);
-  const int64_t passes = (tiles_h + rows_per_pass - 1) / rows_per_pass;
+  const int64_t pass_floats = spread ? kMaxSpreadPassFloats : kMaxPassFloats;
+  const int64_t passes = PassCount(tiles_h, std::clamp<int64_t>(pass_floats / row_floats, 1, tiles_h), spread);
   const int64_t in_image = channels_ * shape.in_h * shape.in_w, out_image = maps_ * shape.out_h * shape.out_w;
   for (int64_t n = 0; n < shape.batch; ++n) {
     WinogradEpilogue image_epilogue = epilogue;
@@ -213,8 +229,8 @@ bool Winograd3x3::Run(const ConvShape2D& shape, const float* x, const WinogradEp
     std::atomic<bool> finite{true};
     auto run_passes = [&](int64_t begin, int64_t end) {
       for (int64_t pass = begin; pass < end && finite.load(std::memory_order_relaxed); ++pass) {
-        const int64_t first = pass * rows_per_pass;
-        if (!RunTileRows(shape, x + n * in_image, first, std::min(rows_per_pass, tiles_h - first), image_epilogue,
+        const int64_t first = PassStart(pass, passes, tiles_h);
+        if (!RunTileRows(shape, x + n * in_image, first, PassStart(pass + 1, passes, tiles_h) - first, image_epilogue,
                          y + n * out_image, spread ? nullptr : &pool)) {
           finite.store(false, std::memory_order_relaxed);
         }

@@ -20,8 +20,9 @@
 // reads only its planes' weights, but half of every phase's input was written by the other core. Where the
 // weights are no heavier than the image's X and Y (ResNet's 56x56 maps of 64 channels), passes are made
 // small and each runs whole on one thread instead: every thread streams all the weights, from its L2, and
-// its rows of X and Y stay where the layers before and after split them. Pass sizes follow from the shape
-// alone, so the thread count never changes a bit of Y.
+// its rows of X and Y stay where the layers before and after split them; such passes come in an even number,
+// of rows that differ by one at most, so that two threads take the same share. Pass sizes follow from the
+// shape alone, so the thread count never changes a bit of Y.
 #pragma once
 
 #include <cstdint>

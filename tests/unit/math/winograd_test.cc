@@ -104,11 +104,20 @@ TEST_F(WinogradTest, CutsAnImageOfManyTilesIntoPasses) {
   Check({.batch = 1, .channels = 8, .maps = 256, .in_h = 128, .in_w = 128, .pad = 1, .threads = 2}, false, {});
 }
 
+TEST_F(WinogradTest, CutsAnOddCountOfPassesIntoAnEvenOneOfUnequalRows) {
+  // 16 planes x (64 + 64) x 25 tiles a row: at most 5 of the 15 rows of tiles a pass, so 3 passes, made 4
+  // (of 3, 4, 4 and 4 rows) so that two threads take the same rows.
+  for (int threads : {1, 2}) {
+    Check({.batch = 2, .channels = 64, .maps = 64, .in_h = 30, .in_w = 50, .pad = 1, .threads = threads}, true,
+          {ActivationKind::kRelu});
+  }
+}
+
 TEST_F(WinogradTest, ThreadCountNeverChangesABit) {
   // Passes follow from the shape alone: a layer whose passes run whole on one thread each (64 x 64 on
-  // 30x50: three passes of 5 rows of 25 tiles; passes of 2 rows would leave the GEMMs 2 columns past their
-  // last panel, which the narrow kernel sums in another order) and one whose weights outweigh its 8x9 image
-  // (each phase split), on one to three threads.
+  // 30x50: four passes of 3-4 rows of 25 tiles, 75 or 100 columns for the GEMMs, the last 4 of 100 on the
+  // narrow kernel, which sums in another order) and one whose weights outweigh its 8x9 image (each phase
+  // split), on one to three threads.
   const Case cases[] = {{.batch = 1, .channels = 64, .maps = 64, .in_h = 30, .in_w = 50, .pad = 1},
                         {.batch = 2, .channels = 48, .maps = 40, .in_h = 8, .in_w = 9, .pad = 1}};
   for (const Case& c : cases) {
