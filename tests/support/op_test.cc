@@ -150,6 +150,11 @@ OpTest& OpTest::Threads(int threads) {
   return *this;
 }
 
+OpTest& OpTest::MemoryBudget(int64_t bytes) {
+  memory_budget_ = bytes;
+  return *this;
+}
+
 onnx::ModelProto OpTest::BuildModel() const {
   onnx::ModelProto model;
   model.set_ir_version(10);
@@ -176,7 +181,8 @@ onnx::ModelProto OpTest::BuildModel() const {
 absl::StatusOr<std::vector<Value>> OpTest::RunValues(const RunLimits& limits) const {
   auto model = Model::FromProto(BuildModel(), "");
   if (!model.ok()) return model.status();
-  auto session = Session::Create(*std::move(model), {.intra_op_threads = threads_});
+  auto session =
+      Session::Create(*std::move(model), {.intra_op_threads = threads_, .memory_budget_bytes = memory_budget_});
   if (!session.ok()) return session.status();
   return (*session)->RunValues(feeds_, {}, limits);
 }

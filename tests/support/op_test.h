@@ -50,6 +50,8 @@ class OpTest {
   OpTest& Opset(const std::string& domain, int version);
   // The session's intra-op threads (1 unless set), for kernels that split work over the pool.
   OpTest& Threads(int threads);
+  // The session's memory budget per run (none unless set).
+  OpTest& MemoryBudget(int64_t bytes);
 
   onnx::ModelProto BuildModel() const;
   // Loads, compiles and runs; the outputs in the node's output order (omitted ones skipped).
@@ -63,6 +65,7 @@ class OpTest {
   std::vector<std::pair<std::string, Tensor>> constants_;
   std::vector<std::pair<std::string, int>> opsets_;
   int threads_ = 1;
+  int64_t memory_budget_ = 0;
 };
 
 // Element-wise comparison as the ONNX backend runner does it: same dtype and shape, and

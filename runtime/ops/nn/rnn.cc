@@ -203,18 +203,19 @@ class DirectionRunner {
     // Every step's input projection: a tensor, charged to the run (its size was checked against the limits).
     Tensor xw_tensor(kTypeOf<T>, {seq_ * batch_, gh_});
     T* xw = xw_tensor.data<T>();
+    // The states and gates are a request's batch times a model's width: tensors too, taken before any work.
+    h_ = Tensor(kTypeOf<T>, {batch_ * H});
+    c_state_ = Tensor(kTypeOf<T>, {batch_ * H});
+    gates_ = Tensor(kTypeOf<T>, {batch_ * gh_});
+    scratch_ = Tensor(kTypeOf<T>, {batch_ * H});
     packed_ = d.packed;
     MultiplyTransposed(x, seq_ * batch_, input_, d.w, packed_ ? &packed_->w : nullptr, gh_, T{0}, xw, gh_, &pool_);
     if (d.bias != nullptr) AddBiases(d.bias, xw);
-    h_.assign(static_cast<size_t>(batch_ * H), T{0});
-    c_state_.assign(static_cast<size_t>(batch_ * H), T{0});
-    if (d.init_h != nullptr) std::copy(d.init_h, d.init_h + batch_ * H, h_.begin());
-    if (d.init_c != nullptr) std::copy(d.init_c, d.init_c + batch_ * H, c_state_.begin());
-    gates_.resize(static_cast<size_t>(batch_ * gh_));
-    scratch_.resize(static_cast<size_t>(batch_ * H));
+    InitialState(d.init_h, h_.data<T>());
+    InitialState(d.init_c, c_state_.data<T>());
     for (int64_t step = 0; step < seq_; ++step) {
       const int64_t t = reverse ? seq_ - 1 - step : step;
-      std::copy(xw + t * batch_ * gh_, xw + (t + 1) * batch_ * gh_, gates_.begin());
+      std::copy(xw + t * batch_ * gh_, xw + (t + 1) * batch_ * gh_, gates_.data<T>());
       switch (c_.cell) {
         case Cell::kRnn: StepRnn(d, t); break;
         case Cell::kGru: StepGru(d, t); break;
@@ -222,11 +223,21 @@ class DirectionRunner {
       }
       if (d.y != nullptr) WriteY(d.y + t * c_.directions * batch_ * H, t);
     }
-    if (d.y_h != nullptr) std::copy(h_.begin(), h_.end(), d.y_h);
-    if (d.y_c != nullptr) std::copy(c_state_.begin(), c_state_.end(), d.y_c);
+    if (d.y_h != nullptr) std::copy_n(h_.data<T>(), batch_ * H, d.y_h);
+    if (d.y_c != nullptr) std::copy_n(c_state_.data<T>(), batch_ * H, d.y_c);
   }
 
  private:
+  // A state's batch x hidden values from `init`, or zeros without one.
+  void InitialState(const T* init, T* state) const {
+    const int64_t n = batch_ * c_.hidden;
+    if (init != nullptr) {
+      std::copy_n(init, n, state);
+    } else {
+      std::fill_n(state, n, T{0});
+    }
+  }
+
   // Wb + Rb join the input projection, except GRU's Rbh under linear_before_reset (it sits inside r * (...)).
   void AddBiases(const T* bias, T* xw) const {
     const T* wb = bias;
@@ -281,7 +292,7 @@ class DirectionRunner {
 
   // gates[:, cols) += H_{t-1} * R[rows]^T, R's first `rows` rows (all of them, or GRU's z and r)
   void AddRecurrent(const T* r, int64_t rows, T* out) {
-    MultiplyTransposed(h_.data(), batch_, c_.hidden, r, packed_ ? &packed_->r : nullptr, rows, T{1}, out, gh_,
+    MultiplyTransposed(h_.data<T>(), batch_, c_.hidden, r, packed_ ? &packed_->r : nullptr, rows, T{1}, out, gh_,
                        RecurrentPool(rows));
   }
 
@@ -289,55 +300,59 @@ class DirectionRunner {
 
   void StepRnn(const DirectionData<T>& d, int64_t t) {
     const int64_t H = c_.hidden;
-    AddRecurrent(d.r, H, gates_.data());
+    AddRecurrent(d.r, H, gates_.data<T>());
     for (int64_t b = 0; b < batch_; ++b) {
       if (!Active(b, t)) continue;
-      T* g = gates_.data() + b * gh_;
+      T* g = gates_.data<T>() + b * gh_;
       ClipAndApply(act_[0], g, H);
-      std::copy(g, g + H, h_.begin() + b * H);
+      std::copy(g, g + H, h_.data<T>() + b * H);
     }
   }
 
   void StepGru(const DirectionData<T>& d, int64_t t) {
     const int64_t H = c_.hidden;
-    AddRecurrent(d.r, 2 * H, gates_.data());  // z and r
-    for (int64_t b = 0; b < batch_; ++b) ClipAndApply(act_[0], gates_.data() + b * gh_, 2 * H);
+    AddRecurrent(d.r, 2 * H, gates_.data<T>());  // z and r
+    for (int64_t b = 0; b < batch_; ++b) ClipAndApply(act_[0], gates_.data<T>() + b * gh_, 2 * H);
     const T* rh = d.r + 2 * H * H;
     if (c_.linear_before_reset) {
       // h~ = g(Xt*Wh^T + Wbh + r * (H*Rh^T + Rbh))
-      MultiplyTransposed(h_.data(), batch_, H, rh, PackedRh(), H, T{0}, scratch_.data(), H, RecurrentPool(H));
+      MultiplyTransposed(h_.data<T>(), batch_, H, rh, PackedRh(), H, T{0}, scratch_.data<T>(), H, RecurrentPool(H));
+      const T* scratch = scratch_.data<T>();
       for (int64_t b = 0; b < batch_; ++b) {
-        T* g = gates_.data() + b * gh_;
+        T* g = gates_.data<T>() + b * gh_;
         for (int64_t j = 0; j < H; ++j) {
           const T rbh = d.bias != nullptr ? d.bias[gh_ + 2 * H + j] : T{0};
-          g[2 * H + j] += g[H + j] * (scratch_[b * H + j] + rbh);
+          g[2 * H + j] += g[H + j] * (scratch[b * H + j] + rbh);
         }
       }
     } else {
       // h~ = g(Xt*Wh^T + (r * H)*Rh^T + Rbh + Wbh)
-      for (int64_t i = 0; i < batch_ * H; ++i) scratch_[i] = gates_[(i / H) * gh_ + H + i % H] * h_[i];
-      MultiplyTransposed(scratch_.data(), batch_, H, rh, PackedRh(), H, T{1}, gates_.data() + 2 * H, gh_,
+      const T* gates = gates_.data<T>();
+      const T* h = h_.data<T>();
+      T* scratch = scratch_.data<T>();
+      for (int64_t i = 0; i < batch_ * H; ++i) scratch[i] = gates[(i / H) * gh_ + H + i % H] * h[i];
+      MultiplyTransposed(scratch_.data<T>(), batch_, H, rh, PackedRh(), H, T{1}, gates_.data<T>() + 2 * H, gh_,
                          RecurrentPool(H));
     }
     for (int64_t b = 0; b < batch_; ++b) {
       if (!Active(b, t)) continue;
-      T* g = gates_.data() + b * gh_;
+      T* g = gates_.data<T>() + b * gh_;
       ClipAndApply(act_[1], g + 2 * H, H);
-      T* h = h_.data() + b * H;
+      T* h = h_.data<T>() + b * H;
       for (int64_t j = 0; j < H; ++j) h[j] = (T{1} - g[j]) * g[2 * H + j] + g[j] * h[j];
     }
   }
 
   void StepLstm(const DirectionData<T>& d, int64_t t) {
     const int64_t H = c_.hidden;
-    AddRecurrent(d.r, gh_, gates_.data());
+    AddRecurrent(d.r, gh_, gates_.data<T>());
     for (int64_t b = 0; b < batch_; ++b) {
       if (!Active(b, t)) continue;
-      T* gi = gates_.data() + b * gh_;
+      T* gi = gates_.data<T>() + b * gh_;
       T* go = gi + H;
       T* gf = gi + 2 * H;
       T* gc = gi + 3 * H;
-      T* c = c_state_.data() + b * H;
+      T* c = c_state_.data<T>() + b * H;
       if (d.peep != nullptr) {
         for (int64_t j = 0; j < H; ++j) {
           gi[j] += d.peep[j] * c[j];
@@ -355,7 +370,7 @@ class DirectionRunner {
         for (int64_t j = 0; j < H; ++j) go[j] += d.peep[H + j] * c[j];
       }
       ClipAndApply(act_[0], go, H);
-      T* h = h_.data() + b * H;
+      T* h = h_.data<T>() + b * H;
       std::copy(c, c + H, h);
       act_[2].Apply(h, H);
       for (int64_t j = 0; j < H; ++j) h[j] *= go[j];
@@ -365,7 +380,7 @@ class DirectionRunner {
   // Y[t, dir, b, :] = H_t for active rows; rows past their sequence length stay zero.
   void WriteY(T* y, int64_t t) const {
     for (int64_t b = 0; b < batch_; ++b) {
-      if (Active(b, t)) std::copy(h_.begin() + b * c_.hidden, h_.begin() + (b + 1) * c_.hidden, y + b * c_.hidden);
+      if (Active(b, t)) std::copy(h_.data<T>() + b * c_.hidden, h_.data<T>() + (b + 1) * c_.hidden, y + b * c_.hidden);
     }
   }
 
@@ -376,7 +391,7 @@ class DirectionRunner {
   ThreadPool& pool_;
   const int64_t gh_;
   const PackedWeights* packed_ = nullptr;
-  std::vector<T> h_, c_state_, gates_, scratch_;
+  Tensor h_, c_state_, gates_, scratch_;
 };
 
 // Swaps the first two dims of a [a, b, rest] tensor into `out` ([b, a, rest]).
@@ -469,24 +484,34 @@ class Recurrent final : public OpKernel {
       if (sl->NumElements() != batch) return absl::InvalidArgumentError("sequence_lens: expected one length per batch row");
       lens = Int64Values(*sl);
     }
-    // Time-major copies of batch-major tensors.
-    auto time_major = [&](const Tensor* t, int64_t a, int64_t b, int64_t rest) -> std::vector<T> {
-      std::vector<T> out;
-      if (t == nullptr) return out;
-      out.resize(static_cast<size_t>(t->NumElements()));
-      if (c.batch_major) {
-        SwapLeadingDims(t->data<T>(), a, b, rest, out.data());
-      } else {
-        std::copy(t->data<T>(), t->data<T>() + t->NumElements(), out.begin());
-      }
-      return out;
+    // X and the initial states time-major: the inputs themselves, or copies of batch-major ones (tensors,
+    // charged to the run: they are a request's size).
+    auto time_major = [&](const Tensor* t, int64_t a, int64_t b, int64_t rest, Tensor& copy) -> const T* {
+      if (t == nullptr) return nullptr;
+      if (!c.batch_major) return t->data<T>();
+      copy = Tensor(kTypeOf<T>, {t->NumElements()});
+      SwapLeadingDims(t->data<T>(), a, b, rest, copy.data<T>());
+      return copy.data<T>();
     };
-    const std::vector<T> xs = time_major(&x, batch, seq, in_size);
+    Tensor x_copy, h0_copy, c0_copy;
+    const T* xs = time_major(&x, batch, seq, in_size, x_copy);
     const int init_c_index = 6, peep_index = 7;
-    const std::vector<T> h0 = time_major(input(5), batch, D, H);
-    const std::vector<T> c0 = kCell == Cell::kLstm ? time_major(input(init_c_index), batch, D, H) : std::vector<T>{};
-    std::vector<T> y(ctx.OutputWanted(0) ? static_cast<size_t>(seq * D * batch * H) : 0, T{0});
-    std::vector<T> y_h(static_cast<size_t>(D * batch * H)), y_c(static_cast<size_t>(D * batch * H));
+    const T* h0 = time_major(input(5), batch, D, H, h0_copy);
+    const T* c0 = kCell == Cell::kLstm ? time_major(input(init_c_index), batch, D, H, c0_copy) : nullptr;
+    // Where the directions write Y [seq, D, batch, H] and the last states [D, batch, H]: the outputs
+    // themselves when time-major, else tensors that WriteBatchMajor turns around; nowhere for an output not
+    // wanted. Made before any step runs, so that a budget they exceed stops the run before its work.
+    Tensor y_buffer, y_h_buffer, y_c_buffer;
+    auto time_major_output = [&](int i, const Shape& shape, Tensor& buffer) -> T* {
+      if (!ctx.OutputWanted(i)) return nullptr;
+      if (!c.batch_major) return ctx.Output(i, kTypeOf<T>, shape).template data<T>();
+      buffer = Tensor(kTypeOf<T>, shape);
+      return buffer.data<T>();
+    };
+    T* y = time_major_output(0, {seq, D, batch, H}, y_buffer);
+    if (y != nullptr) std::fill_n(y, seq * D * batch * H, T{0});  // rows past their sequence's length stay zero
+    T* y_h = time_major_output(1, {D, batch, H}, y_h_buffer);
+    T* y_c = kCell == Cell::kLstm ? time_major_output(2, {D, batch, H}, y_c_buffer) : nullptr;
     const Tensor* bias = input(3);
     const Tensor* peep = kCell == Cell::kLstm ? input(peep_index) : nullptr;
     for (int64_t d = 0; d < D; ++d) {
@@ -494,48 +519,39 @@ class Recurrent final : public OpKernel {
       data.w = w.data<T>() + d * gh * in_size;
       data.r = r.data<T>() + d * gh * H;
       if (bias != nullptr) data.bias = bias->data<T>() + d * 2 * gh;
-      if (!h0.empty()) data.init_h = h0.data() + d * batch * H;
-      if (!c0.empty()) data.init_c = c0.data() + d * batch * H;
+      if (h0 != nullptr) data.init_h = h0 + d * batch * H;
+      if (c0 != nullptr) data.init_c = c0 + d * batch * H;
       if (peep != nullptr) data.peep = peep->data<T>() + d * 3 * H;
       if (!packed_.empty() && std::is_same_v<T, float>) data.packed = packed_[static_cast<size_t>(d)].get();
-      if (!y.empty()) data.y = y.data() + d * batch * H;
-      data.y_h = y_h.data() + d * batch * H;
-      data.y_c = y_c.data() + d * batch * H;
+      if (y != nullptr) data.y = y + d * batch * H;
+      if (y_h != nullptr) data.y_h = y_h + d * batch * H;
+      if (y_c != nullptr) data.y_c = y_c + d * batch * H;
       DirectionRunner<T> runner(c, c.activations[d], seq, batch, in_size, lens, ctx.pool());
-      runner.Run(xs.data(), data, c.reverse_only || d == 1);
+      runner.Run(xs, data, c.reverse_only || d == 1);
     }
-    WriteOutputs<T>(ctx, y, y_h, y_c, seq, batch);
+    if (c.batch_major) WriteBatchMajor<T>(ctx, y_buffer, y_h_buffer, y_c_buffer, seq, batch);
     return absl::OkStatus();
   }
 
+  // The batch-major outputs from their time-major buffers (undefined for an output not wanted): Y [batch,
+  // seq, D, H], Y_h and Y_c [batch, D, H].
   template <typename T>
-  void WriteOutputs(KernelContext& ctx, const std::vector<T>& y, const std::vector<T>& y_h, const std::vector<T>& y_c,
-                    int64_t seq, int64_t batch) const {
+  void WriteBatchMajor(KernelContext& ctx, const Tensor& y, const Tensor& y_h, const Tensor& y_c, int64_t seq,
+                       int64_t batch) const {
     const int64_t H = config_.hidden, D = config_.directions;
-    const bool bm = config_.batch_major;
-    if (ctx.OutputWanted(0)) {
-      // Time-major [seq, D, batch, H]; batch-major [batch, seq, D, H].
-      Tensor& out = ctx.Output(0, kTypeOf<T>, bm ? Shape{batch, seq, D, H} : Shape{seq, D, batch, H});
-      if (bm) {
-        for (int64_t t = 0; t < seq; ++t)
-          for (int64_t d = 0; d < D; ++d)
-            for (int64_t b = 0; b < batch; ++b)
-              std::copy_n(y.data() + ((t * D + d) * batch + b) * H, H, out.data<T>() + ((b * seq + t) * D + d) * H);
-      } else {
-        std::copy(y.begin(), y.end(), out.data<T>());
-      }
+    if (y.defined()) {
+      T* out = ctx.Output(0, kTypeOf<T>, {batch, seq, D, H}).template data<T>();
+      for (int64_t t = 0; t < seq; ++t)
+        for (int64_t d = 0; d < D; ++d)
+          for (int64_t b = 0; b < batch; ++b)
+            std::copy_n(y.data<T>() + ((t * D + d) * batch + b) * H, H, out + ((b * seq + t) * D + d) * H);
     }
-    auto state = [&](int i, const std::vector<T>& s) {
-      if (!ctx.OutputWanted(i)) return;
-      Tensor& out = ctx.Output(i, kTypeOf<T>, bm ? Shape{batch, D, H} : Shape{D, batch, H});
-      if (bm) {
-        SwapLeadingDims(s.data(), D, batch, H, out.data<T>());
-      } else {
-        std::copy(s.begin(), s.end(), out.data<T>());
-      }
+    auto state = [&](int i, const Tensor& s) {
+      if (!s.defined()) return;
+      SwapLeadingDims(s.data<T>(), D, batch, H, ctx.Output(i, kTypeOf<T>, {batch, D, H}).template data<T>());
     };
     state(1, y_h);
-    if (kCell == Cell::kLstm) state(2, y_c);
+    state(2, y_c);
   }
 
   // Packs W and R per direction when both are float constants of the shapes the attributes imply (a shape

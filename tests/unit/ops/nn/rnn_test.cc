@@ -272,5 +272,32 @@ TEST(LstmTest, RefusesInputProjectionsPastTheByteLimit) {
   EXPECT_EQ((*short_one)[0].shape(), (Shape{1, 1, 64}));
 }
 
+// The states, gates and outputs of a recurrent node are a request's batch times a model's width, however
+// small its X: 4096 rows of one input into 64 units are 16 KiB of X and, for an LSTM, 1 MiB each of Y_h, Y_c
+// and the two states, 4 MiB of gates and 4 of input projections, 12 MiB at once. Kept in std::vector, all but
+// the projections and the outputs' final copies were taken outside the run's budget (a peak of 4 MiB
+// charged), so an 8 MiB budget let the run take all 12.
+TEST(LstmTest, ChargesItsStatesGatesAndOutputsToTheRun) {
+  constexpr int64_t kBatch = 4096, kHidden = 64, kMiB = int64_t{1} << 20;
+  const auto lstm = [&](int64_t budget) {
+    return OpTest("LSTM", 14)
+        .Input("X", Tensor::FromVector<float>({1, kBatch, 1}, std::vector<float>(kBatch, 0.5f)))
+        .Input("W", Tensor::FromVector<float>({1, 4 * kHidden, 1}, std::vector<float>(4 * kHidden, 0.1f)))
+        .Input("R",
+               Tensor::FromVector<float>({1, 4 * kHidden, kHidden}, std::vector<float>(4 * kHidden * kHidden, 0.01f)))
+        .Attr("hidden_size", kHidden)
+        .NoOutput()
+        .Output("Y_h")
+        .Output("Y_c")
+        .MemoryBudget(budget)
+        .Run();
+  };
+  auto refused = lstm(8 * kMiB);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
+  auto answered = lstm(16 * kMiB);
+  ASSERT_TRUE(answered.ok()) << answered.status();
+  EXPECT_EQ((*answered)[1].shape(), (Shape{1, kBatch, kHidden}));
+}
+
 }  // namespace
 }  // namespace onnxserve
