@@ -49,6 +49,9 @@ absl::Status DispatchGemmType(DataType type, Fn&& fn) {
 template <typename T>
 void RunMatMul(const MatMulPlan& p, const T* a, const T* b, T* y, ThreadPool& pool) {
   const int64_t batches = NumElements(p.batch);
+  // An empty Y has nothing to compute, however many batches its shape says: [2^28, 0, 1] x [2^28, 1, 0]
+  // would otherwise list 2^28 pairs of matrices (4 GiB) to multiply none.
+  if (batches * p.m * p.n == 0) return;
   // One B for every batch (a weight matrix): A's batches are then contiguous in output order, so the batch
   // folds into M and the whole product is one big GEMM.
   if (p.b_matrices == 1) {

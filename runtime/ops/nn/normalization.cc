@@ -50,8 +50,9 @@ RowStats StatsOf(const T* x, int64_t len, double epsilon) {
 }
 
 // Offsets into a parameter (scale or bias) for each position of a row of `row_shape`, following
-// unidirectional broadcasting; empty when the parameter is laid out exactly like the row.
-absl::StatusOr<std::vector<int64_t>> BroadcastOffsets(const Tensor& param, const Shape& row_shape,
+// unidirectional broadcasting; empty when the parameter is laid out exactly like the row, or when no row is
+// read (`rows` 0: X [0, 2^32] normalizes none of its 2^32-long rows, whose offsets would be 32 GiB).
+absl::StatusOr<std::vector<int64_t>> BroadcastOffsets(const Tensor& param, const Shape& row_shape, int64_t rows,
                                                       const char* name) {
   if (param.shape() == row_shape) return std::vector<int64_t>{};
   Shape shape = param.shape();
@@ -66,10 +67,16 @@ absl::StatusOr<std::vector<int64_t>> BroadcastOffsets(const Tensor& param, const
                                                    " does not broadcast to the normalized dims ",
                                                    ShapeToString(row_shape)));
   }
+  if (rows == 0) return std::vector<int64_t>{};
   std::vector<int64_t> offsets(static_cast<size_t>(NumElements(row_shape)));
   ForEachBroadcast<1>(row_shape, {BroadcastStrides(shape, row_shape)},
                       [&](int64_t i, const std::array<int64_t, 1>& at) { offsets[i] = at[0]; });
   return offsets;
+}
+
+// The rows LayerNormalization normalizes: the product of X's dims before `axis`.
+int64_t RowsOf(const Tensor& x, int64_t axis) {
+  return NumElements(Shape(x.shape().begin(), x.shape().begin() + axis));
 }
 
 class LayerNormalization final : public OpKernel {
@@ -93,10 +100,11 @@ class LayerNormalization final : public OpKernel {
     const Tensor* bias = ctx.Input(2);
     ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(axis_, x.rank()));
     const Shape row_shape(x.shape().begin() + axis, x.shape().end());
-    absl::StatusOr<std::vector<int64_t>> scale_at = BroadcastOffsets(scale, row_shape, "Scale");
+    const int64_t rows = RowsOf(x, axis);
+    absl::StatusOr<std::vector<int64_t>> scale_at = BroadcastOffsets(scale, row_shape, rows, "Scale");
     absl::StatusOr<std::vector<int64_t>> bias_at = std::vector<int64_t>{};
     if (bias != nullptr) {
-      bias_at = BroadcastOffsets(*bias, row_shape, "B");
+      bias_at = BroadcastOffsets(*bias, row_shape, rows, "B");
       if (bias->dtype() != x.dtype()) return absl::InvalidArgumentError("B must have the type of X");
     }
     if (scale.dtype() != x.dtype()) return absl::InvalidArgumentError("Scale must have the type of X");
@@ -116,7 +124,10 @@ class LayerNormalization final : public OpKernel {
     std::fill(stats_shape.begin() + axis, stats_shape.end(), 1);
     const int64_t len = NumElements(row_shape);
     const int64_t rows = NumElements(stats_shape);
-    std::vector<RowStats> stats(static_cast<size_t>(rows));
+    // A tensor, charged to the run: X [2^32, 0] has 2^32 empty rows, 64 GiB of statistics.
+    static_assert(sizeof(RowStats) == 2 * sizeof(double));
+    Tensor stats_tensor(DataType::kDouble, {rows, 2});
+    RowStats* stats = reinterpret_cast<RowStats*>(stats_tensor.data<double>());
     RETURN_IF_ERROR(DispatchFloating(x, "input \"X\"", [&](auto tag) {
       using T = decltype(tag);
       using C = ComputeType<T>;
@@ -140,8 +151,8 @@ class LayerNormalization final : public OpKernel {
         }
       });
     }));
-    WriteStats(ctx, 1, stats_shape, stats, [](const RowStats& s) { return s.mean; });
-    WriteStats(ctx, 2, stats_shape, stats, [](const RowStats& s) { return s.inv_std; });
+    WriteStats(ctx, 1, stats_shape, stats, rows, [](const RowStats& s) { return s.mean; });
+    WriteStats(ctx, 2, stats_shape, stats, rows, [](const RowStats& s) { return s.inv_std; });
     return absl::OkStatus();
   }
 
@@ -165,7 +176,8 @@ class LayerNormalization final : public OpKernel {
       using T = decltype(tag);
       one.data<T>()[0] = FromCompute<T>(ComputeType<T>{1});
     }));
-    ASSIGN_OR_RETURN(const std::vector<int64_t> one_at, BroadcastOffsets(one, row_shape, "Scale"));
+    ASSIGN_OR_RETURN(const std::vector<int64_t> one_at,
+                     BroadcastOffsets(one, row_shape, RowsOf(x, axis), "Scale"));
     RETURN_IF_ERROR(Normalize(ctx, x, axis, one, one_at, nullptr, {}, normalized));
     ASSIGN_OR_RETURN(Tensor * y, ctx.CheckedOutput(0, x.dtype(), y_shape));
     const std::array<std::vector<int64_t>, 3> strides = {
@@ -186,14 +198,14 @@ class LayerNormalization final : public OpKernel {
   }
 
   template <typename Field>
-  void WriteStats(KernelContext& ctx, int index, const Shape& shape, const std::vector<RowStats>& stats,
+  void WriteStats(KernelContext& ctx, int index, const Shape& shape, const RowStats* stats, int64_t rows,
                   Field field) const {
     if (!ctx.OutputWanted(index)) return;
     Tensor& out = ctx.Output(index, stash_type_, shape);
     DispatchNumeric(stash_type_, [&](auto tag) {
       using U = decltype(tag);
       U* data = out.data<U>();
-      for (size_t i = 0; i < stats.size(); ++i) data[i] = static_cast<U>(static_cast<ComputeType<U>>(field(stats[i])));
+      for (int64_t i = 0; i < rows; ++i) data[i] = static_cast<U>(static_cast<ComputeType<U>>(field(stats[i])));
     });
   }
 
@@ -298,6 +310,12 @@ class MeanVarianceNormalization final : public OpKernel {
     const double count = groups == 0 ? 0 : static_cast<double>(x.NumElements()) / static_cast<double>(groups);
     return DispatchFloating(x, "input \"X\"", [&](auto tag) {
       using T = decltype(tag);
+      // Nothing to normalize, however many groups the empty X's other dims make: X [2^24, 256, 0, 1] over
+      // axes [2, 3] has 2^32 of them, whose sums would be 64 GiB.
+      if (x.NumElements() == 0) {
+        ctx.Output(0, x.dtype(), x.shape());
+        return;
+      }
       const T* in = x.data<T>();
       std::vector<double> mean(static_cast<size_t>(groups)), sq(static_cast<size_t>(groups));
       ForEachBroadcast<1>(x.shape(), strides, [&](int64_t i, const std::array<int64_t, 1>& at) {

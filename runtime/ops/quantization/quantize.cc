@@ -406,6 +406,7 @@ absl::StatusOr<Tensor> IntegerProduct(const MatMulPlan& p, const Tensor& a, cons
   ASSIGN_OR_RETURN(const std::vector<int32_t> wa, WidenMinusZeroPoint(a, a_zp, p.m, p.k, "A"));
   ASSIGN_OR_RETURN(const std::vector<int32_t> wb, WidenMinusZeroPoint(b, b_zp, p.n, 1, "B"));
   Tensor y(DataType::kInt32, p.output);
+  if (y.NumElements() == 0) return y;  // however many batches its shape says (RunMatMul's case)
   const int64_t a_size = p.m * p.k, b_size = p.k * p.n, y_size = p.m * p.n;
   const std::vector<std::pair<int64_t, int64_t>> matrices = MatrixPairs(p);
   for (size_t i = 0; i < matrices.size(); ++i) {

@@ -95,6 +95,7 @@ class Multinomial final : public OpKernel {
     }
     const int64_t batch = x.dim(0), classes = x.dim(1);
     ASSIGN_OR_RETURN(Tensor * y, ctx.CheckedOutput(0, dtype_, {batch, sample_size_}));
+    if (batch == 0) return absl::OkStatus();  // no rows, however many classes X's empty shape says
     NumpyRandom random(seed_);
     std::vector<double> cumulative(static_cast<size_t>(classes));
     for (int64_t row = 0; row < batch; ++row) {

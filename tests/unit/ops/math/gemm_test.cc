@@ -6,6 +6,7 @@
 #include "gtest/gtest.h"
 #include "runtime/ops/common.h"
 #include "tests/support/op_test.h"
+#include "tests/support/resident_memory.h"
 
 namespace onnxserve {
 namespace {
@@ -228,6 +229,30 @@ TEST(GemmTest, BiasThatDoesNotBroadcastIsRejected) {
                     .Input("c", Random<float>({3}, 3)).Output("y").Run();
   ASSERT_FALSE(result.ok());
   EXPECT_NE(result.status().message().find("broadcastable to [3,5]"), std::string::npos) << result.status();
+}
+
+// An empty product of many batches multiplies nothing: [2^24, 0, 1] x [2^24, 1, 0] listed 2^24 pairs of
+// matrices (256 MiB, outside the run's budget) to multiply none, in MatMul and in MatMulInteger alike.
+TEST(MatMulTest, AnEmptyProductOfManyBatchesTakesNoMemory) {
+  constexpr int64_t kBatches = int64_t{1} << 24;
+  struct Op {
+    const char* type;
+    int opset;
+    DataType input;
+  };
+  for (const Op& op : {Op{"MatMul", 13, DataType::kFloat}, Op{"MatMulInteger", 10, DataType::kUint8}}) {
+    const int64_t growth = testing::ResidentGrowth([&] {
+      auto out = OpTest(op.type, op.opset)
+                     .Input("a", Tensor(op.input, {kBatches, 0, 1}))
+                     .Input("b", Tensor(op.input, {kBatches, 1, 0}))
+                     .Output("y")
+                     .Run();
+      ASSERT_TRUE(out.ok()) << op.type << ": " << out.status();
+      EXPECT_EQ((*out)[0].shape(), (Shape{kBatches, 0, 0})) << op.type;
+    });
+    if (growth < 0) GTEST_SKIP() << "this kernel reports no resident-set high-water mark to reset";
+    EXPECT_LT(growth, int64_t{64} << 20) << op.type;
+  }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/support/op_test.h"
+#include "tests/support/resident_memory.h"
 
 namespace onnxserve {
 namespace {
@@ -219,6 +220,45 @@ TEST(InstanceNormalizationTest, NoChannelsGiveAnEmptyOutput) {
                  .Run();
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ((*out)[0].shape(), (Shape{1, 0, 2}));
+}
+
+// An empty X has nothing to normalize, however many groups or row positions its other dims make; each of
+// these made 256 MiB or more of statistics or offsets outside the run's budget.
+TEST(NormalizationTest, AnEmptyXOfHugeOtherDimsTakesNoMemory) {
+  const int64_t growth = testing::ResidentGrowth([] {
+    // MeanVarianceNormalization over axes [2, 3] of [2^22, 8, 0, 1]: 2^25 groups.
+    auto mvn = OpTest("MeanVarianceNormalization", 13)
+                   .Input("x", Tensor(DataType::kFloat, {int64_t{1} << 22, 8, 0, 1}))
+                   .Attr("axes", std::vector<int64_t>{2, 3})
+                   .Output("y")
+                   .Run();
+    ASSERT_TRUE(mvn.ok()) << mvn.status();
+    EXPECT_EQ((*mvn)[0].NumElements(), 0);
+    // LayerNormalization of [0, 2^25] with a Scale of [1]: no row, each 2^25 long.
+    auto layer = OpTest("LayerNormalization", 17)
+                     .Input("x", Tensor(DataType::kFloat, {0, int64_t{1} << 25}))
+                     .Input("scale", Tensor::FromVector<float>({1}, {2.0f}))
+                     .Attr("axis", int64_t{1})
+                     .Output("y")
+                     .Run();
+    ASSERT_TRUE(layer.ok()) << layer.status();
+    EXPECT_EQ((*layer)[0].shape(), (Shape{0, int64_t{1} << 25}));
+  });
+  if (growth < 0) GTEST_SKIP() << "this kernel reports no resident-set high-water mark to reset";
+  EXPECT_LT(growth, int64_t{64} << 20);
+}
+
+// 2^22 empty rows still have statistics, 16 bytes each: 64 MiB, now charged to the run, so a 1 MiB budget
+// refuses them.
+TEST(LayerNormalizationTest, StatisticsOfManyEmptyRowsCountAgainstTheBudget) {
+  auto out = OpTest("LayerNormalization", 17)
+                 .Input("x", Tensor(DataType::kFloat, {int64_t{1} << 22, 0}))
+                 .Input("scale", Tensor(DataType::kFloat, {0}))
+                 .Attr("axis", int64_t{1})
+                 .Output("y")
+                 .MemoryBudget(int64_t{1} << 20)
+                 .Run();
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted) << out.status();
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "runtime/exec/session.h"
 #include "tests/support/graph_builder.h"
 #include "tests/support/op_test.h"
+#include "tests/support/resident_memory.h"
 
 namespace onnxserve {
 namespace {
@@ -319,6 +320,19 @@ TEST(MultinomialTest, LargeSampleFollowsTheSoftmax) {
     chi2 += (counts[c] - expected) * (counts[c] - expected) / expected;
   }
   EXPECT_LT(chi2, 16.27);  // chi-square with 3 degrees of freedom at 0.1%
+}
+
+// No rows to sample, however many classes the empty logits' shape says: x [0, 2^25] made a vector of 2^25
+// running sums (256 MiB, outside the run's budget) for none.
+TEST(MultinomialTest, EmptyLogitsOfManyClassesTakeNoMemory) {
+  const int64_t growth = testing::ResidentGrowth([] {
+    auto out =
+        OpTest("Multinomial", 7).Input("x", Tensor(DataType::kFloat, {0, int64_t{1} << 25})).Output("y").Run();
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ((*out)[0].NumElements(), 0);
+  });
+  if (growth < 0) GTEST_SKIP() << "this kernel reports no resident-set high-water mark to reset";
+  EXPECT_LT(growth, int64_t{64} << 20);
 }
 
 }  // namespace
