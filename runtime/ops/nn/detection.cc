@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -283,10 +284,14 @@ class RoiAlign final : public OpKernel {
     return taps * kTapBytes;
   }
 
-  // The sampling taps of every output bin of one RoI, bin-major: grid_h * grid_w taps per bin.
-  std::vector<BilinearTaps> RoiTaps(const RoiGrid& grid, int64_t height, int64_t width) const {
-    std::vector<BilinearTaps> taps;
-    taps.reserve(static_cast<size_t>(output_height_ * output_width_ * grid.samples()));
+  // The sampling taps of every output bin of one RoI, bin-major: grid_h * grid_w taps per bin, in `storage`:
+  // a tensor, charged to the run, since a RoI of a request's coordinates may have 2^28 of them (16 GiB).
+  const BilinearTaps* RoiTaps(const RoiGrid& grid, int64_t height, int64_t width, Tensor& storage) const {
+    const int64_t count = output_height_ * output_width_ * grid.samples();
+    static_assert(sizeof(BilinearTaps) % sizeof(int64_t) == 0 && alignof(BilinearTaps) <= alignof(int64_t));
+    storage = Tensor(DataType::kInt64, {count * static_cast<int64_t>(sizeof(BilinearTaps) / sizeof(int64_t))});
+    auto* taps = reinterpret_cast<BilinearTaps*>(storage.data<int64_t>());
+    int64_t next = 0;
     for (int64_t ph = 0; ph < output_height_; ++ph) {
       for (int64_t pw = 0; pw < output_width_; ++pw) {
         for (int64_t iy = 0; iy < grid.grid_h; ++iy) {
@@ -294,7 +299,7 @@ class RoiAlign final : public OpKernel {
           for (int64_t ix = 0; ix < grid.grid_w; ++ix) {
             const float xx =
                 grid.start_w + pw * grid.bin_w + (ix + 0.5f) * grid.bin_w / static_cast<float>(grid.grid_w);
-            taps.push_back(TapsAt(yy, xx, height, width));
+            std::construct_at(taps + next++, TapsAt(yy, xx, height, width));
           }
         }
       }
@@ -310,14 +315,15 @@ class RoiAlign final : public OpKernel {
     pool.ParallelFor(static_cast<int64_t>(grids.size()), 1, [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
         const int64_t samples = grids[r].samples();
-        const std::vector<BilinearTaps> taps = RoiTaps(grids[r], height, width);
+        Tensor storage;
+        const BilinearTaps* taps = RoiTaps(grids[r], height, width, storage);
         for (int64_t c = 0; c < channels; ++c) {
           StopIfRunEnded(WorkOf({bins, samples, 4}));  // one RoI's taps may number 2^32, pooled per channel
           const T* plane = x.data<T>() + (batches[r] * channels + c) * height * width;
           T* out = y.data<T>() + (r * channels + c) * bins;
           for (int64_t bin = 0; bin < bins; ++bin) {
             out[bin] =
-                FromCompute<T>(static_cast<ComputeType<T>>(PoolBin(plane, taps.data() + bin * samples, samples)));
+                FromCompute<T>(static_cast<ComputeType<T>>(PoolBin(plane, taps + bin * samples, samples)));
           }
         }
       }

@@ -318,24 +318,31 @@ class MelWeightMatrix final : public OpKernel {
                                                      ", sample_rate ", sample_rate, ": expected all >= 1"));
     }
     const int64_t spectrogram_bins = dft_length / 2 + 1;
-    // The filter edges and weights below take memory in proportion to the output: check its size first.
+    // The output first: it is charged to the run, and the filters are written straight into it (a few
+    // scalars of a request ask for 2^32 of them; kept in a vector of doubles they were 32 GiB outside the
+    // budget).
     RETURN_IF_ERROR(CheckedByteSize(output_type_, {spectrogram_bins, mel_bins}).status());
-    ASSIGN_OR_RETURN(const std::vector<int64_t> edges,
-                     FilterEdges(mel_bins, dft_length, sample_rate, lower, upper, spectrogram_bins));
-    std::vector<double> w(static_cast<size_t>(spectrogram_bins * mel_bins), 0.0);
-    for (int64_t i = 0; i < mel_bins; ++i) {
-      const int64_t left = edges[i], center = edges[i + 1], right = edges[i + 2];
-      if (center == left) {
-        w[center * mel_bins + i] = 1;
-      } else {
-        for (int64_t j = left; j <= center; ++j) w[j * mel_bins + i] = double(j - left) / double(center - left);
-      }
-      for (int64_t j = center; j < right; ++j) w[j * mel_bins + i] = double(right - j) / double(right - center);
-    }
     Tensor& y = ctx.Output(0, output_type_, {spectrogram_bins, mel_bins});
+    ASSIGN_OR_RETURN(const Tensor edges,
+                     FilterEdges(mel_bins, dft_length, sample_rate, lower, upper, spectrogram_bins));
+    const int64_t* edge = edges.data<int64_t>();
     DispatchNumeric(output_type_, [&](auto tag) {
       using T = decltype(tag);
-      for (size_t j = 0; j < w.size(); ++j) y.data<T>()[j] = FromDouble<T>(w[j]);
+      T* w = y.data<T>();
+      std::fill_n(w, y.NumElements(), FromDouble<T>(0.0));
+      for (int64_t i = 0; i < mel_bins; ++i) {
+        const int64_t left = edge[i], center = edge[i + 1], right = edge[i + 2];
+        if (center == left) {
+          w[center * mel_bins + i] = FromDouble<T>(1.0);
+        } else {
+          for (int64_t j = left; j <= center; ++j) {
+            w[j * mel_bins + i] = FromDouble<T>(double(j - left) / double(center - left));
+          }
+        }
+        for (int64_t j = center; j < right; ++j) {
+          w[j * mel_bins + i] = FromDouble<T>(double(right - j) / double(right - center));
+        }
+      }
     });
     return absl::OkStatus();
   }
@@ -344,12 +351,13 @@ class MelWeightMatrix final : public OpKernel {
   // mel_bins + 2 spectrogram bins: the left edge, the centers, the right edge; INVALID_ARGUMENT when one falls
   // outside [0, spectrogram_bins). Checked before the bin becomes an integer: edge frequencies from the
   // request may be NaN or huge, and such a double does not convert to int64.
-  static absl::StatusOr<std::vector<int64_t>> FilterEdges(int64_t mel_bins, int64_t dft_length, int64_t sample_rate,
-                                                          double lower, double upper, int64_t spectrogram_bins) {
+  static absl::StatusOr<Tensor> FilterEdges(int64_t mel_bins, int64_t dft_length, int64_t sample_rate, double lower,
+                                            double upper, int64_t spectrogram_bins) {
     auto to_mel = [](double hz) { return 2595.0 * std::log10(1.0 + hz / 700.0); };
     const double low_mel = to_mel(lower);
     const double step = (to_mel(upper) - low_mel) / static_cast<double>(mel_bins + 2);
-    std::vector<int64_t> edges(static_cast<size_t>(mel_bins + 2));
+    Tensor edge_tensor(DataType::kInt64, {mel_bins + 2});  // as many as the output's bins: charged like it
+    int64_t* edges = edge_tensor.data<int64_t>();
     for (int64_t i = 0; i < mel_bins + 2; ++i) {
       const double hz = 700.0 * (std::pow(10.0, (i * step + low_mel) / 2595.0) - 1.0);
       const double bin = std::floor(static_cast<double>(dft_length + 1) * hz / static_cast<double>(sample_rate));
@@ -360,7 +368,7 @@ class MelWeightMatrix final : public OpKernel {
       }
       edges[i] = static_cast<int64_t>(bin);
     }
-    return edges;
+    return edge_tensor;
   }
 
   DataType output_type_ = DataType::kFloat;

@@ -233,5 +233,26 @@ TEST(MaxRoiPoolTest, PooledShapeMustBeTwoPositiveDims) {
   }
 }
 
+// A RoI's sampling taps are charged to the run: a 1024 x 1024 RoI pooled into one bin with adaptive sampling
+// has 2^20 taps (48 MiB) over a 1x1 image, which a 1 MiB budget refuses; a 16 x 16 one it takes.
+TEST(RoiAlignTest, ARoisTapsCountAgainstTheBudget) {
+  const auto pool = [](float extent) {
+    return OpTest("RoiAlign", 16)
+        .Input("x", Tensor::FromVector<float>({1, 1, 1, 1}, {1}))
+        .Input("rois", Tensor::FromVector<float>({1, 4}, {0, 0, extent, extent}))
+        .Input("batch", Tensor::FromVector<int64_t>({1}, {0}))
+        .Attr("output_height", int64_t{1})
+        .Attr("output_width", int64_t{1})
+        .Output("y")
+        .MemoryBudget(int64_t{1} << 20)
+        .Run();
+  };
+  auto large = pool(1024);
+  EXPECT_EQ(large.status().code(), absl::StatusCode::kResourceExhausted) << large.status();
+  auto small = pool(16);
+  ASSERT_TRUE(small.ok()) << small.status();
+  EXPECT_EQ((*small)[0].shape(), (Shape{1, 1, 1, 1}));
+}
+
 }  // namespace
 }  // namespace onnxserve

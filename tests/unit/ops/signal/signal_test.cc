@@ -5,6 +5,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/support/op_test.h"
+#include "tests/support/resident_memory.h"
 
 namespace onnxserve {
 namespace {
@@ -133,6 +134,26 @@ absl::StatusOr<std::vector<Tensor>> MelFilters(float lower_hz, float upper_hz) {
 TEST(MelWeightMatrixTest, NonFiniteOrHugeEdgeFrequenciesAreErrors) {
   EXPECT_TRUE(FailsWith(MelFilters(std::numeric_limits<float>::quiet_NaN(), 4000), "lower_edge_hertz nan"));
   EXPECT_TRUE(FailsWith(MelFilters(0, 1e30f), "upper_edge_hertz 1e+30"));
+}
+
+// The filters are written straight into the output: 1024 mel bins over 32768 spectrogram bins as uint8 are
+// 32 MiB of output, and were first 256 MiB of doubles outside the run's budget.
+TEST(MelWeightMatrixTest, WritesItsFiltersIntoTheOutput) {
+  const int64_t growth = testing::ResidentGrowth([] {
+    auto out = OpTest("MelWeightMatrix", 17)
+                   .Input("bins", Tensor::Scalar<int32_t>(1024))
+                   .Input("dft", Tensor::Scalar<int32_t>(65534))
+                   .Input("rate", Tensor::Scalar<int32_t>(16000))
+                   .Input("lo", Tensor::Scalar(0.0f))
+                   .Input("hi", Tensor::Scalar(8000.0f))
+                   .Attr("output_datatype", int64_t{2})  // UINT8
+                   .Output("y")
+                   .Run();
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ((*out)[0].shape(), (Shape{32768, 1024}));
+  });
+  if (growth < 0) GTEST_SKIP() << "this kernel reports no resident-set high-water mark to reset";
+  EXPECT_LT(growth, int64_t{128} << 20);
 }
 
 }  // namespace
