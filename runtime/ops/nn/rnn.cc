@@ -194,7 +194,7 @@ template <typename T>
 class DirectionRunner {
  public:
   DirectionRunner(const RnnConfig& c, const std::vector<Activation>& act, int64_t seq, int64_t batch,
-                  int64_t input, const std::vector<int64_t>& lens, ThreadPool& pool)
+                  int64_t input, const int64_t* lens, ThreadPool& pool)
       : c_(c), act_(act), seq_(seq), batch_(batch), input_(input), lens_(lens), pool_(pool),
         gh_(c.gates * c.hidden) {}
 
@@ -387,7 +387,7 @@ class DirectionRunner {
   const RnnConfig& c_;
   const std::vector<Activation>& act_;
   const int64_t seq_, batch_, input_;
-  const std::vector<int64_t>& lens_;
+  const int64_t* lens_;
   ThreadPool& pool_;
   const int64_t gh_;
   const PackedWeights* packed_ = nullptr;
@@ -479,10 +479,9 @@ class Recurrent final : public OpKernel {
     // width, held before any output is made: checked like tensors first.
     RETURN_IF_ERROR(CheckedByteSize(kTypeOf<T>, {seq, batch, gh}).status());
     if (ctx.OutputWanted(0)) RETURN_IF_ERROR(CheckedByteSize(kTypeOf<T>, {seq, D, batch, H}).status());
-    std::vector<int64_t> lens(static_cast<size_t>(batch), seq);
-    if (const Tensor* sl = input(4); sl != nullptr) {
-      if (sl->NumElements() != batch) return absl::InvalidArgumentError("sequence_lens: expected one length per batch row");
-      lens = Int64Values(*sl);
+    const Tensor* sl = input(4);
+    if (sl != nullptr && sl->NumElements() != batch) {
+      return absl::InvalidArgumentError("sequence_lens: expected one length per batch row");
     }
     // X and the initial states time-major: the inputs themselves, or copies of batch-major ones (tensors,
     // charged to the run: they are a request's size).
@@ -512,6 +511,10 @@ class Recurrent final : public OpKernel {
     if (y != nullptr) std::fill_n(y, seq * D * batch * H, T{0});  // rows past their sequence's length stay zero
     T* y_h = time_major_output(1, {D, batch, H}, y_h_buffer);
     T* y_c = kCell == Cell::kLstm ? time_major_output(2, {D, batch, H}, y_c_buffer) : nullptr;
+    // One length per row, a tensor too: X [0, 2^32, 1] is empty, but has 2^32 rows.
+    Tensor lens_tensor(DataType::kInt64, {batch});
+    int64_t* lens = lens_tensor.data<int64_t>();
+    for (int64_t b = 0; b < batch; ++b) lens[b] = sl != nullptr ? sl->GetAsInt64(b) : seq;
     const Tensor* bias = input(3);
     const Tensor* peep = kCell == Cell::kLstm ? input(peep_index) : nullptr;
     for (int64_t d = 0; d < D; ++d) {
