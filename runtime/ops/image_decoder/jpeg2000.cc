@@ -11,12 +11,14 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/core/memory_budget.h"
 #include "runtime/ops/image_decoder/codecs.h"
 
 namespace onnxserve::image {
 namespace {
 
 constexpr absl::string_view kFormat = "JPEG 2000";
+constexpr uint32_t kMaxComponents = 4;
 
 OPJ_SIZE_T Read(void* buffer, OPJ_SIZE_T size, void* user) {
   const size_t n = static_cast<StreamCursor*>(user)->Read(buffer, size);
@@ -117,8 +119,17 @@ absl::StatusOr<Tensor> DecodeJpeg2000(Bytes data) {
   if (!header_ok || image == nullptr) return Corrupt(source, "cannot read the header");
   const int64_t width = int64_t{image->x1} - image->x0, height = int64_t{image->y1} - image->y0;
   if (image->numcomps == 0) return Corrupt(source, "no components");
-  // OpenJPEG's planes: 4 bytes for each sample of every component.
-  RETURN_IF_ERROR(CheckImageBuffer(kFormat, height, width, int64_t{4} * image->numcomps));
+  // Gray, gray and alpha, RGB, RGBA: a stream of more components (a few bytes declare thousands, of empty
+  // packets) would have OpenJPEG decode every one of them, 4 bytes a sample, for planes never read.
+  if (image->numcomps > kMaxComponents) {
+    return absl::InvalidArgumentError(absl::StrCat("JPEG 2000 image of ", image->numcomps,
+                                                   " components: ImageDecoder reads 1 to ", kMaxComponents));
+  }
+  // OpenJPEG's planes: 4 bytes for each sample of every component, charged to the run while they live.
+  const int64_t plane_factor = int64_t{4} * image->numcomps;
+  RETURN_IF_ERROR(CheckImageBuffer(kFormat, height, width, plane_factor));
+  const MemoryCharge planes = MemoryCharge::ToCurrentRun(static_cast<size_t>(plane_factor * height * width));
+  const std::shared_ptr<const void> release_planes(nullptr, [planes](const void*) { planes.Release(); });
   if (!opj_decode(codec.get(), stream.get(), image.get()) || !opj_end_decompress(codec.get(), stream.get())) {
     return Corrupt(source, "the codestream does not decode");
   }

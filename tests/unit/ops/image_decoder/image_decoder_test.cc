@@ -1,5 +1,5 @@
-// ImageDecoder: pixel values of small images built here (BMP, PNM and TIFF byte by byte; PNG, WebP and JPEG
-// through the encoders of the same libraries), the pixel formats, and hostile streams: corrupt, truncated
+// ImageDecoder: pixel values of small images built here (BMP, PNM and TIFF byte by byte; PNG, WebP, JPEG and
+// JPEG 2000 through the encoders of the same libraries), the pixel formats, and hostile streams: corrupt, truncated
 // and with headers claiming images past the size limits, which must be errors before any allocation.
 #include <csetjmp>
 #include <cstdio>
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <jpeglib.h>
+#include <openjpeg.h>
 #include <png.h>
 #include <webp/encode.h>
 
@@ -124,6 +125,48 @@ Bytes EncodeJpeg(int width, int height, const Bytes& rgb) {
   Bytes out(buffer, buffer + size);
   jpeg_destroy_compress(&c);
   free(buffer);
+  return out;
+}
+
+// A lossless JPEG 2000 codestream of `values.size()` components of width x height samples, component c all
+// values[c] (8 bits, unsigned), through OpenJPEG's encoder.
+Bytes EncodeJpeg2000(int width, int height, const std::vector<int>& values) {
+  std::vector<opj_image_cmptparm_t> params(values.size());
+  for (opj_image_cmptparm_t& p : params) {
+    p = {};
+    p.dx = p.dy = 1;
+    p.w = static_cast<OPJ_UINT32>(width);
+    p.h = static_cast<OPJ_UINT32>(height);
+    p.prec = 8;
+  }
+  const auto space = values.size() == 3 ? OPJ_CLRSPC_SRGB : OPJ_CLRSPC_UNSPECIFIED;
+  opj_image_t* image = opj_image_create(static_cast<OPJ_UINT32>(values.size()), params.data(), space);
+  image->x1 = static_cast<OPJ_UINT32>(width);
+  image->y1 = static_cast<OPJ_UINT32>(height);
+  for (size_t c = 0; c < values.size(); ++c) std::fill_n(image->comps[c].data, width * height, values[c]);
+  opj_cparameters_t parameters;
+  opj_set_default_encoder_parameters(&parameters);
+  parameters.tcp_mct = values.size() == 3 ? 1 : 0;  // the colour transform takes exactly three components
+  parameters.numresolution = 1;                       // the default 6 need images of 32 pixels a side
+  opj_codec_t* codec = opj_create_compress(OPJ_CODEC_J2K);
+  opj_set_error_handler(codec, [](const char* message, void*) { ADD_FAILURE() << "OpenJPEG: " << message; }, nullptr);
+  opj_setup_encoder(codec, &parameters, image);
+  Bytes out;
+  opj_stream_t* stream = opj_stream_create(1 << 16, OPJ_FALSE);
+  opj_stream_set_user_data(stream, &out, nullptr);
+  opj_stream_set_write_function(stream, [](void* data, OPJ_SIZE_T n, void* user) -> OPJ_SIZE_T {
+    auto* bytes = static_cast<Bytes*>(user);
+    bytes->insert(bytes->end(), static_cast<uint8_t*>(data), static_cast<uint8_t*>(data) + n);
+    return n;
+  });
+  opj_stream_set_skip_function(stream, [](OPJ_OFF_T n, void*) -> OPJ_OFF_T { return n == 0 ? 0 : -1; });
+  opj_stream_set_seek_function(stream, [](OPJ_OFF_T, void*) -> OPJ_BOOL { return OPJ_FALSE; });
+  const bool encoded = opj_start_compress(codec, image, stream) && opj_encode(codec, stream) &&
+                       opj_end_compress(codec, stream);
+  opj_stream_destroy(stream);
+  opj_destroy_codec(codec);
+  opj_image_destroy(image);
+  EXPECT_TRUE(encoded) << "OpenJPEG could not encode the test image";
   return out;
 }
 
@@ -277,6 +320,41 @@ TEST(ImageDecoderTest, ValidImagesPastLoweredLimitsAreResourceExhausted) {
   for (const Bytes* stream : std::vector<const Bytes*>{&png, &jpeg, &webp_stream, &pgm}) {
     ExpectCode(Decode(*stream), absl::StatusCode::kResourceExhausted, "image of 64x64");
   }
+}
+
+TEST(ImageDecoderTest, Jpeg2000OfThreeOrFourComponentsDecodesToItsFirstThree) {
+  for (const std::vector<int>& values : {std::vector<int>{200, 100, 50}, std::vector<int>{200, 100, 50, 255}}) {
+    auto out = Decode(EncodeJpeg2000(8, 4, values));
+    ASSERT_TRUE(out.ok()) << values.size() << " components: " << out.status();
+    Bytes rgb;
+    for (int i = 0; i < 8 * 4; ++i) rgb.insert(rgb.end(), {200, 100, 50});
+    EXPECT_TRUE(TensorsClose(Image(4, 8, 3, rgb), (*out)[0])) << values.size() << " components";
+  }
+}
+
+// A stream of thousands of components (each a few bytes of empty packets) had OpenJPEG decode every one of
+// them, 4 bytes a sample, for planes never read; more than four are refused before decoding.
+TEST(ImageDecoderTest, Jpeg2000OfMoreThanFourComponentsIsRefused) {
+  ExpectCode(Decode(EncodeJpeg2000(8, 4, {1, 2, 3, 4, 5})), absl::StatusCode::kInvalidArgument,
+             "JPEG 2000 image of 5 components");
+}
+
+// OpenJPEG's planes are charged to the run while they live: 64x64 RGB takes 48 KiB of them (12 of output),
+// which a 32 KiB budget refuses and a 128 KiB one takes.
+TEST(ImageDecoderTest, Jpeg2000PlanesCountAgainstTheBudget) {
+  const Bytes stream = EncodeJpeg2000(64, 64, {10, 20, 30});
+  const auto decode = [&](int64_t budget) {
+    return OpTest("ImageDecoder", 20)
+        .Input("encoded_stream", Tensor::FromVector<uint8_t>({static_cast<int64_t>(stream.size())}, stream))
+        .Output("image")
+        .MemoryBudget(budget)
+        .Run();
+  };
+  auto refused = decode(32 << 10);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
+  auto decoded = decode(128 << 10);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ((*decoded)[0].shape(), (Shape{64, 64, 3}));
 }
 
 TEST(ImageDecoderTest, BadPixelFormatOrInputIsAnError) {
