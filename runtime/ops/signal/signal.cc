@@ -46,15 +46,29 @@ bool DispatchFloat(DataType type, Fn&& fn) {
   }
 }
 
+// n complex values in a tensor of doubles, charged to the run: a request's dft_length or frame_length sets n,
+// and the tables and scratch below, in vectors, were some 20 times a half-precision output outside the
+// budget.
+class ComplexBuffer {
+ public:
+  explicit ComplexBuffer(int64_t n) : storage_(DataType::kDouble, {2 * n}) {}
+  Complex* data() { return reinterpret_cast<Complex*>(storage_.data<double>()); }
+  const Complex* data() const { return reinterpret_cast<const Complex*>(storage_.data<double>()); }
+  Complex& operator[](int64_t i) { return data()[i]; }
+
+ private:
+  Tensor storage_;
+};
+
 // exp(-2 pi i m / n) for m in [0, n): the forward kernel; the inverse uses the conjugates.
-std::vector<Complex> Twiddles(int64_t n) {
-  std::vector<Complex> w(static_cast<size_t>(n));
+ComplexBuffer Twiddles(int64_t n) {
+  ComplexBuffer w(n);
   for (int64_t m = 0; m < n; ++m) w[m] = std::polar(1.0, -2.0 * std::numbers::pi * static_cast<double>(m) / n);
   return w;
 }
 
 // In-place iterative radix-2 FFT of a power-of-two length n (unscaled).
-void Radix2Fft(Complex* a, int64_t n, bool inverse, const std::vector<Complex>& w) {
+void Radix2Fft(Complex* a, int64_t n, bool inverse, const Complex* w) {
   for (int64_t i = 1, j = 0; i < n; ++i) {  // bit-reversal permutation
     int64_t bit = n >> 1;
     for (; j & bit; bit >>= 1) j ^= bit;
@@ -75,7 +89,7 @@ void Radix2Fft(Complex* a, int64_t n, bool inverse, const std::vector<Complex>& 
 
 // out[k] = sum_n in[n] * w^(+-kn) for k in [0, out_count), scaled by 1/n when inverse. `in` (n values) is
 // scratch: the FFT path transforms it in place.
-void ComputeDft(Complex* in, int64_t n, bool inverse, const std::vector<Complex>& w, int64_t out_count, Complex* out) {
+void ComputeDft(Complex* in, int64_t n, bool inverse, const Complex* w, int64_t out_count, Complex* out) {
   const double scale = inverse ? 1.0 / static_cast<double>(n) : 1.0;
   if ((n & (n - 1)) == 0) {
     Radix2Fft(in, n, inverse, w);
@@ -170,9 +184,9 @@ class Dft final : public OpKernel {
 
   template <typename T>
   void Transform(const SignalLayout& l, int64_t n, bool irfft, const T* x, T* y, ThreadPool& pool) const {
-    const std::vector<Complex> w = Twiddles(n);
+    const ComplexBuffer w = Twiddles(n);
     pool.ParallelFor(l.outer * l.inner, 1, [&](int64_t begin, int64_t end) {
-      std::vector<Complex> in(static_cast<size_t>(n)), out(static_cast<size_t>(l.out_len));
+      ComplexBuffer in(n), out(l.out_len);
       for (int64_t s = begin; s < end; ++s) {
         const int64_t o = s / l.inner, i = s % l.inner;
         auto at = [&](int64_t j) {
@@ -189,7 +203,7 @@ class Dft final : public OpKernel {
             in[j] = 0;
           }
         }
-        ComputeDft(in.data(), n, inverse_, w, l.out_len, out.data());
+        ComputeDft(in.data(), n, inverse_, w.data(), l.out_len, out.data());
         for (int64_t k = 0; k < l.out_len; ++k) {
           T* p = y + ((o * l.out_len + k) * l.inner + i) * l.out_parts;
           p[0] = FromDouble<T>(out[k].real());
@@ -258,17 +272,17 @@ class Stft final : public OpKernel {
       if (window != nullptr) {
         for (int64_t j = 0; j < frame; ++j) win[j] = window->GetAsDouble(j);
       }
-      const std::vector<Complex> w = Twiddles(frame);
+      const ComplexBuffer w = Twiddles(frame);
       const T* x = signal.data<T>();
       T* out_data = y.data<T>();
       ctx.pool().ParallelFor(batch * frames, 1, [&](int64_t begin, int64_t end) {
-        std::vector<Complex> in(static_cast<size_t>(frame)), out(static_cast<size_t>(bins));
+        ComplexBuffer in(frame), out(bins);
         for (int64_t s = begin; s < end; ++s) {
           const T* p = x + ((s / frames) * length + (s % frames) * step) * parts;
           for (int64_t j = 0; j < frame; ++j) {
             in[j] = Complex(ToDouble(p[j * parts]), parts == 2 ? ToDouble(p[j * parts + 1]) : 0.0) * win[j];
           }
-          ComputeDft(in.data(), frame, false, w, bins, out.data());
+          ComputeDft(in.data(), frame, false, w.data(), bins, out.data());
           for (int64_t k = 0; k < bins; ++k) {
             out_data[(s * bins + k) * 2] = FromDouble<T>(out[k].real());
             out_data[(s * bins + k) * 2 + 1] = FromDouble<T>(out[k].imag());

@@ -156,5 +156,26 @@ TEST(MelWeightMatrixTest, WritesItsFiltersIntoTheOutput) {
   EXPECT_LT(growth, int64_t{128} << 20);
 }
 
+// A DFT's twiddle table and per-thread scratch are charged to the run: a one-element float16 signal padded
+// to 2^20 points asks for a 2 MiB one-sided output and some 40 MiB of tables and scratch, which a 4 MiB
+// budget refuses; padded to 2^10 it fits.
+TEST(DftTest, ItsTablesAndScratchCountAgainstTheBudget) {
+  const auto dft = [](int64_t length) {
+    return OpTest("DFT", 20)
+        .Input("x", Tensor::FromVector<Float16>({1, 1, 1}, {Float16(1.0f)}))
+        .Input("len", Tensor::Scalar<int64_t>(length))
+        .Input("axis", Tensor::Scalar<int64_t>(1))
+        .Attr("onesided", int64_t{1})
+        .Output("y")
+        .MemoryBudget(int64_t{4} << 20)
+        .Run();
+  };
+  auto long_one = dft(int64_t{1} << 20);
+  EXPECT_EQ(long_one.status().code(), absl::StatusCode::kResourceExhausted) << long_one.status();
+  auto short_one = dft(int64_t{1} << 10);
+  ASSERT_TRUE(short_one.ok()) << short_one.status();
+  EXPECT_EQ((*short_one)[0].shape(), (Shape{1, 513, 2}));
+}
+
 }  // namespace
 }  // namespace onnxserve
