@@ -88,6 +88,32 @@ Bytes GrayTiff(uint32_t width, uint32_t height, const Bytes& pixels) {
   return b;
 }
 
+// An uncompressed one-row TIFF of `width` gray pixels, each followed by samples - 1 extra samples (all 0;
+// up to two extra sample kinds fit in their tag's entry, more go after the directory).
+Bytes TiffWithExtraSamples(uint32_t width, uint16_t samples) {
+  constexpr size_t kEntries = 10, kExtraAt = 8 + 2 + kEntries * 12 + 4;
+  const size_t strip_at = kExtraAt + 2 * (samples - 1u);
+  const uint32_t entries[kEntries][4] = {{256, 4, 1, width},       {257, 4, 1, 1},
+                                         {258, 3, 1, 8},           {259, 3, 1, 1},
+                                         {262, 3, 1, 1},           {273, 4, 1, static_cast<uint32_t>(strip_at)},
+                                         {277, 3, 1, samples},     {278, 4, 1, 1},
+                                         {279, 4, 1, width * samples},
+                                         {338, 3, samples - 1u, samples <= 3 ? 0u : static_cast<uint32_t>(kExtraAt)}};
+  Bytes b(strip_at + width * samples);
+  b[0] = 'I', b[1] = 'I';
+  PutLe(b, 2, 42, 2);
+  PutLe(b, 4, 8, 4);
+  PutLe(b, 8, kEntries, 2);
+  for (size_t i = 0; i < kEntries; ++i) {
+    const size_t at = 10 + i * 12;
+    PutLe(b, at, entries[i][0], 2);
+    PutLe(b, at + 2, entries[i][1], 2);
+    PutLe(b, at + 4, entries[i][2], 4);
+    PutLe(b, at + 8, entries[i][3], entries[i][1] == 3 && entries[i][2] == 1 ? 2 : 4);
+  }
+  return b;  // extra sample kinds 0 (unspecified) and pixels 0 are the zeros Bytes starts with
+}
+
 Bytes EncodePng(int width, int height, const Bytes& rgb) {
   png_image image{};
   image.version = PNG_IMAGE_VERSION;
@@ -355,6 +381,16 @@ TEST(ImageDecoderTest, Jpeg2000PlanesCountAgainstTheBudget) {
   auto decoded = decode(128 << 10);
   ASSERT_TRUE(decoded.ok()) << decoded.status();
   EXPECT_EQ((*decoded)[0].shape(), (Shape{64, 64, 3}));
+}
+
+// libtiff reads a strip of every sample: a stream of a few KB declaring thousands of extra samples of
+// deflated zeros took gigabytes outside the run's budget. More than four are refused; four are read.
+TEST(ImageDecoderTest, TiffOfMoreThanFourSamplesPerPixelIsRefused) {
+  auto four = Decode(TiffWithExtraSamples(8, 4));
+  ASSERT_TRUE(four.ok()) << four.status();
+  EXPECT_TRUE(TensorsClose(Image(1, 8, 3, Bytes(8 * 3, 0)), (*four)[0]));
+  ExpectCode(Decode(TiffWithExtraSamples(8, 5)), absl::StatusCode::kInvalidArgument,
+             "TIFF image of 5 samples per pixel");
 }
 
 TEST(ImageDecoderTest, BadPixelFormatOrInputIsAnError) {
