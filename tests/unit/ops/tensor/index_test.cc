@@ -1,10 +1,13 @@
 // OneHot (axes, negative and out-of-range indices by version, non-integer depth) and NonZero (row-major
 // coordinates, scalars, empty results).
+#include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "tests/support/op_test.h"
+#include "tests/support/resident_memory.h"
 
 namespace onnxserve {
 namespace {
@@ -97,6 +100,22 @@ TEST(OneHotTest, RefusesStringOutputsPastTheByteLimit) {
                  .Output("y")
                  .Run();
   EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted) << out.status();
+}
+
+// The positions are counted, then written into the output: 2^24 true bools (16 MiB) make a 128 MiB output,
+// beside which a vector of the positions took 128-192 MiB more, outside the run's budget.
+TEST(NonZeroTest, WritesItsCoordinatesWithoutAListBeside) {
+  constexpr int64_t kCount = int64_t{1} << 24;
+  const int64_t growth = testing::ResidentGrowth([] {
+    Tensor all_true(DataType::kBool, {kCount});
+    std::fill_n(all_true.data<bool>(), kCount, true);
+    auto out = OpTest("NonZero", 13).Input("x", std::move(all_true)).Output("y").Run();
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_EQ((*out)[0].shape(), (Shape{1, kCount}));
+    EXPECT_EQ((*out)[0].data<int64_t>()[kCount - 1], kCount - 1);
+  });
+  if (growth < 0) GTEST_SKIP() << "this kernel reports no resident-set high-water mark to reset";
+  EXPECT_LT(growth, int64_t{224} << 20);
 }
 
 }  // namespace
