@@ -1,9 +1,11 @@
 // Unique: the distinct elements (or, with `axis`, the distinct slices along an axis) with the index of
 // each one's first occurrence, the inverse map and the counts; sorted ascending or in order of appearance.
 #include <algorithm>
+#include <memory>
 #include <numeric>
 #include <vector>
 
+#include "runtime/core/memory_budget.h"
 #include "runtime/ops/common.h"
 #include "runtime/registry/registry.h"
 
@@ -99,6 +101,11 @@ Groups GroupSlices(const T* data, const SliceView& v, bool sorted) {
   return g;
 }
 
+// What GroupSlices and the outputs made from it hold at once, at most: ten int64 a slice (the sort order and
+// its merge buffer, each slice's group in both orders, the groups' first slices, counts and ranks as they
+// grow, and their copies into the outputs).
+constexpr size_t kScratchBytesPerSlice = 10 * sizeof(int64_t);
+
 Tensor Int64Tensor(const std::vector<int64_t>& values) {
   return Tensor::FromVector<int64_t>({static_cast<int64_t>(values.size())}, values);
 }
@@ -128,6 +135,10 @@ class Unique final : public OpKernel {
       view.count = x.NumElements();
     }
     if (view.count > 0 && view.outer * view.inner == 0) return UniqueOfEmptySlices(ctx, x, axis, view.count);
+    // The grouping's vectors, charged to the run while they live: some 80 bytes a slice, 80 times a
+    // one-byte X, were outside its budget.
+    const MemoryCharge scratch = MemoryCharge::ToCurrentRun(kScratchBytesPerSlice * static_cast<size_t>(view.count));
+    const std::shared_ptr<const void> release_scratch(nullptr, [scratch](const void*) { scratch.Release(); });
     Groups groups;
     bool handled = DispatchAny(x.dtype(), [&](auto tag) {
       using T = decltype(tag);

@@ -92,5 +92,24 @@ TEST(UniqueTest, AScalarHasNoAxisToCompareAlong) {
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
 }
 
+// The grouping's bookkeeping, some 80 bytes a slice, is charged to the run: 2^16 equal bytes (64 KiB of X,
+// 512 KiB of inverse indices) need 5 MiB of it, which a 2 MiB budget refuses; 2^12 of them fit.
+TEST(UniqueTest, ItsBookkeepingCountsAgainstTheBudget) {
+  const auto unique = [](int64_t count) {
+    return OpTest("Unique", 11)
+        .Input("x", Tensor::FromVector<uint8_t>({count}, std::vector<uint8_t>(static_cast<size_t>(count), 7)))
+        .Output("y")
+        .NoOutput()
+        .Output("inverse")
+        .MemoryBudget(int64_t{2} << 20)
+        .Run();
+  };
+  auto many = unique(int64_t{1} << 16);
+  EXPECT_EQ(many.status().code(), absl::StatusCode::kResourceExhausted) << many.status();
+  auto few = unique(int64_t{1} << 12);
+  ASSERT_TRUE(few.ok()) << few.status();
+  EXPECT_EQ((*few)[0].shape(), (Shape{1}));
+}
+
 }  // namespace
 }  // namespace onnxserve
