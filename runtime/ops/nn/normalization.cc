@@ -123,7 +123,7 @@ class LayerNormalization final : public OpKernel {
     Shape stats_shape = x.shape();
     std::fill(stats_shape.begin() + axis, stats_shape.end(), 1);
     const int64_t len = NumElements(row_shape);
-    const int64_t rows = NumElements(stats_shape);
+    const int64_t rows = RowsOf(x, axis);
     // A tensor, charged to the run: X [2^32, 0] has 2^32 empty rows, 64 GiB of statistics.
     static_assert(sizeof(RowStats) == 2 * sizeof(double));
     Tensor stats_tensor(DataType::kDouble, {rows, 2});
